@@ -1,0 +1,241 @@
+"""Communicators: the collectives a data-parallel job needs, with byte counters on every call.
+
+``HorovodCommunicator`` runs them through ``horovod.mxnet`` (Gloo, MPI or NCCL underneath);
+``LocalCommunicator`` is the single-process case (size 1), so every script runs with or without
+``horovodrun``. ``get_communicator()`` picks the right one from the environment.
+
+Byte accounting (``CommStats``), per worker:
+
+- ``payload_bytes``: bytes this worker handed to collectives (what it "sent" at the API level);
+- ``wire_bytes``: the bytes a bandwidth-optimal algorithm puts on this worker's link: ring
+  allreduce ``2(n-1)/n * b``, ring allgather ``(n-1) * b`` (each worker forwards every other
+  worker's block), broadcast ``b`` on the root and 0 elsewhere. With n = 1 nothing crosses a wire.
+"""
+import abc
+import json
+import os
+from dataclasses import asdict, dataclass, field
+
+import mxnet as mx
+import numpy as np
+
+
+@dataclass
+class CommStats:
+    """Counters of one communicator: calls and bytes per collective kind."""
+    calls: dict = field(default_factory=dict)
+    payload_bytes: dict = field(default_factory=dict)
+    wire_bytes: dict = field(default_factory=dict)
+
+    def add(self, kind, payload, wire):
+        """Record one call of ``kind`` moving ``payload`` bytes with ``wire`` bytes on the link."""
+        self.calls[kind] = self.calls.get(kind, 0) + 1
+        self.payload_bytes[kind] = self.payload_bytes.get(kind, 0) + int(payload)
+        self.wire_bytes[kind] = self.wire_bytes.get(kind, 0) + float(wire)
+
+    @property
+    def total_payload(self):
+        """All payload bytes, every kind together."""
+        return sum(self.payload_bytes.values())
+
+    @property
+    def total_wire(self):
+        """All estimated wire bytes, every kind together."""
+        return sum(self.wire_bytes.values())
+
+    def reset(self):
+        """Zero every counter."""
+        self.calls.clear()
+        self.payload_bytes.clear()
+        self.wire_bytes.clear()
+
+    def as_dict(self):
+        """A JSON-ready copy with totals."""
+        d = asdict(self)
+        d["total_payload"] = self.total_payload
+        d["total_wire"] = self.total_wire
+        return d
+
+
+def _nbytes(arr):
+    return int(np.prod(arr.shape)) * np.dtype(arr.dtype).itemsize
+
+
+class Communicator(abc.ABC):
+    """Base class: rank, size and the collectives, all on MXNet NDArrays, with byte counters.
+
+    Subclasses implement the ``_allreduce``, ``_allgather`` and ``_broadcast`` primitives; the public
+    methods add accounting. ``name`` keys an operation across workers: the same collective must get
+    the same name on every worker (Horovod matches operations by name).
+    """
+
+    rank = 0
+    size = 1
+    local_rank = 0
+    local_size = 1
+
+    def __init__(self):
+        self.stats = CommStats()
+
+    # --- accounting -----------------------------------------------------------------------
+    def _ring(self, b):
+        return 2.0 * (self.size - 1) / self.size * b
+
+    # --- public collectives -------------------------------------------------------------
+    def allreduce(self, tensor, average=True, name=None):
+        """Return the sum (or the mean with ``average``) of ``tensor`` over all workers; the input
+        is not modified."""
+        b = _nbytes(tensor)
+        self.stats.add("allreduce", b, self._ring(b))
+        return self._allreduce(tensor, average, name, inplace=False)
+
+    def allreduce_(self, tensor, average=True, name=None, relayout=False):
+        """In-place ``allreduce``: ``tensor`` holds the result afterwards; returns it.
+
+        Set ``relayout`` for parameter arrays: an inference forward of a oneDNN (MKLDNN) convolution
+        re-lays its weight out in a blocked format that Horovod cannot read, so the collective runs
+        on a plain-layout copy that is written back.
+        """
+        return self.grouped_allreduce_([tensor], average, name, relayout)[0]
+
+    def grouped_allreduce_(self, tensors, average=True, name=None, relayout=False):
+        """In-place allreduce of a list of tensors as one fused operation (see ``allreduce_`` for
+        ``relayout``)."""
+        if not tensors:
+            return tensors
+        b = sum(_nbytes(t) for t in tensors)
+        self.stats.add("allreduce", b, self._ring(b))
+        if self.size == 1:
+            return tensors
+        work = [t.copy() for t in tensors] if relayout else list(tensors)
+        if len(work) == 1:
+            self._allreduce(work[0], average, name, inplace=True)
+        else:
+            self._grouped_allreduce(work, average, name)
+        if relayout:
+            for t, w in zip(tensors, work):
+                t[:] = w
+        return tensors
+
+    def allgather(self, tensor, name=None):
+        """Concatenate every worker's ``tensor`` along axis 0 (first dims may differ), in rank order."""
+        b = _nbytes(tensor)
+        self.stats.add("allgather", b, (self.size - 1) * b)
+        return self._allgather(tensor, name)
+
+    def broadcast_(self, tensor, root_rank=0, name=None):
+        """Overwrite ``tensor`` on every worker with the root's value; returns it."""
+        b = _nbytes(tensor)
+        self.stats.add("broadcast", b if self.rank == root_rank else 0,
+                       b if (self.rank == root_rank and self.size > 1) else 0)
+        if self.size == 1:
+            return self._broadcast(tensor, root_rank, name)
+        work = tensor.copy()  # plain layout (see allreduce_'s relayout): broadcasts carry parameters
+        self._broadcast(work, root_rank, name)
+        tensor[:] = work
+        return tensor
+
+    def broadcast_object(self, obj, root_rank=0, name="broadcast_object"):
+        """Broadcast a JSON-serialisable object from ``root_rank`` (JSON, never pickle)."""
+        if self.size == 1:
+            return json.loads(json.dumps(obj))
+        data = np.frombuffer(json.dumps(obj).encode("utf-8"), dtype=np.uint8) if self.rank == root_rank \
+            else np.zeros(0, dtype=np.uint8)
+        length = mx.nd.array([len(data)], dtype="int64")
+        self.broadcast_(length, root_rank, name=name + ".len")
+        n = int(length.asscalar())
+        buf = mx.nd.array(data, dtype="uint8") if self.rank == root_rank else mx.nd.zeros((n,), dtype="uint8")
+        self.broadcast_(buf, root_rank, name=name + ".data")
+        return json.loads(buf.asnumpy().tobytes().decode("utf-8"))
+
+    def barrier(self, name="barrier"):
+        """Block until every worker reaches this call."""
+        if self.size > 1:
+            self._allreduce(mx.nd.zeros((1,)), False, name, inplace=True).wait_to_read()
+
+    def wire_summary(self):
+        """The counters as a JSON-ready dict, with rank and size."""
+        return {"rank": self.rank, "size": self.size, **self.stats.as_dict()}
+
+    # --- primitives ------------------------------------------------------------------------
+    @abc.abstractmethod
+    def _allreduce(self, tensor, average, name, inplace):
+        """Primitive of the subclass."""
+
+    def _grouped_allreduce(self, tensors, average, name):
+        for i, t in enumerate(tensors):
+            self._allreduce(t, average, None if name is None else f"{name}.{i}", inplace=True)
+        return tensors
+
+    @abc.abstractmethod
+    def _allgather(self, tensor, name):
+        """Primitive of the subclass."""
+
+    @abc.abstractmethod
+    def _broadcast(self, tensor, root_rank, name):
+        """Primitive of the subclass."""
+
+
+class LocalCommunicator(Communicator):
+    """The single-process communicator: size 1, every collective is the identity, no wire bytes."""
+
+    def _allreduce(self, tensor, average, name, inplace):
+        return tensor if inplace else tensor.copy()
+
+    def _grouped_allreduce(self, tensors, average, name):
+        return tensors
+
+    def _allgather(self, tensor, name):
+        return tensor.copy()
+
+    def _broadcast(self, tensor, root_rank, name):
+        if root_rank != 0:
+            raise ValueError(f"root_rank {root_rank} does not exist in a job of size 1; use 0")
+        return tensor
+
+
+class HorovodCommunicator(Communicator):
+    """Collectives through ``horovod.mxnet``; calls ``hvd.init()`` (idempotent) on construction."""
+
+    def __init__(self):
+        super().__init__()
+        import horovod.mxnet as hvd
+        self._hvd = hvd
+        hvd.init()
+        self.rank, self.size = hvd.rank(), hvd.size()
+        self.local_rank, self.local_size = hvd.local_rank(), hvd.local_size()
+
+    def _allreduce(self, tensor, average, name, inplace):
+        op = self._hvd.Average if average else self._hvd.Sum
+        fn = self._hvd.allreduce_ if inplace else self._hvd.allreduce
+        return fn(tensor, name=name, op=op)
+
+    def _grouped_allreduce(self, tensors, average, name):
+        op = self._hvd.Average if average else self._hvd.Sum
+        return self._hvd.grouped_allreduce_(list(tensors), name=name, op=op)
+
+    def _allgather(self, tensor, name):
+        return self._hvd.allgather(tensor, name=name)
+
+    def _broadcast(self, tensor, root_rank, name):
+        return self._hvd.broadcast_(tensor, root_rank=root_rank, name=name)
+
+
+_HOROVOD_ENV = ("HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
+
+
+def launched_by_horovodrun():
+    """True when this process was started by ``horovodrun``/``mpirun`` (rank variables are set)."""
+    return any(v in os.environ for v in _HOROVOD_ENV)
+
+
+def get_communicator(kind="auto"):
+    """Return a communicator: ``'horovod'``, ``'local'``, or ``'auto'`` (Horovod when started by
+    ``horovodrun``, else local)."""
+    if kind == "auto":
+        kind = "horovod" if launched_by_horovodrun() else "local"
+    if kind == "horovod":
+        return HorovodCommunicator()
+    if kind == "local":
+        return LocalCommunicator()
+    raise ValueError(f"unknown communicator {kind!r}; choose one of: auto, horovod, local")

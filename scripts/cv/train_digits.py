@@ -1,0 +1,50 @@
+#!/usr/bin/env python
+"""Quick-start: train a small CNN on the embedded digits data, on one process or many.
+
+    python scripts/cv/train_digits.py --epochs 8
+    horovodrun -np 2 -H localhost:2 --gloo python scripts/cv/train_digits.py --epochs 8
+"""
+import argparse
+import os
+import sys
+
+from gluon_suite.utils import run_cli, write_json
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--epochs", type=int, default=8)
+    p.add_argument("--batch-size", type=int, default=32, help="per worker")
+    p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="runs/digits", help="folder for the log and the result")
+    p.add_argument("--no-progress", action="store_true")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    from gluon_suite.cv.quickstart import train_digits
+    from gluon_suite.dist import get_communicator
+
+    comm = get_communicator()
+    if comm.rank == 0:
+        print(f"workers {comm.size}, batch {args.batch_size} per worker, "
+              f"{args.batch_size * comm.size} global", flush=True)
+
+    def report(r):
+        if comm.rank == 0:
+            print(f"epoch {r['epoch']:3d}  loss {r['train_loss']:.4f}  train acc {r['train_acc']:.4f}"
+                  f"  test acc {r['test_acc']:.4f}  ({r['time_s']:.1f} s)", flush=True)
+
+    result = train_digits(comm, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+                          seed=args.seed, log_path=os.path.join(args.out, "log.jsonl"),
+                          show_progress=not args.no_progress, on_epoch=report)
+    if comm.rank == 0:
+        write_json(os.path.join(args.out, "result.json"), result)
+        print(f"final test accuracy {result['test_acc']:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    run_cli(main, sys.argv[1:])

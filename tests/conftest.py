@@ -1,0 +1,46 @@
+"""Shared test helpers: running real ``horovodrun --gloo`` jobs on loopback."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HOROVODRUN = os.path.join(os.path.dirname(sys.executable), "horovodrun")
+
+
+def run_horovod(script_text, np_=2, tmp_path=None, timeout=300, extra_args=()):
+    """Run ``script_text`` as a Python file under ``horovodrun -np N --gloo`` on localhost.
+
+    The script gets ``OUT`` (a folder) in its environment and writes ``rank{R}.json`` there; the
+    parsed per-rank results are returned in rank order. Fails the test with the job's output when a
+    worker fails.
+    """
+    assert tmp_path is not None
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(script_text))
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    env = dict(os.environ, OUT=str(out), OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1",
+               PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [HOROVODRUN, "-np", str(np_), "-H", f"localhost:{np_}", "--gloo", *extra_args,
+           sys.executable, str(script)]
+    proc = subprocess.run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True,
+                          timeout=timeout)
+    if proc.returncode != 0:
+        pytest.fail(f"horovodrun failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    results = []
+    for r in range(np_):
+        with open(out / f"rank{r}.json") as f:
+            results.append(json.load(f))
+    return results
+
+
+@pytest.fixture
+def horovod(tmp_path):
+    """Fixture form of ``run_horovod`` bound to the test's temp folder."""
+    def _run(script_text, np_=2, **kw):
+        return run_horovod(script_text, np_=np_, tmp_path=tmp_path, **kw)
+    return _run

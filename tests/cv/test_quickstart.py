@@ -1,0 +1,34 @@
+"""The quick-start digits job: fixed split, and real learning on a tiny budget."""
+import numpy as np
+import pytest
+
+from gluon_suite.cv.data import load_digits
+from gluon_suite.cv.quickstart import train_digits
+from gluon_suite.dist import LocalCommunicator
+
+
+def test_digits_split_is_fixed_and_disjoint():
+    xtr, ytr = load_digits("train")
+    xte, yte = load_digits("test")
+    assert xtr.shape == (1438, 1, 8, 8) and xte.shape == (359, 1, 8, 8)
+    assert 0.0 <= xtr.min() and xtr.max() <= 1.0
+    # every class in both splits, no image shared between them
+    assert set(ytr) == set(yte) == set(range(10))
+    tr = {x.tobytes() for x in xtr}
+    shared = sum(x.tobytes() in tr for x in xte)
+    assert shared <= 2  # sklearn's digits holds a couple of exact duplicate images
+    np.random.seed(123)
+    assert np.array_equal(load_digits("test")[1], yte)
+    x32, _ = load_digits("test", size=32)
+    assert x32.shape == (359, 1, 32, 32)
+
+
+def test_quickstart_learns_well_above_chance():
+    res = train_digits(LocalCommunicator(), epochs=2, batch_size=32, max_steps=30, show_progress=False)
+    assert res["test_acc"] > 0.6  # chance is 0.1
+    assert res["history"][-1]["train_loss"] < res["history"][0]["train_loss"]
+
+
+def test_quickstart_rejects_bad_budget():
+    with pytest.raises(ValueError, match="exceeds"):
+        train_digits(LocalCommunicator(), epochs=1, batch_size=5000, show_progress=False)

@@ -1,0 +1,78 @@
+"""Communicators: real 2-process Horovod collectives checked against NumPy, and byte counters."""
+import numpy as np
+import pytest
+
+import mxnet as mx
+
+from gluon_suite.dist import LocalCommunicator, get_communicator
+
+JOB = """
+import json, os
+import numpy as np, mxnet as mx
+from gluon_suite.dist import get_communicator
+
+comm = get_communicator()
+r, n = comm.rank, comm.size
+base = np.arange(12, dtype=np.float32).reshape(3, 4)
+res = {"rank": r, "size": n, "local_rank": comm.local_rank}
+x = mx.nd.array(base * (r + 1))
+res["sum"] = comm.allreduce(x, average=False, name="s").asnumpy().tolist()
+res["input_untouched"] = bool((x.asnumpy() == base * (r + 1)).all())
+y = mx.nd.array(base + 10 * r)
+comm.allreduce_(y, average=True, name="a")
+res["avg_inplace"] = y.asnumpy().tolist()
+g = [mx.nd.ones((5,)) * (r + 1), mx.nd.ones((2, 2)) * (r + 3)]
+comm.grouped_allreduce_(g, average=False, name="g")
+res["grouped"] = [t.asnumpy().tolist() for t in g]
+# allgather with a different first dimension per rank
+res["gathered"] = comm.allgather(mx.nd.ones((r + 1, 2)) * r, name="ag").asnumpy().tolist()
+b = mx.nd.array(base) if r == 1 else mx.nd.zeros((3, 4))
+comm.broadcast_(b, root_rank=1, name="b")
+res["bcast"] = b.asnumpy().tolist()
+res["obj"] = comm.broadcast_object({"epoch": 3, "name": "x"} if r == 0 else None)
+comm.barrier()
+res["stats"] = comm.stats.as_dict()
+json.dump(res, open(os.path.join(os.environ["OUT"], f"rank{r}.json"), "w"))
+"""
+
+
+@pytest.mark.horovod
+def test_horovod_collectives_match_numpy(horovod):
+    res = horovod(JOB, np_=2)
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert [r["rank"] for r in res] == [0, 1] and all(r["size"] == 2 for r in res)
+    for r in res:
+        np.testing.assert_allclose(r["sum"], base * 1 + base * 2)
+        assert r["input_untouched"]
+        np.testing.assert_allclose(r["avg_inplace"], ((base + 0) + (base + 10)) / 2)
+        np.testing.assert_allclose(r["grouped"][0], np.full(5, 3.0))
+        np.testing.assert_allclose(r["grouped"][1], np.full((2, 2), 7.0))
+        np.testing.assert_allclose(r["gathered"], [[0, 0], [1, 1], [1, 1]])
+        np.testing.assert_allclose(r["bcast"], base)
+        assert r["obj"] == {"epoch": 3, "name": "x"}
+    # byte counters: 48-byte tensors; ring allreduce estimate 2(n-1)/n * bytes = bytes for n = 2
+    s0, s1 = res[0]["stats"], res[1]["stats"]
+    ar_payload = 48 + 48 + (5 * 4 + 4 * 4)
+    assert s0["payload_bytes"]["allreduce"] == ar_payload + 4  # + the barrier's 4-byte scalar
+    assert s0["wire_bytes"]["allreduce"] == pytest.approx(ar_payload + 4)
+    assert s0["payload_bytes"]["allgather"] == 1 * 2 * 4 and s1["payload_bytes"]["allgather"] == 2 * 2 * 4
+    # broadcast: only the root sends (rank 1 for the 48-byte tensor; rank 0 for the object)
+    assert s1["wire_bytes"]["broadcast"] >= 48 and s0["calls"]["broadcast"] == 3
+
+
+def test_local_communicator_is_identity_with_no_wire_bytes():
+    comm = LocalCommunicator()
+    x = mx.nd.array([1.0, 2.0])
+    assert comm.allreduce(x).asnumpy().tolist() == [1.0, 2.0]
+    comm.grouped_allreduce_([x], average=False)
+    assert comm.allgather(x).shape == (2,)
+    assert comm.broadcast_object({"a": [1, 2]}) == {"a": [1, 2]}
+    assert comm.stats.total_wire == 0 and comm.stats.total_payload == 24
+    with pytest.raises(ValueError, match="root_rank"):
+        comm.broadcast_(x, root_rank=1)
+
+
+def test_get_communicator_rejects_unknown_kind():
+    with pytest.raises(ValueError, match="auto, horovod, local"):
+        get_communicator("mpi4py")
+    assert isinstance(get_communicator("auto"), LocalCommunicator)
