@@ -3,3 +3,9 @@ compressors, synchronisation algorithms, optimizers and schedules. Never imports
 from .comm import Communicator, CommStats, LocalCommunicator, HorovodCommunicator, get_communicator
 
 __all__ = ["Communicator", "CommStats", "LocalCommunicator", "HorovodCommunicator", "get_communicator"]
+from .compression import COMPRESSORS, Compressor, make_compressor
+from .algorithms import ALGORITHMS, Algorithm, make_algorithm
+from .trainer import DistributedTrainer
+
+__all__ += ["COMPRESSORS", "Compressor", "make_compressor", "ALGORITHMS", "Algorithm",
+            "make_algorithm", "DistributedTrainer"]

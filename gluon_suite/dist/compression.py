@@ -1,0 +1,299 @@
+"""Gradient compressors: stateful objects that turn a tensor into a small payload and back.
+
+A compressor ``C`` maps a tensor ``v`` to ``C(v)``, the part of ``v`` that is communicated; the
+rest, ``v - C(v)``, stays on the worker (in an error-feedback or CSER residual). ``compress``
+returns a ``Payload``: the NDArrays that go on the wire and the knowledge of how to add them back
+into a dense tensor. Two families:
+
+- *summable* payloads (``none``, ``fp16``, ``grbs``, ``randomk``): every worker picks the same
+  coordinates, so the payloads of all workers can be averaged with a plain allreduce;
+- *gathered* payloads (``topk``, ``sign``): each worker picks its own coordinates or scale, so the
+  payloads are exchanged with allgather and decompressed one by one.
+
+Synchronised randomness (GRBS, random-k) never touches the global ``random``/``np.random`` state:
+the choice for tensor ``key`` at step ``t`` comes from a counter-based generator seeded with
+``(seed, t, key)``, identical on every worker whatever data augmentation did to the global RNGs,
+and with no generator state to save or to desynchronise.
+
+Options shared by all compressors: ``min_size`` (tensors with fewer elements are sent dense) and
+``warmup_steps`` (the first N steps are sent dense).
+"""
+import math
+
+import mxnet as mx
+import numpy as np
+
+
+class Payload:
+    """What one worker sends for one tensor, and how to add a decompressed payload to a tensor.
+
+    ``tensors`` are the NDArrays on the wire; ``add_to(target, tensors, alpha)`` performs
+    ``target += alpha * decompress(tensors)`` in place, touching only the coordinates the payload
+    covers. ``add_to`` is called with this worker's own tensors (to form ``C(v)``) and with the
+    averaged or gathered tensors of all workers.
+    """
+
+    def __init__(self, tensors, add_to, summable=True):
+        self.tensors = tensors
+        self._add_to = add_to
+        self.summable = summable
+
+    def add_to(self, target, tensors, alpha=1.0):
+        """``target += alpha * decompress(tensors)`` in place."""
+        if self.tensors:
+            self._add_to(target, tensors, alpha)
+
+    @property
+    def nbytes(self):
+        """Bytes of this payload."""
+        return sum(int(np.prod(t.shape)) * np.dtype(t.dtype).itemsize for t in self.tensors)
+
+
+def _dense_add(target, tensors, alpha):
+    t = tensors[0]
+    if t.dtype != target.dtype:
+        t = t.astype(target.dtype)
+    if alpha == 1.0:
+        target += t
+    else:
+        target += alpha * t
+
+
+def dense_payload(v):
+    """The identity payload: the whole tensor, as is."""
+    return Payload([v.copy()], _dense_add)
+
+
+_EMPTY = Payload([], None)
+
+
+class Compressor:
+    """Base class. Subclasses set ``name``, ``summable`` and implement ``_compress(v, key, step)``.
+
+    ``ratio`` is the nominal compression ratio: dense bytes / payload bytes, in expectation over
+    steps, for tensors large enough to reach it.
+    """
+
+    name = "base"
+    summable = True
+
+    def __init__(self, ratio=1.0, min_size=0, warmup_steps=0, seed=0):
+        ratio = float(ratio)
+        if not ratio >= 1.0:
+            raise ValueError(f"compression ratio must be >= 1, got {ratio}")
+        if min_size < 0 or warmup_steps < 0:
+            raise ValueError(f"min_size and warmup_steps must be >= 0 (got {min_size}, {warmup_steps})")
+        self.ratio = ratio
+        self.min_size = int(min_size)
+        self.warmup_steps = int(warmup_steps)
+        self.seed = int(seed)
+
+    def compress(self, v, key, step):
+        """Return the ``Payload`` of tensor ``v`` (parameter index ``key``) at step ``step`` (from 0)."""
+        if step < self.warmup_steps or v.size < self.min_size:
+            return dense_payload(v)
+        return self._compress(v, key, step)
+
+    def _compress(self, v, key, step):
+        return dense_payload(v)
+
+    def rng(self, key, step):
+        """The generator shared by all workers for tensor ``key`` at ``step``."""
+        return np.random.Generator(np.random.Philox(key=[self.seed, step * 1_000_003 + key]))
+
+    def config(self):
+        """Hyper-parameters as a JSON-ready dict."""
+        return {"name": self.name, "ratio": self.ratio, "min_size": self.min_size,
+                "warmup_steps": self.warmup_steps, "seed": self.seed}
+
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(f'{k}={v}' for k, v in self.config().items() if k != 'name')})"
+
+
+class NoCompression(Compressor):
+    """Identity: the dense tensor, ratio 1."""
+    name = "none"
+
+    def __init__(self, ratio=1.0, **kw):
+        super().__init__(1.0, **kw)
+
+
+class ZeroCompressor(Compressor):
+    """Sends nothing: C(v) = 0 (CSER's C1 for CSER-PL and local SGD). Ratio: infinite."""
+    name = "zero"
+
+    def __init__(self, ratio=1.0, **kw):
+        super().__init__(1.0, **kw)
+        self.ratio = math.inf
+
+    def _compress(self, v, key, step):
+        return _EMPTY
+
+    def config(self):
+        c = super().config()
+        c["ratio"] = "inf"
+        return c
+
+
+class FP16Compressor(Compressor):
+    """Half-precision payload (ratio 2), summable: Horovod sums it in fp16."""
+    name = "fp16"
+
+    def __init__(self, ratio=2.0, **kw):
+        super().__init__(2.0, **kw)
+
+    def _compress(self, v, key, step):
+        return Payload([v.astype("float16")], _dense_add)
+
+
+class GRBSCompressor(Compressor):
+    """Globally-randomised blockwise sparsifier (CSER): per tensor, one random slab of blocks.
+
+    For ratio r on a tensor of shape (d0, d1, ...): a = min(r, d0) blocks along axis 0 of
+    k0 = ceil(d0/a) rows, then b = min(r/n0, d1) blocks along axis 1 (tensors with >= 2 dims) of
+    k1 = ceil(d1/b) columns; the slab starts at a uniformly random block on each axis (the last
+    block may be shorter). The tensor takes part with probability p = n0*n1/r (n0, n1 the numbers
+    of blocks; l = 1/p in the paper's notation), so the expected payload is dense/r exactly. (The
+    block length is rounded up rather than to nearest so that n0*n1 <= r always holds.) All workers draw the same numbers, so the slab is the same everywhere and a dense
+    allreduce of it is the average of the compressed tensors.
+    """
+    name = "grbs"
+
+    def __init__(self, ratio=32.0, **kw):
+        super().__init__(ratio, **kw)
+        self._plans = {}
+
+    def _plan(self, shape):
+        plan = self._plans.get(shape)
+        if plan is None:
+            r = self.ratio
+            d0 = shape[0] if shape else 1
+            a = min(r, d0)
+            k0 = max(1, int(math.ceil(d0 / a)))
+            n0 = -(-d0 // k0)
+            k1 = n1 = 1
+            if len(shape) >= 2:
+                d1 = shape[1]
+                b = max(1.0, min(r / n0, d1))
+                k1 = max(1, int(math.ceil(d1 / b)))
+                n1 = -(-d1 // k1)
+            p = min(1.0, n0 * n1 / r)
+            plan = self._plans[shape] = (k0, n0, k1, n1, p)
+        return plan
+
+    def region(self, shape, key, step):
+        """The slab chosen for a tensor of ``shape`` (``(begin, end)`` over the first one or two
+        axes), or None when the tensor sits this step out."""
+        k0, n0, k1, n1, p = self._plan(tuple(shape))
+        u = self.rng(key, step).random(3)  # always three draws: participation, axis 0, axis 1
+        if u[0] >= p:
+            return None
+        i0 = min(int(u[1] * n0), n0 - 1) * k0
+        if len(shape) >= 2:
+            i1 = min(int(u[2] * n1), n1 - 1) * k1
+            return (i0, i1), (min(i0 + k0, shape[0]), min(i1 + k1, shape[1]))
+        return (i0,), (min(i0 + k0, shape[0] if shape else 1),)
+
+    def _compress(self, v, key, step):
+        if v.ndim == 0:
+            return dense_payload(v)
+        reg = self.region(v.shape, key, step)
+        if reg is None:
+            return _EMPTY
+        begin, end = reg
+        sl = tuple(slice(b, e) for b, e in zip(begin, end))
+
+        def add_to(target, tensors, alpha):
+            t = tensors[0]
+            target[sl] = target[sl] + (t if alpha == 1.0 else alpha * t)
+
+        return Payload([mx.nd.slice(v, begin=begin, end=end)], add_to)
+
+
+class RandomKCompressor(Compressor):
+    """Random-k sparsifier with a mask shared by all workers: k = ceil(numel/r) coordinates drawn
+    without replacement from the shared generator; their values are summable."""
+    name = "randomk"
+
+    def __init__(self, ratio=32.0, **kw):
+        super().__init__(ratio, **kw)
+
+    def _compress(self, v, key, step):
+        n = v.size
+        k = max(1, int(math.ceil(n / self.ratio)))
+        idx_np = np.sort(self.rng(key, step).choice(n, size=k, replace=False))
+        idx = mx.nd.array(idx_np, dtype="int64", ctx=v.context)
+        vals = mx.nd.take(v.reshape(-1), idx)
+
+        def add_to(target, tensors, alpha):
+            dense = mx.nd.scatter_nd(tensors[0], idx.reshape((1, -1)), shape=(n,))
+            _dense_add(target, [dense.reshape(target.shape)], alpha)
+
+        return Payload([vals], add_to)
+
+
+class TopKCompressor(Compressor):
+    """Top-k by magnitude: each worker sends its own k values and their int32 indices, so payloads
+    go through allgather. k = max(1, round(numel / (2r))) so that values + indices are dense/r
+    bytes."""
+    name = "topk"
+    summable = False
+
+    def __init__(self, ratio=32.0, **kw):
+        super().__init__(ratio, **kw)
+
+    def _compress(self, v, key, step):
+        n = v.size
+        k = max(1, min(n, int(round(n / (2.0 * self.ratio)))))
+        flat = v.reshape(-1)
+        idx = mx.nd.topk(flat.abs(), k=k, ret_typ="indices", dtype="int32")
+        vals = mx.nd.take(flat, idx)
+
+        def add_to(target, tensors, alpha):
+            vv, ii = tensors
+            dense = mx.nd.scatter_nd(vv, ii.astype("int64").reshape((1, -1)), shape=(n,))
+            _dense_add(target, [dense.reshape(target.shape)], alpha)
+
+        return Payload([vals, idx], add_to, summable=False)
+
+
+class SignCompressor(Compressor):
+    """Scaled sign (1 bit per coordinate): C(v) = mean(|v|) * sign(v), the signs packed into bits
+    (payload ratio about 32). Each worker has its own scale, so payloads go through allgather."""
+    name = "sign"
+    summable = False
+
+    def __init__(self, ratio=32.0, **kw):
+        super().__init__(32.0, **kw)
+
+    def _compress(self, v, key, step):
+        n = v.size
+        x = v.asnumpy().reshape(-1)
+        bits = mx.nd.array(np.packbits(x >= 0), dtype="uint8", ctx=v.context)
+        scale = mx.nd.array([np.abs(x).mean(dtype=np.float64)], dtype="float32", ctx=v.context)
+
+        def add_to(target, tensors, alpha):
+            b, s = tensors
+            signs = np.unpackbits(b.asnumpy())[:n].astype(np.float32) * 2.0 - 1.0
+            dense = mx.nd.array(signs.reshape(target.shape), ctx=target.context) * s
+            _dense_add(target, [dense], alpha)
+
+        return Payload([bits, scale], add_to, summable=False)
+
+
+COMPRESSORS = {c.name: c for c in (NoCompression, ZeroCompressor, FP16Compressor, GRBSCompressor,
+                                   RandomKCompressor, TopKCompressor, SignCompressor)}
+
+
+def make_compressor(name, ratio=None, **kwargs):
+    """Build a compressor by name (``none``, ``zero``, ``fp16``, ``grbs``, ``randomk``, ``topk``,
+    ``sign``); an existing ``Compressor`` is returned as is. ``ratio`` applies to grbs, randomk
+    and topk; the others have a fixed ratio."""
+    if isinstance(name, Compressor):
+        return name
+    cls = COMPRESSORS.get(str(name).lower())
+    if cls is None:
+        raise ValueError(f"unknown compressor {name!r}; choose one of: {', '.join(COMPRESSORS)}")
+    if ratio is not None:
+        kwargs["ratio"] = ratio
+    return cls(**kwargs)

@@ -1,0 +1,195 @@
+"""``DistributedTrainer``: a drop-in for ``gluon.Trainer`` that composes an optimizer, a
+synchronisation algorithm (with its compressors) and a communicator.
+
+    trainer = DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9},
+                                 algorithm="cser", compressor="grbs", ratio=64, period=16)
+    ...
+    loss.backward()
+    trainer.step(batch_size)               # batch_size per worker, as with gluon.Trainer
+    with trainer.averaged():               # evaluate the worker-averaged model
+        evaluate(net)
+
+Parameters start identical on every worker (broadcast from rank 0 when they are initialised,
+deferred initialisation included). Per-parameter state is keyed by the parameter's index in the
+sorted parameter list, the same on every worker. ``save_states``/``load_states`` write this worker's
+optimizer and algorithm state to one MXNet NDArray file (metadata inside as JSON), atomically;
+no pickle.
+"""
+import contextlib
+import json
+import types
+from collections import OrderedDict
+
+import mxnet as mx
+import numpy as np
+from mxnet import gluon
+
+from ..utils.fileio import atomic_path
+from .algorithms import make_algorithm
+from .comm import get_communicator
+
+_META = "__meta_json__"
+
+
+class DistributedTrainer(gluon.Trainer):
+    """``gluon.Trainer`` with a pluggable synchronisation algorithm and compressor.
+
+    Arguments as ``gluon.Trainer`` (no kvstore), plus ``algorithm`` (``sync``, ``ef``, ``local``,
+    ``cser`` or an ``Algorithm``), ``compressor``/``ratio``/``period``/``compressor2``/``ratio2``/
+    ``min_size``/``warmup_steps``/``seed`` (see ``make_algorithm``) and ``communicator`` (default:
+    Horovod under ``horovodrun``, else single-process). Bad names or values raise ValueError here,
+    before any training step.
+    """
+
+    def __init__(self, params, optimizer, optimizer_params=None, algorithm="sync", compressor="none",
+                 ratio=None, period=None, compressor2=None, ratio2=None, min_size=0,
+                 warmup_steps=0, seed=0, communicator=None, prefix=""):
+        self._algo = make_algorithm(algorithm, compressor=compressor, ratio=ratio, period=period,
+                                    compressor2=compressor2, ratio2=ratio2, min_size=min_size,
+                                    warmup_steps=warmup_steps, seed=seed)
+        self._comm = communicator or get_communicator()
+        self._prefix = prefix
+        if isinstance(params, dict):
+            params = OrderedDict(sorted(params.items()))
+        elif isinstance(params, (list, tuple)):
+            params = sorted(params, key=lambda p: p.name)
+        super().__init__(params, optimizer, optimizer_params=optimizer_params, kvstore=None)
+        self._step_count = 0
+        self._bound = False
+        self._broadcast_initial()
+
+    # --- properties ---------------------------------------------------------------------------
+    @property
+    def communicator(self):
+        """The communicator (rank, size, byte counters)."""
+        return self._comm
+
+    @property
+    def algorithm(self):
+        """The synchronisation algorithm."""
+        return self._algo
+
+    @property
+    def step_count(self):
+        """Optimizer steps taken by this trainer."""
+        return self._step_count
+
+    # --- initial broadcast --------------------------------------------------------------------
+    def _broadcast_initial(self):
+        comm = self._comm
+        if comm.size == 1:
+            return
+        for i, p in enumerate(self._params):
+            name = f"{self._prefix}init.{i}"
+            if p._data is not None:
+                comm.broadcast_(p.data(), 0, name=name)
+            else:  # deferred: broadcast right after the parameter is initialised, before any use
+                init_impl = p._init_impl
+
+                def wrapped(param, *args, _impl=init_impl, _name=name, **kwargs):
+                    _impl(*args, **kwargs)
+                    comm.broadcast_(param.data(), 0, name=_name)
+                p._init_impl = types.MethodType(wrapped, p)
+
+    def _bind(self):
+        if not self._bound:
+            trainable = [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]
+            self._algo.bind(trainable, self._comm)
+            self._bound = True
+
+    # --- the step -------------------------------------------------------------------------------
+    def _allreduce_grads(self):
+        self._bind()
+        self._algo.reduce_gradients(self._step_count)
+
+    def _update(self, ignore_stale_grad=False):
+        self._bind()
+        before = None
+        if self._algo.needs_update:
+            before = {i: p.data().copy() for i, p in self._algo.params}
+        super()._update(ignore_stale_grad)
+        self._algo.after_update(before, self._step_count)
+        self._step_count += 1
+
+    # --- evaluation on the averaged model -------------------------------------------------------
+    @contextlib.contextmanager
+    def averaged(self):
+        """Within the block the parameters (aux states such as BatchNorm statistics included) are
+        the average over workers; the local ones are restored afterwards."""
+        if self._comm.size == 1:
+            yield
+            return
+        arrays = [p.data() for p in self._params if p._data is not None]
+        saved = [a.copy() for a in arrays]
+        self._comm.grouped_allreduce_(arrays, average=True, name=f"{self._prefix}averaged",
+                                      relayout=True)
+        try:
+            yield
+        finally:
+            for a, s in zip(arrays, saved):
+                a[:] = s
+
+    # --- states -------------------------------------------------------------------------------
+    def save_states(self, fname):
+        """Write this worker's optimizer and algorithm state to ``fname`` (MXNet NDArray file with
+        JSON metadata inside), atomically. Each worker saves its own file."""
+        self._bind()
+        arrays, layout = {}, {}
+        for i, state in self._updaters[0].states.items():
+            layout[str(i)] = _flatten_state(state, f"opt.{i}", arrays)
+        for k, v in self._algo.state_arrays().items():
+            arrays[f"algo.{k}"] = v
+        opt = self._optimizer
+        meta = {"format": "gluon_suite.trainer_states/1", "step_count": self._step_count,
+                "num_update": opt.num_update, "begin_num_update": opt.begin_num_update,
+                "index_update_count": {str(k): v for k, v in opt._index_update_count.items()},
+                "learning_rate": self.learning_rate, "optimizer": type(opt).__name__.lower(),
+                "algorithm": self._algo.config(), "opt_layout": layout,
+                "rank": self._comm.rank, "size": self._comm.size}
+        arrays[_META] = mx.nd.array(np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+                                    dtype="uint8")
+        with atomic_path(fname) as tmp:
+            mx.nd.save(tmp, arrays)
+
+    def load_states(self, fname):
+        """Restore what ``save_states`` wrote (optimizer moments, update counts, algorithm state)."""
+        self._bind()
+        try:
+            arrays = mx.nd.load(fname)
+        except mx.base.MXNetError as exc:
+            raise ValueError(f"{fname} is not a trainer state file written by save_states "
+                             f"({' '.join(str(exc).split())[:120]})") from None
+        if not isinstance(arrays, dict) or _META not in arrays:
+            raise ValueError(f"{fname} is not a trainer state file written by save_states")
+        meta = json.loads(arrays.pop(_META).asnumpy().tobytes().decode())
+        updater = self._updaters[0]
+        for key, spec in meta["opt_layout"].items():
+            updater.states[int(key)] = _unflatten_state(spec, arrays)
+            updater.states_synced[int(key)] = True
+        opt = self._optimizer
+        opt.num_update = meta["num_update"]
+        opt.begin_num_update = meta["begin_num_update"]
+        opt._index_update_count = {int(k): v for k, v in meta["index_update_count"].items()}
+        if opt.lr_scheduler is None:
+            self.set_learning_rate(meta["learning_rate"])
+        self._algo.load_state_arrays({k[5:]: v for k, v in arrays.items() if k.startswith("algo.")})
+        self._step_count = meta["step_count"]
+
+
+def _flatten_state(state, key, out):
+    if state is None:
+        return None
+    if isinstance(state, mx.nd.NDArray):
+        out[key] = state
+        return key
+    if isinstance(state, (tuple, list)):
+        return [_flatten_state(s, f"{key}.{j}", out) for j, s in enumerate(state)]
+    raise TypeError(f"cannot save optimizer state of type {type(state).__name__}")
+
+
+def _unflatten_state(spec, arrays):
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        return arrays[spec]
+    return tuple(_unflatten_state(s, arrays) for s in spec)

@@ -1,0 +1,105 @@
+"""Worker script for tests/dist/test_algorithms.py: runs under horovodrun, trains a linear model on
+rank-specific data with each algorithm configuration, and saves the trajectories per rank."""
+import json
+import os
+import random
+
+import mxnet as mx
+import numpy as np
+from mxnet import autograd, gluon
+
+from gluon_suite.dist import DistributedTrainer, get_communicator
+from gluon_suite.dist.compression import make_compressor
+
+STEPS = 20
+B, D, O = 8, 16, 4
+OPT = {"learning_rate": 0.05, "momentum": 0.9, "wd": 1e-3}
+CONFIGS = {
+    "sync": dict(algorithm="sync"),
+    "cser_identity": dict(algorithm="cser", compressor="none", compressor2="none", period=4),
+    "ef_identity": dict(algorithm="ef", compressor="none"),
+    "cser_zero_identity": dict(algorithm="cser", compressor="zero", compressor2="none", period=4),
+    "local": dict(algorithm="local", period=4),
+    "cser_grbs": dict(algorithm="cser", compressor="grbs", ratio=4, compressor2="grbs", ratio2=2, period=3),
+    "ef_topk": dict(algorithm="ef", compressor="topk", ratio=2),
+    "ef_sign": dict(algorithm="ef", compressor="sign"),
+    "sync_fp16": dict(algorithm="sync", compressor="fp16"),
+}
+
+
+def data(rank):
+    rs = np.random.RandomState(100 + rank)
+    return rs.normal(size=(B, D)).astype(np.float32), rs.normal(size=(B, O)).astype(np.float32)
+
+
+def run(comm, cfg):
+    mx.random.seed(1234 + comm.rank)  # different init per rank: the broadcast must fix it
+    net = gluon.nn.Dense(O, in_units=D)
+    net.initialize(mx.init.Normal(0.3))
+    tr = DistributedTrainer(net.collect_params(), "sgd", dict(OPT), communicator=comm, **cfg)
+    x, y = (mx.nd.array(a) for a in data(comm.rank))
+    loss_fn = gluon.loss.L2Loss()
+    params = [p for _, p in sorted(net.collect_params().items())]
+    traj, errs = [np.concatenate([p.data().asnumpy().ravel() for p in params])], []
+    for step in range(STEPS):
+        # the global RNGs differ per rank, as data augmentation would make them
+        random.seed(comm.rank * 1000 + step)
+        np.random.seed(comm.rank * 1000 + step)
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        tr.step(B)
+        traj.append(np.concatenate([p.data().asnumpy().ravel() for p in params]))
+        err = getattr(tr.algorithm, "err", None)
+        if err:
+            errs.append(np.concatenate([err[i].asnumpy().ravel() for i in sorted(err)]))
+    with tr.averaged():
+        avg = np.concatenate([p.data().asnumpy().ravel() for p in params])
+    after = np.concatenate([p.data().asnumpy().ravel() for p in params])
+    return np.array(traj), (np.array(errs) if errs else np.zeros(0)), avg, after
+
+
+def main():
+    comm = get_communicator()
+    out = {}
+    for name, cfg in CONFIGS.items():
+        traj, errs, avg, after = run(comm, cfg)
+        out[f"{name}.traj"], out[f"{name}.err"] = traj, errs
+        out[f"{name}.avg"], out[f"{name}.after"] = avg, after
+    # GRBS regions with per-rank global RNG states
+    np.random.seed(comm.rank)
+    random.seed(comm.rank)
+    c = make_compressor("grbs", ratio=16, seed=5)
+    regions = []
+    for step in range(50):
+        for key, shape in enumerate([(64, 32, 3, 3), (100,), (7, 5), (1000, 40)]):
+            np.random.rand(comm.rank + 1)  # consume the global RNG differently per rank
+            r = c.region(shape, key, step)
+            regions.append(-1 if r is None else hash((r[0], r[1])) % 1_000_000_007)
+    out["grbs_regions"] = np.array(regions)
+    # wire bytes per step for each compressor at its nominal ratio, on a 2.4M-parameter tensor set
+    shapes = [(512, 1024), (1024,), (256, 256, 3, 3), (256,), (10, 512)]
+    tensors = [mx.nd.random.normal(shape=s) for s in shapes]
+    dense = sum(t.size * 4 for t in tensors)
+    wire = {}
+    from gluon_suite.dist.algorithms import sync_payload
+    for cname, ratio in [("none", 1), ("fp16", 2), ("grbs", 32), ("randomk", 32), ("topk", 32), ("sign", 32)]:
+        comp = make_compressor(cname, ratio=ratio)
+        comm.stats.reset()
+        steps = 30
+        for step in range(steps):
+            for key, t in enumerate(tensors):
+                pl = comp.compress(t, key, step)
+                synced = sync_payload(comm, pl, f"wire.{cname}.{key}")
+                for ts, _ in synced:
+                    for a in ts:
+                        a.wait_to_read()
+        wire[cname] = {"payload_per_step": comm.stats.total_payload / steps,
+                       "wire_per_step": comm.stats.total_wire / steps, "dense": dense}
+    with open(os.path.join(os.environ["OUT"], f"rank{comm.rank}.json"), "w") as f:
+        json.dump({"rank": comm.rank, "wire": wire}, f)
+    np.savez(os.path.join(os.environ["OUT"], f"rank{comm.rank}.npz"), **out)
+
+
+if __name__ == "__main__":
+    main()
