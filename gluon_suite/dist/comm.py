@@ -151,7 +151,7 @@ class Communicator(abc.ABC):
     def barrier(self, name="barrier"):
         """Block until every worker reaches this call."""
         if self.size > 1:
-            self._allreduce(mx.nd.zeros((1,)), False, name, inplace=True).wait_to_read()
+            self.allreduce_(mx.nd.zeros((1,)), False, name).wait_to_read()
 
     def wire_summary(self):
         """The counters as a JSON-ready dict, with rank and size."""

@@ -169,7 +169,10 @@ class DistributedTrainer(gluon.Trainer):
         opt = self._optimizer
         opt.num_update = meta["num_update"]
         opt.begin_num_update = meta["begin_num_update"]
-        opt._index_update_count = {int(k): v for k, v in meta["index_update_count"].items()}
+        # the optimizer keeps one count dict per device and points _index_update_count at the
+        # current one: update that dict in place so the link survives
+        opt._index_update_count.clear()
+        opt._index_update_count.update({int(k): v for k, v in meta["index_update_count"].items()})
         if opt.lr_scheduler is None:
             self.set_learning_rate(meta["learning_rate"])
         self._algo.load_state_arrays({k[5:]: v for k, v in arrays.items() if k.startswith("algo.")})

@@ -19,6 +19,13 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="runs/digits", help="folder for the log and the result")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--algorithm", default="sync", help="sync, ef, local or cser")
+    p.add_argument("--compressor", default="none",
+                   help="none, zero, fp16, grbs, randomk, topk or sign")
+    p.add_argument("--ratio", type=float, default=None, help="compression ratio of --compressor")
+    p.add_argument("--period", type=int, default=None, help="steps between model/error syncs")
+    p.add_argument("--compressor2", default=None, help="CSER's error compressor (default: derived)")
+    p.add_argument("--ratio2", type=float, default=None)
     return p.parse_args(argv)
 
 
@@ -39,7 +46,9 @@ def main(argv=None):
 
     result = train_digits(comm, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                           seed=args.seed, log_path=os.path.join(args.out, "log.jsonl"),
-                          show_progress=not args.no_progress, on_epoch=report)
+                          show_progress=not args.no_progress, on_epoch=report,
+                          algorithm=args.algorithm, compressor=args.compressor, ratio=args.ratio,
+                          period=args.period, compressor2=args.compressor2, ratio2=args.ratio2)
     if comm.rank == 0:
         write_json(os.path.join(args.out, "result.json"), result)
         print(f"final test accuracy {result['test_acc']:.4f}")

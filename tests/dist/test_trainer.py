@@ -1,0 +1,116 @@
+"""DistributedTrainer on one process: drop-in for gluon.Trainer, validation before training, and
+save/load of states without pickle."""
+import mxnet as mx
+import numpy as np
+import pytest
+from mxnet import autograd, gluon
+
+from gluon_suite.dist import DistributedTrainer, LocalCommunicator
+
+
+def make_net(seed=0):
+    mx.random.seed(seed)
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Dense(16, activation="relu"), gluon.nn.Dense(3))
+    net.initialize(mx.init.Xavier())
+    net(mx.nd.zeros((1, 5)))  # finish deferred initialisation
+    return net
+
+
+def batches(n, seed=1):
+    rs = np.random.RandomState(seed)
+    for _ in range(n):
+        yield mx.nd.array(rs.normal(size=(8, 5))), mx.nd.array(rs.randint(0, 3, size=8))
+
+
+def train(net, trainer, data):
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    for x, y in data:
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(8)
+
+
+def params(net):
+    return np.concatenate([p.data().asnumpy().ravel() for _, p in sorted(net.collect_params().items())])
+
+
+def test_single_worker_sync_equals_gluon_trainer():
+    a, b = make_net(), make_net()
+    opt = {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-4}
+    train(a, gluon.Trainer(a.collect_params(), "sgd", dict(opt)), batches(10))
+    train(b, DistributedTrainer(b.collect_params(), "sgd", dict(opt)), batches(10))
+    assert np.array_equal(params(a), params(b))
+
+
+@pytest.mark.parametrize("optimizer, opt", [("sgd", {"learning_rate": 0.1, "momentum": 0.9}),
+                                            ("adam", {"learning_rate": 0.01})])
+@pytest.mark.parametrize("algo", [dict(algorithm="sync"),
+                                  dict(algorithm="cser", compressor="grbs", ratio=4, period=3),
+                                  dict(algorithm="ef", compressor="topk", ratio=4)])
+def test_save_load_states_resumes_exactly(tmp_path, optimizer, opt, algo):
+    ref = make_net()
+    tr = DistributedTrainer(ref.collect_params(), optimizer, dict(opt), **algo)
+    train(ref, tr, batches(20))
+
+    net = make_net()
+    tr1 = DistributedTrainer(net.collect_params(), optimizer, dict(opt), **algo)
+    data = list(batches(20))
+    train(net, tr1, data[:10])
+    net.save_parameters(str(tmp_path / "net.params"))
+    tr1.save_states(str(tmp_path / "trainer.states"))
+
+    net2 = make_net(seed=5)  # different init, overwritten by the checkpoint
+    net2.load_parameters(str(tmp_path / "net.params"))
+    tr2 = DistributedTrainer(net2.collect_params(), optimizer, dict(opt), **algo)
+    tr2.load_states(str(tmp_path / "trainer.states"))
+    assert tr2.step_count == 10
+    train(net2, tr2, data[10:])
+    assert np.abs(params(net2) - params(ref)).max() <= 1e-6
+
+
+def test_load_states_rejects_foreign_file(tmp_path):
+    net = make_net()
+    tr = DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+    bad = tmp_path / "x.states"
+    bad.write_bytes(b"\x80\x04not an ndarray file")
+    with pytest.raises(ValueError, match="not a trainer state file"):
+        tr.load_states(str(bad))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(algorithm="allreduce"), "choose one of: sync, ef, local, cser"),
+    (dict(algorithm="cser", compressor="lz4"), "choose one of: none, zero, fp16"),
+    (dict(algorithm="cser", compressor="grbs", ratio=0.5), "ratio must be >= 1"),
+    (dict(algorithm="cser", compressor="grbs", period=0), "period must be an integer >= 1"),
+    (dict(algorithm="local", period=-2), "period must be an integer >= 1"),
+    (dict(algorithm="cser", compressor="topk"), "needs an allreduce-summable"),
+    (dict(algorithm="cser", compressor="grbs", compressor2="sign"), "needs an allreduce-summable"),
+    (dict(algorithm="sync", compressor="sign"), "choose one of: none, fp16, grbs, randomk"),
+    (dict(algorithm="local", compressor="grbs"), "CSER-PL"),
+])
+def test_bad_configuration_raises_before_any_step(kwargs, match):
+    net = make_net()
+    with pytest.raises(ValueError, match=match):
+        DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, **kwargs)
+
+
+def test_cser_default_error_compressor_follows_the_ratio_over_period():
+    net = make_net()
+    tr = DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1},
+                            algorithm="cser", compressor="grbs", ratio=64, period=16)
+    cfg = tr.algorithm.config()
+    assert cfg["c1"]["ratio"] == 64 and cfg["c2"]["name"] == "grbs" and cfg["c2"]["ratio"] == 4
+    tr = DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1},
+                            algorithm="cser", compressor="grbs", ratio=8, period=16)
+    assert tr.algorithm.config()["c2"]["name"] == "none"  # R1/H <= 1: dense error reset
+
+
+def test_averaged_is_noop_on_one_worker():
+    net = make_net()
+    tr = DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1},
+                            communicator=LocalCommunicator())
+    before = params(net)
+    with tr.averaged():
+        assert np.array_equal(params(net), before)
