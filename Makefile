@@ -36,7 +36,8 @@ $(STAMP): setup.py constraints.txt Makefile
 
 demo: setup
 	$(WORKER_ENV) $(VENV)/bin/horovodrun -np 2 -H localhost:2 --gloo \
-		$(PY) scripts/cv/train_digits.py --epochs 8 --out runs/demo
+		$(PY) scripts/cv/train_digits.py --epochs 8 --out runs/demo \
+		--algorithm cser --compressor grbs --ratio 32 --period 4
 
 test: setup
 	$(WORKER_ENV) $(PY) -m pytest -q -m "not long" $(PYTEST_ARGS) tests

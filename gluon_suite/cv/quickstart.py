@@ -72,10 +72,12 @@ def train_digits(comm, epochs=6, batch_size=32, lr=0.1, momentum=0.9, wd=1e-4, s
     history = []
     logger = JsonLinesLogger(log_path if comm.rank == 0 else None)
     t0 = time.time()
+    train_wire = 0.0
     for epoch in range(epochs):
         perm = order_rng.permutation(len(y_train))
         shard = perm[comm.rank::comm.size]
         loss_sum, correct, seen = 0.0, 0, 0
+        wire_before = comm.stats.total_wire
         bar = progress(range(steps_per_epoch), desc=f"epoch {epoch + 1}/{epochs}",
                        enabled=show_progress and comm.rank == 0)
         for step in bar:
@@ -89,12 +91,19 @@ def train_digits(comm, epochs=6, batch_size=32, lr=0.1, momentum=0.9, wd=1e-4, s
             loss_sum += float(loss.sum().asscalar())
             correct += int((out.argmax(axis=1) == label).sum().asscalar())
             seen += len(idx)
+        train_wire += comm.stats.total_wire - wire_before
+        # what a dense ring allreduce of every gradient would put on each worker's link per step
+        grad_bytes = sum(p.data().size * 4 for p in net.collect_params().values()
+                         if p.grad_req != "null")
         with trainer.averaged():
             acc = evaluate(net, x_test, y_test)
         rec = {"epoch": epoch + 1, "train_loss": loss_sum / seen, "train_acc": correct / seen,
                "test_acc": acc, "time_s": round(time.time() - t0, 3), "workers": comm.size,
                "global_batch": batch_size * comm.size,
-               "wire_bytes": comm.stats.total_wire, "payload_bytes": comm.stats.total_payload}
+               "wire_bytes": comm.stats.total_wire, "payload_bytes": comm.stats.total_payload,
+               "train_wire_bytes": train_wire,
+               "dense_wire_bytes": 2.0 * (comm.size - 1) / comm.size * grad_bytes
+               * steps_per_epoch * (epoch + 1)}
         history.append(rec)
         logger.log(**rec)
         if on_epoch:
