@@ -36,5 +36,10 @@ setup(
         "filelock",
     ],
     extras_require={"test": ["pytest", "pytest-timeout"]},
-    entry_points={"console_scripts": ["gluon-suite=gluon_suite.cli:entry"]},
+    package_data={"gluon_suite.model_zoo": ["checkpoints.json"]},
+    entry_points={
+        "console_scripts": ["gluon-suite=gluon_suite.cli:entry"],
+        # model modules that register their constructors with the zoo when loaded
+        "gluon_suite.models": ["cv = gluon_suite.cv.models"],
+    },
 )

@@ -1,5 +1,5 @@
-"""The ``gluon-suite`` command: ``info`` about the installed stack (more subcommands join as the
-suite grows: zoo, whatif)."""
+"""The ``gluon-suite`` command: ``info`` about the installed stack and ``zoo`` to list, download,
+verify, publish and purge model checkpoints."""
 import argparse
 import json
 import os
@@ -89,6 +89,51 @@ def _cmd_info(args):
     return 0
 
 
+def _cmd_zoo_list(args):
+    from .model_zoo import list_models
+    from .model_zoo.registry import resolve
+    names = list_models(args.pattern, pretrained=True if args.pretrained else None)
+    for n in names:
+        e = resolve(n)
+        print(f"{n:<28} {e.task:<16} {e.description}")
+    return 0
+
+
+def _cmd_zoo_download(args):
+    from .model_zoo.registry import resolve
+    from .model_zoo.store import checkpoint_path, fetch, gluoncv_record
+    entry = resolve(args.name)
+    path = fetch(gluoncv_record(entry.name), args.root) if entry.weights == "gluoncv" \
+        else checkpoint_path(entry.name, args.root)
+    print(path)
+    return 0
+
+
+def _cmd_zoo_verify(args):
+    from .model_zoo.store import cache_root, verify_cache
+    results = verify_cache(args.root)
+    bad = [f for f, ok in results if not ok]
+    for f, ok in results:
+        print(f"{'ok' if ok else 'CORRUPT'}  {f}")
+    print(f"{len(results)} checkpoint(s) in {cache_root(args.root)}, {len(bad)} corrupt"
+          + (" (run `gluon-suite zoo download NAME` to fetch them again)" if bad else ""))
+    return 1 if bad else 0
+
+
+def _cmd_zoo_publish(args):
+    from .model_zoo.publish import publish
+    rec = publish(args.checkpoint, args.name, args.card, args.store, url=args.url)
+    print(f"published {rec['file_name']} (sha256 {rec['sha256']}, {rec['size']} bytes) into {args.store}")
+    return 0
+
+
+def _cmd_zoo_purge(args):
+    from .model_zoo.store import cache_root, purge
+    n = purge(args.root)
+    print(f"removed {n} file(s) from {cache_root(args.root)}")
+    return 0
+
+
 def build_parser():
     """The argument parser of ``gluon-suite``."""
     p = argparse.ArgumentParser(prog="gluon-suite", description=__doc__.split("\n")[0])
@@ -98,6 +143,32 @@ def build_parser():
     pi = sub.add_parser("info", help="versions of the stack and Horovod's build (MXNet, Gloo)")
     pi.add_argument("--json", action="store_true", help="print the facts as JSON")
     pi.set_defaults(func=_cmd_info)
+
+    pz = sub.add_parser("zoo", help="list, download, verify, publish or purge model checkpoints")
+    zsub = pz.add_subparsers(dest="zoo_command", metavar="ZOO_COMMAND")
+    zsub.required = True
+    root_help = "checkpoint cache (default: $GLUON_SUITE_HOME/models)"
+    zl = zsub.add_parser("list", help="registered models")
+    zl.add_argument("pattern", nargs="?", help="shell-style filter, e.g. 'resnest*'")
+    zl.add_argument("--pretrained", action="store_true", help="only models with published weights")
+    zl.set_defaults(func=_cmd_zoo_list)
+    zd = zsub.add_parser("download", help="fetch and verify a model's checkpoint into the cache")
+    zd.add_argument("name")
+    zd.add_argument("--root", help=root_help)
+    zd.set_defaults(func=_cmd_zoo_download)
+    zv = zsub.add_parser("verify", help="re-hash every cached checkpoint")
+    zv.add_argument("--root", help=root_help)
+    zv.set_defaults(func=_cmd_zoo_verify)
+    zp = zsub.add_parser("publish", help="put a trained checkpoint into a zoo store")
+    zp.add_argument("checkpoint", help="a .params file written by net.save_parameters")
+    zp.add_argument("--name", required=True, help="registered model name")
+    zp.add_argument("--card", required=True, help="the model card, e.g. model_zoo/NAME.json")
+    zp.add_argument("--store", required=True, help="the store folder to publish into")
+    zp.add_argument("--url", help="base URL the store is served from (default: file:// of --store)")
+    zp.set_defaults(func=_cmd_zoo_publish)
+    zr = zsub.add_parser("purge", help="delete the checkpoint cache")
+    zr.add_argument("--root", help=root_help)
+    zr.set_defaults(func=_cmd_zoo_purge)
     return p
 
 

@@ -14,18 +14,8 @@ from mxnet import autograd, gluon
 
 from ..dist import DistributedTrainer
 from ..utils import JsonLinesLogger, progress, seed_everything
-from .data import DIGITS_CLASSES, load_digits
-
-
-def small_cnn(classes=DIGITS_CLASSES):
-    """A three-convolution CNN for 8x8 inputs (about 60k parameters)."""
-    net = gluon.nn.HybridSequential()
-    net.add(gluon.nn.Conv2D(32, 3, padding=1), gluon.nn.BatchNorm(), gluon.nn.Activation("relu"),
-            gluon.nn.Conv2D(64, 3, padding=1), gluon.nn.BatchNorm(), gluon.nn.Activation("relu"),
-            gluon.nn.MaxPool2D(2),
-            gluon.nn.Conv2D(64, 3, padding=1), gluon.nn.BatchNorm(), gluon.nn.Activation("relu"),
-            gluon.nn.GlobalAvgPool2D(), gluon.nn.Dense(classes))
-    return net
+from .data import load_digits
+from .models import digits_cnn
 
 
 def evaluate(net, images, labels, batch_size=256):
@@ -40,7 +30,7 @@ def evaluate(net, images, labels, batch_size=256):
 def train_digits(comm, epochs=6, batch_size=32, lr=0.1, momentum=0.9, wd=1e-4, seed=0,
                  log_path=None, show_progress=True, max_steps=None, on_epoch=None, algorithm="sync",
                  **dist_kwargs):
-    """Train ``small_cnn`` on digits over ``comm``'s workers with ``algorithm`` (and the
+    """Train ``digits_cnn`` on digits over ``comm``'s workers with ``algorithm`` (and the
     compressor options of ``DistributedTrainer`` in ``dist_kwargs``).
 
     ``batch_size`` is per worker (the global batch is ``batch_size * comm.size``); the learning
@@ -54,7 +44,7 @@ def train_digits(comm, epochs=6, batch_size=32, lr=0.1, momentum=0.9, wd=1e-4, s
     x_train, y_train = load_digits("train")
     x_test, y_test = load_digits("test")
 
-    net = small_cnn()
+    net = digits_cnn()
     net.initialize(mx.init.Xavier(magnitude=2.0))
     trainer = DistributedTrainer(net.collect_params(), "sgd",
                                  {"learning_rate": lr, "momentum": momentum, "wd": wd},

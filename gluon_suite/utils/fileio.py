@@ -10,11 +10,12 @@ import tempfile
 
 
 @contextlib.contextmanager
-def atomic_path(path):
+def atomic_path(path, durable=True):
     """Yield a temporary path beside ``path``; on normal exit it is renamed onto ``path``.
 
     On an exception the temporary file is removed and ``path`` is left as it was. Use it for writers
-    that want a file name (``mx.nd.save``, ``net.save_parameters``).
+    that want a file name (``mx.nd.save``, ``net.save_parameters``). ``durable=False`` skips the
+    fsync, for files that are verified on every use anyway (cached downloads).
     """
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
@@ -23,8 +24,9 @@ def atomic_path(path):
     os.close(fd)
     try:
         yield tmp
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
+        if durable:
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -66,6 +66,23 @@ def main():
         traj, errs, avg, after = run(comm, cfg)
         out[f"{name}.traj"], out[f"{name}.err"] = traj, errs
         out[f"{name}.avg"], out[f"{name}.after"] = avg, after
+    # deferred initialisation: parameters are broadcast as they are initialised, before first use
+    mx.random.seed(77 + comm.rank)
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Dense(8, activation="relu"), gluon.nn.Dense(3))
+    net.initialize(mx.init.Normal(0.5))
+    tr = DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, communicator=comm)
+    x = mx.nd.ones((2, 5)) * (comm.rank + 1)
+    with autograd.record():
+        first = net(mx.nd.ones((2, 5)))  # same input on every rank: same output if weights equal
+    out["deferred.first_output"] = first.asnumpy()
+    with autograd.record():
+        loss = net(x).sum()
+    loss.backward()
+    tr.allreduce_grads()  # the split form of step()
+    tr.update(2)
+    out["deferred.after"] = np.concatenate([p.data().asnumpy().ravel()
+                                            for _, p in sorted(net.collect_params().items())])
     # GRBS regions with per-rank global RNG states
     np.random.seed(comm.rank)
     random.seed(comm.rank)

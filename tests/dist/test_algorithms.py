@@ -202,3 +202,10 @@ def test_bytes_per_step_within_10_percent_of_dense_over_ratio(runs, cname, ratio
         # estimate equals it, for allgather it is (n-1) x payload = payload
         assert w["payload_per_step"] == pytest.approx(w["dense"] / ratio, rel=0.10)
         assert w["wire_per_step"] == pytest.approx(w["dense"] / ratio, rel=0.10)
+
+
+def test_deferred_init_is_broadcast_before_first_use_and_split_step_works(runs):
+    ranks, _ = runs
+    np.testing.assert_array_equal(ranks[0]["deferred.first_output"], ranks[1]["deferred.first_output"])
+    # allreduce_grads() + update() averaged different per-rank gradients: models stay identical
+    np.testing.assert_array_equal(ranks[0]["deferred.after"], ranks[1]["deferred.after"])

@@ -1,0 +1,63 @@
+"""Publishing trained checkpoints into a zoo store: a folder that any static HTTP server (or a
+``file://`` URL) can serve, holding ``{name}-{sha256[:8]}.params`` files and an ``index.json`` of
+their records."""
+import json
+import os
+import shutil
+
+from ..utils.fileio import atomic_path, write_json
+from .store import ZooError, add_record, file_hash
+
+CARD_FIELDS = ("name", "architecture", "command", "hyperparameters", "metric", "training_log")
+
+
+def read_card(path):
+    """Load and check a model card (JSON with the fields in ``CARD_FIELDS``)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            card = json.load(f)
+    except FileNotFoundError:
+        raise ZooError(f"model card {path} does not exist; write one with the fields "
+                       f"{', '.join(CARD_FIELDS)} (see docs/model_zoo.md)") from None
+    except ValueError as exc:
+        raise ZooError(f"model card {path} is not valid JSON ({exc})") from None
+    missing = [k for k in CARD_FIELDS if k not in card]
+    if missing:
+        raise ZooError(f"model card {path} lacks {', '.join(missing)}; every card needs "
+                       f"{', '.join(CARD_FIELDS)}")
+    return card
+
+
+def publish(checkpoint, name, card_path, store, url=None, register=True):
+    """Copy ``checkpoint`` into ``store`` under a hashed name, write its record into the store's
+    ``index.json`` and (with ``register``) into this machine's records, and fill the card's
+    ``checkpoint`` field. ``url`` is the base URL the store will be served from (default: the
+    store folder as ``file://``). Returns the record."""
+    import mxnet as mx
+    if not os.path.isfile(checkpoint):
+        raise ZooError(f"checkpoint {checkpoint} does not exist")
+    try:
+        arrays = mx.nd.load(checkpoint)
+    except mx.base.MXNetError:
+        raise ZooError(f"{checkpoint} is not an MXNet parameter file (net.save_parameters writes one); "
+                       "only NDArray .params files are published") from None
+    if not isinstance(arrays, dict) or not arrays:
+        raise ZooError(f"{checkpoint} holds no named parameters; save it with net.save_parameters")
+    card = read_card(card_path)
+    if card["name"] != name:
+        raise ZooError(f"model card {card_path} is for '{card['name']}', not '{name}'")
+    sha = file_hash(checkpoint)
+    file_name = f"{name}-{sha[:8]}.params"
+    os.makedirs(store, exist_ok=True)
+    dest = os.path.join(store, file_name)
+    with atomic_path(dest) as tmp:
+        shutil.copyfile(checkpoint, tmp)
+    base = url or "file://" + os.path.abspath(store)
+    record = {"model": name, "file_name": file_name, "sha256": sha,
+              "size": os.path.getsize(checkpoint), "url": base, "card": os.path.basename(card_path)}
+    add_record(record, os.path.join(store, "index.json"))
+    if register:
+        add_record(record)
+    card["checkpoint"] = {"file_name": file_name, "sha256": sha, "size": record["size"]}
+    write_json(card_path, card)
+    return record

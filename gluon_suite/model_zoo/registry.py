@@ -1,0 +1,121 @@
+"""The model registry: constructors register themselves where they are defined.
+
+    @register_model("resnest14_cifar", task="classification", pretrained=False)
+    def resnest14_cifar(classes=10, **kwargs): ...
+
+    net = get_model("resnest14_cifar", classes=10)
+    net = get_model("digits_cnn", pretrained=True)        # weights via the checkpoint store
+
+Names are stable. A renamed model keeps its old name as a deprecated alias that still works and
+warns. Unknown names raise ValueError listing the closest registered names.
+"""
+import difflib
+import fnmatch
+import warnings
+from dataclasses import dataclass, field
+
+
+class ModelNotFound(ValueError):
+    """No model is registered under the requested name."""
+
+
+@dataclass
+class ModelEntry:
+    """One registered constructor. ``weights`` says where pretrained weights come from:
+    ``None`` (none published), ``'store'`` (our checkpoint store, by record) or ``'gluoncv'``
+    (GluonCV's model store, under the same name)."""
+    name: str
+    fn: object
+    task: str = ""
+    weights: object = None
+    description: str = ""
+    defaults: dict = field(default_factory=dict)
+
+
+_REGISTRY = {}
+_DEPRECATED = {}   # old name -> new name
+
+
+def register_model(name=None, task="", weights=None, deprecated_aliases=(), **defaults):
+    """Decorator: register ``fn`` under ``name`` (default: the function's name).
+
+    ``weights``: None, ``'store'`` or ``'gluoncv'`` (see ``ModelEntry``). ``deprecated_aliases``:
+    old names that keep working with a warning. ``defaults``: keyword arguments passed to ``fn``
+    unless the caller overrides them.
+    """
+    def deco(fn):
+        key = name or fn.__name__
+        if key in _REGISTRY and _REGISTRY[key].fn is not fn:
+            raise ValueError(f"model name {key!r} is already registered by "
+                             f"{_REGISTRY[key].fn.__module__}.{_REGISTRY[key].fn.__name__}")
+        doc = (fn.__doc__ or "").strip().split("\n")[0]
+        _REGISTRY[key] = ModelEntry(key, fn, task, weights, doc, dict(defaults))
+        for old in deprecated_aliases:
+            _DEPRECATED[old] = key
+        return fn
+    return deco
+
+
+_LOADED = False
+
+
+def _load_domains():
+    """Import the model modules that packages declare under the ``gluon_suite.models`` entry-point
+    group (setup.py): the zoo itself knows no domain, registration tells it everything."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    from importlib.metadata import entry_points
+    for ep in entry_points(group="gluon_suite.models"):
+        ep.load()
+
+
+def resolve(name):
+    """The ``ModelEntry`` for ``name`` (deprecated aliases warn); ModelNotFound otherwise."""
+    _load_domains()
+    key = str(name).lower()
+    if key in _DEPRECATED:
+        new = _DEPRECATED[key]
+        warnings.warn(f"model name {key!r} is deprecated; use {new!r}", FutureWarning, stacklevel=3)
+        key = new
+    entry = _REGISTRY.get(key)
+    if entry is None:
+        close = difflib.get_close_matches(key, list(_REGISTRY) + list(_DEPRECATED), n=5, cutoff=0.5)
+        hint = f"; did you mean: {', '.join(close)}" if close else ""
+        raise ModelNotFound(f"unknown model {name!r}{hint} (`gluon-suite zoo list` shows all "
+                            f"{len(_REGISTRY)} models)")
+    return entry
+
+
+def list_models(pattern=None, pretrained=None):
+    """Sorted registered names, filtered by a shell-style ``pattern`` (e.g. ``'resnest*'``) and by
+    whether pretrained weights are published (``pretrained=True/False``)."""
+    from .store import has_pretrained
+    _load_domains()
+    names = sorted(_REGISTRY)
+    if pattern:
+        names = [n for n in names if fnmatch.fnmatch(n, pattern)]
+    if pretrained is not None:
+        names = [n for n in names if has_pretrained(_REGISTRY[n]) == bool(pretrained)]
+    return names
+
+
+def get_model(name, pretrained=False, root=None, ctx=None, **kwargs):
+    """Build the model registered as ``name``; with ``pretrained=True`` load its published weights
+    through the checkpoint store (downloaded, verified and cached under ``root``, default
+    ``$GLUON_SUITE_HOME/models``). Without weights the model is returned uninitialised, as Gluon
+    model zoos do. ``ctx``: the context to load the weights on (default CPU)."""
+    import mxnet as mx
+    entry = resolve(name)
+    ctx = ctx or mx.cpu()
+    args = {**entry.defaults, **kwargs}
+    if pretrained and entry.weights == "gluoncv":
+        from .store import gluoncv_weights
+        return gluoncv_weights(entry, args, root=root, ctx=ctx)
+    net = entry.fn(**args)
+    if pretrained:
+        from .store import checkpoint_path
+        path = checkpoint_path(entry.name, root=root)
+        net.load_parameters(path, ctx=ctx)
+    return net
