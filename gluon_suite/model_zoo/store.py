@@ -111,15 +111,14 @@ def record_for(model):
 
 
 def url_of(record):
-    """Where the record's file is fetched from (the mirror in ``$GLUON_SUITE_REPO`` wins)."""
+    """Where the record's file is fetched from: the base URL (the mirror in ``$GLUON_SUITE_REPO``
+    wins over the record's ``url``) joined with the record's ``remote_path`` (default: its file
+    name)."""
     base = os.environ.get("GLUON_SUITE_REPO") or record.get("url")
     if not base:
         raise ZooError(f"model '{record['model']}': no download location for {record['file_name']}; "
                        "set GLUON_SUITE_REPO to the base URL of a zoo store (http(s):// or file://)")
-    remote = record.get("remote_name", record["file_name"])
-    if base.endswith(remote):
-        return base
-    return base.rstrip("/") + "/" + remote
+    return base.rstrip("/") + "/" + record.get("remote_path", record["file_name"])
 
 
 # ---- hashing and the verified stamp ---------------------------------------------------------------
@@ -381,7 +380,7 @@ def gluoncv_record(name):
     stem = f"{name}-{model_store.short_hash(name)}"
     repo = os.environ.get("GLUON_SUITE_REPO") or os.environ.get("MXNET_GLUON_REPO") or model_store.apache_repo_url
     return {"model": name, "file_name": stem + ".params", "sha1": model_store._model_sha1[name],
-            "url": repo.rstrip("/") + f"/gluon/models/{stem}.zip", "remote_name": stem + ".zip",
+            "url": repo, "remote_path": f"gluon/models/{stem}.zip",
             "archive": "zip", "member": stem + ".params"}
 
 

@@ -148,7 +148,7 @@ def test_archive_member_escaping_the_folder_is_refused(zoo_env, tmp_path):
         zf.writestr("../../evil.txt", "gotcha")
     (zoo_env["store"] / "bundle.zip").write_bytes(buf.getvalue())
     add_record({"model": NAME, "file_name": "digits_cnn-arch.params", "sha256": file_hash(ckpt),
-                "size": os.path.getsize(ckpt), "url": zoo_env["server"].url, "remote_name": "bundle.zip",
+                "size": os.path.getsize(ckpt), "url": zoo_env["server"].url, "remote_path": "bundle.zip",
                 "archive": "zip", "member": "model.params"})
     _expect_failure(zoo_env, None, "../../evil.txt", "escapes")
     assert not (tmp_path / "evil.txt").exists() and not (zoo_env["home"] / "evil.txt").exists()
@@ -161,7 +161,7 @@ def test_safe_archive_is_extracted_and_verified(zoo_env, tmp_path):
         zf.write(ckpt, "model.params")
     (zoo_env["store"] / "bundle.zip").write_bytes(buf.getvalue())
     add_record({"model": NAME, "file_name": "digits_cnn-arch.params", "sha256": file_hash(ckpt),
-                "size": os.path.getsize(ckpt), "url": zoo_env["server"].url, "remote_name": "bundle.zip",
+                "size": os.path.getsize(ckpt), "url": zoo_env["server"].url, "remote_path": "bundle.zip",
                 "archive": "zip", "member": "model.params"})
     got = loaded_weights(get_model(NAME, pretrained=True))
     for k in weights:
