@@ -9,3 +9,7 @@ from .trainer import DistributedTrainer
 
 __all__ += ["COMPRESSORS", "Compressor", "make_compressor", "ALGORITHMS", "Algorithm",
             "make_algorithm", "DistributedTrainer"]
+from . import optim  # registers 'lans' and 'adaalter' with mx.optimizer
+from .schedules import ElasticRamp, Sequential, WarmupConstantDecay, WarmupCosine
+
+__all__ += ["ElasticRamp", "Sequential", "WarmupConstantDecay", "WarmupCosine"]

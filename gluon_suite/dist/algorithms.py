@@ -11,6 +11,7 @@ and its momentum stays local (never reduced).
 - ``ef``: error-feedback SGD. p_i = u_i + e_i; x <- x_before - allreduce_mean(C(p_i));
   e_i <- p_i - C(p_i). One global model.
 - ``local``: every worker updates its own model; every H steps the models are averaged.
+- ``local_adaalter``: Local AdaAlter (SPECS §3), with the ``adaalter`` optimizer.
 - ``cser``: CSER (SPECS §1). Local models x_i = x̂ + e_i. Each step
   x_i <- x_before - allreduce_mean(C1(u_i)) - (u_i - C1(u_i)), e_i <- e_i - (u_i - C1(u_i));
   every H steps the error is partially synchronised with C2:
@@ -70,6 +71,16 @@ class Algorithm:
 
     def after_update(self, before, step):
         """Called after the optimizer update; ``before[i]`` holds parameter i's weights before it."""
+
+    def check_optimizer(self, optimizer):
+        """Raise ValueError when the algorithm cannot work with ``optimizer``."""
+
+    def owns_update(self, step):
+        """True when the algorithm, not the optimizer, updates the weights at ``step``."""
+        return False
+
+    def local_update(self, trainer, step):
+        """The algorithm's own update, called instead of the optimizer's when ``owns_update``."""
 
     def state_arrays(self):
         """Per-worker state to checkpoint, as ``{name: NDArray}``."""
@@ -234,13 +245,88 @@ class CSER(Algorithm):
                 "period": self.period}
 
 
+class LocalAdaAlter(Algorithm):
+    """Local AdaAlter (SPECS §3): fully synchronous AdaAlter for ``warmup_steps`` steps, then local
+    steps ``x_i <- x_i - lr*(g_i/sqrt(B_s + k*eps) + wd*x_i)`` with the accumulator B_s frozen at
+    the last synchronisation (k = local steps since it), accumulating ``A_i += g_i^2``; every
+    ``period`` steps ``x_i <- mean(x_i)``, ``B_s <- B_s + mean(A_i)``, ``A_i <- 0``. Needs the
+    ``adaalter`` optimizer, whose state holds B_s."""
+    name = "local_adaalter"
+    local_models = True
+
+    def __init__(self, period=4, warmup_steps=0):
+        super().__init__()
+        self.period = _check_period(period)
+        if warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
+        self.warmup = int(warmup_steps)
+        self.acc = {}
+
+    def check_optimizer(self, optimizer):
+        if type(optimizer).__name__.lower() != "adaalter":
+            raise ValueError(f"algorithm 'local_adaalter' needs the 'adaalter' optimizer, got "
+                             f"'{type(optimizer).__name__.lower()}'")
+        if getattr(optimizer, "multi_precision", False):
+            raise ValueError("algorithm 'local_adaalter' does not support multi_precision")
+
+    def bind(self, params, comm):
+        super().bind(params, comm)
+        self.acc = {i: mx.nd.zeros(p.shape, dtype=p.dtype) for i, p in params}
+
+    def reduce_gradients(self, step):
+        if step < self.warmup and self.comm.size > 1:
+            self.comm.grouped_allreduce_([p.grad() for _, p in self.params], average=True,
+                                         name="ladaalter.grads")
+
+    def owns_update(self, step):
+        return step >= self.warmup
+
+    def local_update(self, trainer, step):
+        opt, updater = trainer._optimizer, trainer._updaters[0]
+        k = (step - self.warmup) % self.period + 1
+        for i, p in self.params:
+            w = p.data()
+            if i not in updater.states:
+                updater.states[i] = opt.create_state(i, w)
+                updater.states_synced[i] = True
+            B = updater.states[i]
+            opt._update_count(i)
+            lr, wd = opt._get_lr(i), opt._get_wd(i)
+            g = opt.prepare_grad(p.grad())
+            delta = g / mx.nd.sqrt(B + k * opt.epsilon)
+            if wd:
+                delta = delta + wd * w
+            w -= lr * delta
+            self.acc[i] += mx.nd.square(g)
+        if (step - self.warmup + 1) % self.period == 0:
+            comm = self.comm
+            if comm.size > 1:
+                comm.grouped_allreduce_([p.data() for _, p in self.params], average=True,
+                                        name="ladaalter.models", relayout=True)
+                comm.grouped_allreduce_([self.acc[i] for i, _ in self.params], average=True,
+                                        name="ladaalter.acc")
+            for i, _ in self.params:
+                updater.states[i] += self.acc[i]
+                self.acc[i][:] = 0
+
+    def state_arrays(self):
+        return {f"acc.{i}": a for i, a in self.acc.items()}
+
+    def load_state_arrays(self, arrays):
+        for i in self.acc:
+            self.acc[i][:] = arrays[f"acc.{i}"]
+
+    def config(self):
+        return {"name": self.name, "period": self.period, "warmup_steps": self.warmup}
+
+
 def _check_period(period):
     if not (isinstance(period, int) or float(period).is_integer()) or int(period) < 1:
         raise ValueError(f"period must be an integer >= 1 (steps between synchronisations), got {period}")
     return int(period)
 
 
-ALGORITHMS = {a.name: a for a in (SyncSGD, ErrorFeedbackSGD, LocalSGD, CSER)}
+ALGORITHMS = {a.name: a for a in (SyncSGD, ErrorFeedbackSGD, LocalSGD, CSER, LocalAdaAlter)}
 
 
 def make_algorithm(name="sync", compressor="none", ratio=None, period=None, compressor2=None,
@@ -251,7 +337,9 @@ def make_algorithm(name="sync", compressor="none", ratio=None, period=None, comp
     ratio 64 for the update (C1) and, unless ``compressor2``/``ratio2`` say otherwise, the same
     compressor at ratio R1/H (at least 1: dense) for the error (C2), so the overall ratio is about
     R1/2. ``min_size`` and ``warmup_steps`` apply to every compressor; ``seed`` seeds the shared
-    randomness of grbs/randomk (the same on every worker).
+    randomness of grbs/randomk (the same on every worker). For ``local_adaalter``,
+    ``warmup_steps`` is the number of fully synchronous steps before local updates start and
+    ``period`` the number of steps between synchronisations (default 4).
     """
     if isinstance(name, Algorithm):
         return name
@@ -275,6 +363,10 @@ def make_algorithm(name="sync", compressor="none", ratio=None, period=None, comp
         return SyncSGD(comp(compressor, ratio, 0))
     if key == "ef":
         return ErrorFeedbackSGD(comp(compressor, ratio, 0))
+    if key == "local_adaalter":
+        if str(compressor).lower() != "none":
+            raise ValueError(f"algorithm 'local_adaalter' takes no compressor (got {compressor!r})")
+        return LocalAdaAlter(period or 4, warmup_steps)
     if key == "local":
         if str(compressor).lower() not in ("none", "zero"):
             raise ValueError(f"algorithm 'local' averages whole models and takes no compressor "

@@ -54,6 +54,7 @@ class DistributedTrainer(gluon.Trainer):
         elif isinstance(params, (list, tuple)):
             params = sorted(params, key=lambda p: p.name)
         super().__init__(params, optimizer, optimizer_params=optimizer_params, kvstore=None)
+        self._algo.check_optimizer(self._optimizer)
         self._step_count = 0
         self._bound = False
         self._broadcast_initial()
@@ -104,11 +105,17 @@ class DistributedTrainer(gluon.Trainer):
 
     def _update(self, ignore_stale_grad=False):
         self._bind()
-        before = None
-        if self._algo.needs_update:
-            before = {i: p.data().copy() for i, p in self._algo.params}
-        super()._update(ignore_stale_grad)
-        self._algo.after_update(before, self._step_count)
+        if self._algo.owns_update(self._step_count):
+            self._algo.local_update(self, self._step_count)
+            for _, p in self._algo.params:
+                for d in p.list_data():
+                    d._fresh_grad = False
+        else:
+            before = None
+            if self._algo.needs_update:
+                before = {i: p.data().copy() for i, p in self._algo.params}
+            super()._update(ignore_stale_grad)
+            self._algo.after_update(before, self._step_count)
         self._step_count += 1
 
     # --- evaluation on the averaged model -------------------------------------------------------
@@ -145,7 +152,9 @@ class DistributedTrainer(gluon.Trainer):
                 "index_update_count": {str(k): v for k, v in opt._index_update_count.items()},
                 "learning_rate": self.learning_rate, "optimizer": type(opt).__name__.lower(),
                 "algorithm": self._algo.config(), "opt_layout": layout,
-                "rank": self._comm.rank, "size": self._comm.size}
+                "rank": self._comm.rank, "size": self._comm.size,
+                "lr_scheduler": (opt.lr_scheduler.state_dict()
+                                 if hasattr(opt.lr_scheduler, "state_dict") else None)}
         arrays[_META] = mx.nd.array(np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
                                     dtype="uint8")
         with atomic_path(fname) as tmp:
@@ -175,6 +184,8 @@ class DistributedTrainer(gluon.Trainer):
         opt._index_update_count.update({int(k): v for k, v in meta["index_update_count"].items()})
         if opt.lr_scheduler is None:
             self.set_learning_rate(meta["learning_rate"])
+        elif meta.get("lr_scheduler") is not None and hasattr(opt.lr_scheduler, "load_state_dict"):
+            opt.lr_scheduler.load_state_dict(meta["lr_scheduler"])
         self._algo.load_state_arrays({k[5:]: v for k, v in arrays.items() if k.startswith("algo.")})
         self._step_count = meta["step_count"]
 

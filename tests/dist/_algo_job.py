@@ -59,9 +59,42 @@ def run(comm, cfg):
     return np.array(traj), (np.array(errs) if errs else np.zeros(0)), avg, after
 
 
+ADA_OPT = {"learning_rate": 0.05, "epsilon": 1e-2}  # well-conditioned first step (B starts at 0)
+ADA_CONFIGS = {
+    "ladaalter": (dict(algorithm="local_adaalter", period=3, warmup_steps=2), False),
+    "ladaalter_h1_same_data": (dict(algorithm="local_adaalter", period=1), True),
+    "adaalter_sync_same_data": (dict(algorithm="sync"), True),
+}
+
+
+def run_adaalter(comm, cfg, same_data):
+    mx.random.seed(1234 + comm.rank)
+    net = gluon.nn.Dense(O, in_units=D)
+    net.initialize(mx.init.Normal(0.3))
+    tr = DistributedTrainer(net.collect_params(), "adaalter", dict(ADA_OPT), communicator=comm, **cfg)
+    x, y = (mx.nd.array(a) for a in data(0 if same_data else comm.rank))
+    loss_fn = gluon.loss.L2Loss()
+    params = [p for _, p in sorted(net.collect_params().items())]
+    flat = lambda arrs: np.concatenate([a.asnumpy().ravel() for a in arrs])  # noqa: E731
+    traj, accs, Bs = [flat(p.data() for p in params)], [], []
+    for step in range(12):
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        tr.step(B)
+        traj.append(flat(p.data() for p in params))
+        states = tr._updaters[0].states
+        Bs.append(flat(states[i] for i in sorted(states)))
+        acc = getattr(tr.algorithm, "acc", None)
+        accs.append(flat(acc[i] for i in sorted(acc)) if acc else np.zeros(1))
+    return np.array(traj), np.array(Bs), np.array(accs)
+
+
 def main():
     comm = get_communicator()
     out = {}
+    for name, (cfg, same) in ADA_CONFIGS.items():
+        out[f"{name}.traj"], out[f"{name}.B"], out[f"{name}.acc"] = run_adaalter(comm, cfg, same)
     for name, cfg in CONFIGS.items():
         traj, errs, avg, after = run(comm, cfg)
         out[f"{name}.traj"], out[f"{name}.err"] = traj, errs

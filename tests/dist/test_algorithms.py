@@ -209,3 +209,73 @@ def test_deferred_init_is_broadcast_before_first_use_and_split_step_works(runs):
     np.testing.assert_array_equal(ranks[0]["deferred.first_output"], ranks[1]["deferred.first_output"])
     # allreduce_grads() + update() averaged different per-rank gradients: models stay identical
     np.testing.assert_array_equal(ranks[0]["deferred.after"], ranks[1]["deferred.after"])
+
+
+# ---- Local AdaAlter (SPECS §3) -------------------------------------------------------------------
+def reference_local_adaalter(x0, period, warmup, steps=12):
+    """Synchronous AdaAlter (mean gradient) for `warmup` steps, then local steps with B frozen at
+    the last sync plus k*eps, A accumulating squares, averaging of models and A every `period`."""
+    lr, eps = job.ADA_OPT["learning_rate"], job.ADA_OPT["epsilon"]
+    x = [[a.copy() for a in x0] for _ in range(N)]
+    Bs = [np.zeros_like(a) for a in x0]
+    A = [[np.zeros_like(a) for a in x0] for _ in range(N)]
+    hist = []
+    for t in range(steps):
+        if t < warmup:
+            g = [sum(gs) / N for gs in zip(*(grads(x[i], i) for i in range(N)))]
+            for i in range(N):
+                x[i] = [xk - lr * gk / np.sqrt(Bk + eps) for xk, gk, Bk in zip(x[i], g, Bs)]
+            Bs = [Bk + gk * gk for Bk, gk in zip(Bs, g)]
+        else:
+            k = (t - warmup) % period + 1
+            for i in range(N):
+                g = grads(x[i], i)
+                x[i] = [xk - lr * gk / np.sqrt(Bk + k * eps) for xk, gk, Bk in zip(x[i], g, Bs)]
+                A[i] = [Ak + gk * gk for Ak, gk in zip(A[i], g)]
+            if (t - warmup + 1) % period == 0:
+                mean_x = [sum(xs) / N for xs in zip(*x)]
+                Bs = [Bk + sum(As) / N for Bk, As in zip(Bs, zip(*A))]
+                x = [[a.copy() for a in mean_x] for _ in range(N)]
+                A = [[np.zeros_like(a) for a in x0] for _ in range(N)]
+        hist.append(([np.concatenate([a.ravel() for a in x[i]]) for i in range(N)],
+                     np.concatenate([a.ravel() for a in Bs])))
+    return hist
+
+
+def test_local_adaalter_matches_float64_reference(runs):
+    ranks, _ = runs
+    ref = reference_local_adaalter(split(ranks[0]["ladaalter.traj"][0]), period=3, warmup=2)
+    for r in range(N):
+        xs = np.array([h[0][r] for h in ref])
+        assert np.abs(ranks[r]["ladaalter.traj"][1:] - xs).max() <= 1e-5
+        # the optimizer state holds B_s: frozen between syncs, grown by mean(A) at each sync
+        assert np.abs(ranks[r]["ladaalter.B"] - np.array([h[1] for h in ref])).max() <= 1e-5
+
+
+def test_local_adaalter_models_and_accumulators_identical_after_every_sync(runs):
+    ranks, _ = runs
+    t0, t1 = ranks[0]["ladaalter.traj"], ranks[1]["ladaalter.traj"]
+    B0, B1 = ranks[0]["ladaalter.B"], ranks[1]["ladaalter.B"]
+    syncs = [s for s in range(12) if s < 2 or (s - 2 + 1) % 3 == 0]  # warm-up steps and every 3rd
+    for s in syncs:
+        assert np.array_equal(t0[s + 1], t1[s + 1]), s
+        assert np.array_equal(B0[s], B1[s]), s
+    assert np.abs(t0[4] - t1[4]).max() > 1e-5  # between syncs the local models differ
+
+
+def test_local_adaalter_with_period_1_equals_synchronous_adaalter(runs):
+    ranks, _ = runs
+    for r in range(N):
+        diff = np.abs(ranks[r]["ladaalter_h1_same_data.traj"] - ranks[r]["adaalter_sync_same_data.traj"])
+        assert diff.max() <= 1e-6
+        assert np.abs(ranks[r]["ladaalter_h1_same_data.B"] - ranks[r]["adaalter_sync_same_data.B"]).max() <= 1e-6
+
+
+def test_local_adaalter_requires_the_adaalter_optimizer():
+    import mxnet as mx
+    from mxnet import gluon
+    from gluon_suite.dist import DistributedTrainer
+    net = gluon.nn.Dense(2, in_units=3)
+    net.initialize()
+    with pytest.raises(ValueError, match="needs the 'adaalter' optimizer, got 'sgd'"):
+        DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, algorithm="local_adaalter")

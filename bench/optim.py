@@ -1,0 +1,80 @@
+#!/usr/bin/env python
+"""Optimizer step time on a BERT-base-sized set of parameter tensors (about 110M parameters):
+LANS (ours, on MXNet's LAMB kernels) vs MXNet's fused multi-tensor LAMB vs Adam, and AdaAlter.
+Writes bench/results/optim.json and prints a table.
+
+    .venv/bin/python bench/optim.py [--steps 5]
+"""
+import argparse
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+
+def bert_base_shapes(vocab=30522, hidden=768, ffn=3072, layers=12, max_len=512):
+    """Parameter shapes of BERT-base (embeddings, 12 encoder layers, pooler), in order."""
+    shapes = [(vocab, hidden), (max_len, hidden), (2, hidden), (hidden,), (hidden,)]
+    for _ in range(layers):
+        shapes += [(hidden, hidden), (hidden,)] * 4            # q, k, v, output projection
+        shapes += [(hidden,), (hidden,)]                        # attention LayerNorm
+        shapes += [(ffn, hidden), (ffn,), (hidden, ffn), (hidden,)]
+        shapes += [(hidden,), (hidden,)]                        # FFN LayerNorm
+    shapes += [(hidden, hidden), (hidden,)]
+    return shapes
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=5)
+    args = ap.parse_args()
+    import mxnet as mx
+    import numpy as np
+    from mxnet import gluon
+    from gluon_suite.dist import DistributedTrainer, LocalCommunicator
+    from gluon_suite.utils import write_json
+
+    shapes = bert_base_shapes()
+    nparams = sum(int(np.prod(s)) for s in shapes)
+    rows = {}
+    for name, opt in [("lamb (MXNet fused)", "lamb"), ("lans", "lans"), ("adam", "adam"),
+                      ("adaalter", "adaalter")]:
+        params = []
+        for i, s in enumerate(shapes):
+            p = gluon.Parameter(f"w{i}", shape=s)
+            p.initialize(mx.init.Normal(0.02))
+            params.append(p)
+        tr = DistributedTrainer(params, opt, {"learning_rate": 1e-4, "wd": 0.01},
+                                communicator=LocalCommunicator())
+        grads = [mx.nd.random.normal(shape=s, scale=1e-3) for s in shapes]
+        times = []
+        for step in range(args.steps + 1):
+            for p, g in zip(params, grads):
+                g.copyto(p.grad())
+                p.list_data()[0]._fresh_grad = True
+            mx.nd.waitall()
+            t0 = time.perf_counter()
+            tr.step(1)
+            mx.nd.waitall()
+            if step:
+                times.append(time.perf_counter() - t0)
+        rows[name] = {"step_s": float(np.median(times))}
+        del params, tr, grads
+    base = rows["lamb (MXNet fused)"]["step_s"]
+    for r in rows.values():
+        r["vs_lamb"] = r["step_s"] / base
+    result = {"benchmark": "optim", "date": time.strftime("%Y-%m-%d"), "cpu_count": os.cpu_count(),
+              "tensors": len(shapes), "parameters": nparams, "steps": args.steps, "results": rows}
+    write_json(os.path.join(HERE, "results", "optim.json"), result)
+    print(f"BERT-base-sized parameters: {len(shapes)} tensors, {nparams / 1e6:.1f}M parameters, "
+          f"{os.cpu_count()} cores")
+    print(f"{'optimizer':<22}{'step ms':>10}{'x LAMB':>9}")
+    for name, r in rows.items():
+        print(f"{name:<22}{r['step_s'] * 1e3:>10.1f}{r['vs_lamb']:>9.2f}")
+    print("target: LANS <= 1.5x fused LAMB; results: bench/results/optim.json")
+
+
+if __name__ == "__main__":
+    main()
