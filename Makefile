@@ -14,7 +14,7 @@ HOROVOD_ENV := HOROVOD_WITH_MXNET=1 HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT
 WORKER_ENV := OMP_NUM_THREADS=1 MXNET_CPU_WORKER_NTHREADS=1
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-long bench clean distclean
+.PHONY: setup demo quickstart test test-long bench clean distclean
 
 setup: $(STAMP)
 
@@ -34,9 +34,20 @@ $(STAMP): setup.py constraints.txt Makefile
 	$(VENV)/bin/gluon-suite info
 	@touch $(STAMP)
 
+# the showcase: 2 Horovod workers train ResNeSt-14 on digits with CSER + GRBS (ratio 32), publish the
+# best checkpoint into a local zoo store, serve it on loopback and load it back through the zoo
+DEMO := runs/demo
 demo: setup
+	rm -rf $(DEMO)
+	$(WORKER_ENV) GLUON_SUITE_HOME=$(DEMO)/home $(VENV)/bin/horovodrun -np 2 -H localhost:2 --gloo \
+		$(PY) scripts/cv/train_classification.py --config configs/cv/digits_resnest14_cser.yaml \
+		--out $(DEMO) --publish $(DEMO)/store
+	GLUON_SUITE_HOME=$(DEMO)/home GLUON_SUITE_QUIET=1 $(PY) scripts/cv/evaluate.py \
+		--model resnest14_digits --image-size 16 --serve $(DEMO)/store
+
+quickstart: setup
 	$(WORKER_ENV) $(VENV)/bin/horovodrun -np 2 -H localhost:2 --gloo \
-		$(PY) scripts/cv/train_digits.py --epochs 8 --out runs/demo \
+		$(PY) scripts/cv/train_digits.py --epochs 8 --out runs/quickstart \
 		--algorithm cser --compressor grbs --ratio 32 --period 4
 
 test: setup

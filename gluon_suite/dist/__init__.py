@@ -10,6 +10,6 @@ from .trainer import DistributedTrainer
 __all__ += ["COMPRESSORS", "Compressor", "make_compressor", "ALGORITHMS", "Algorithm",
             "make_algorithm", "DistributedTrainer"]
 from . import optim  # registers 'lans' and 'adaalter' with mx.optimizer
-from .schedules import ElasticRamp, Sequential, WarmupConstantDecay, WarmupCosine
+from .schedules import ElasticRamp, Sequential, WarmupConstantDecay, WarmupCosine, WarmupMultiStep
 
-__all__ += ["ElasticRamp", "Sequential", "WarmupConstantDecay", "WarmupCosine"]
+__all__ += ["ElasticRamp", "Sequential", "WarmupConstantDecay", "WarmupCosine", "WarmupMultiStep"]

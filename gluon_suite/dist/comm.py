@@ -57,6 +57,16 @@ class CommStats:
         return d
 
 
+def write_plain(src, dst):
+    """Copy ``src`` into ``dst`` so that ``dst`` ends in the plain (default) layout.
+
+    After an inference forward, oneDNN keeps convolution weights in a blocked layout; a plain
+    ``dst[:] = src`` keeps that layout, and later slicing or Horovod calls on ``dst`` then fail.
+    Writing through an ordinary element-wise operator (x + 0) gives ``dst`` the plain layout.
+    """
+    mx.nd._internal._plus_scalar(src, scalar=0.0, out=dst)
+
+
 def _nbytes(arr):
     return int(np.prod(arr.shape)) * np.dtype(arr.dtype).itemsize
 
@@ -114,7 +124,7 @@ class Communicator(abc.ABC):
             self._grouped_allreduce(work, average, name)
         if relayout:
             for t, w in zip(tensors, work):
-                t[:] = w
+                write_plain(w, t)
         return tensors
 
     def allgather(self, tensor, name=None):
@@ -132,7 +142,7 @@ class Communicator(abc.ABC):
             return self._broadcast(tensor, root_rank, name)
         work = tensor.copy()  # plain layout (see allreduce_'s relayout): broadcasts carry parameters
         self._broadcast(work, root_rank, name)
-        tensor[:] = work
+        write_plain(work, tensor)
         return tensor
 
     def broadcast_object(self, obj, root_rank=0, name="broadcast_object"):

@@ -4,6 +4,7 @@
 - ``WarmupConstantDecay``: the LANS schedule: linear warm-up, a constant plateau, then polynomial
   decay to a floor (SPECS §2).
 - ``WarmupCosine``: linear warm-up, then cosine decay to a floor.
+- ``WarmupMultiStep``: linear warm-up, then a step decay at milestones.
 - ``Sequential``: phases of schedules one after another (each sees its own step count from 1).
 - ``ElasticRamp``: wraps any schedule; when the global batch changes from B_old to B_new at step t0,
   the target becomes base(t)·B_new/B_ref and the rate moves to it linearly over K steps
@@ -75,6 +76,25 @@ class WarmupCosine(LRScheduler):
             return self.min_lr
         s = (t - self.warmup) / (self.total - self.warmup)
         return self.min_lr + (self.max_lr - self.min_lr) * (1 + math.cos(math.pi * s)) / 2
+
+
+class WarmupMultiStep(LRScheduler):
+    """η(t) = η_max·t/T_w for t ≤ T_w; afterwards η_max·factor^(number of milestones ≤ t)."""
+
+    def __init__(self, max_lr, milestones, factor=0.1, warmup_steps=0):
+        if sorted(milestones) != list(milestones) or any(m < 1 for m in milestones):
+            raise ValueError(f"milestones must be increasing steps >= 1, got {milestones}")
+        if not 0 < factor <= 1:
+            raise ValueError(f"factor must be in (0, 1], got {factor}")
+        _check_lr(max_lr, 0.0)
+        super().__init__(base_lr=max_lr)
+        self.max_lr, self.milestones, self.factor = max_lr, list(milestones), factor
+        self.warmup = int(warmup_steps)
+
+    def __call__(self, t):
+        if self.warmup and t <= self.warmup:
+            return self.max_lr * max(t, 0) / self.warmup
+        return self.max_lr * self.factor ** sum(1 for m in self.milestones if t >= m)
 
 
 class Sequential(LRScheduler):

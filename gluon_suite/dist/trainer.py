@@ -26,7 +26,7 @@ from mxnet import gluon
 
 from ..utils.fileio import atomic_path
 from .algorithms import make_algorithm
-from .comm import get_communicator
+from .comm import get_communicator, write_plain
 
 _META = "__meta_json__"
 
@@ -134,7 +134,7 @@ class DistributedTrainer(gluon.Trainer):
             yield
         finally:
             for a, s in zip(arrays, saved):
-                a[:] = s
+                write_plain(s, a)  # the evaluation forward may have re-laid weights out (oneDNN)
 
     # --- states -------------------------------------------------------------------------------
     def save_states(self, fname):

@@ -118,6 +118,9 @@ def url_of(record):
     if not base:
         raise ZooError(f"model '{record['model']}': no download location for {record['file_name']}; "
                        "set GLUON_SUITE_REPO to the base URL of a zoo store (http(s):// or file://)")
+    if base.startswith("repo:"):  # a store inside the suite's own source tree (model_zoo/store)
+        suite_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        base = "file://" + os.path.join(suite_root, base[len("repo:"):])
     return base.rstrip("/") + "/" + record.get("remote_path", record["file_name"])
 
 

@@ -1,4 +1,9 @@
-"""Image data sets: scikit-learn's bundled digits as the embedded default."""
-from .digits import load_digits, DIGITS_CLASSES
+"""Image data sets: scikit-learn's bundled digits (embedded), CIFAR-10/100 binary archives,
+RecordIO and image folders from local paths, and the standard transforms."""
+from .cifar import load_cifar
+from .digits import DIGITS_CLASSES, load_digits
+from .folders import folder_dataset, record_dataset
+from .pipeline import build_datasets, eval_transform, train_transform
 
-__all__ = ["load_digits", "DIGITS_CLASSES"]
+__all__ = ["DIGITS_CLASSES", "load_digits", "load_cifar", "folder_dataset", "record_dataset",
+           "build_datasets", "train_transform", "eval_transform"]

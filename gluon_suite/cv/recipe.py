@@ -1,0 +1,298 @@
+"""The image-classification recipe behind ``scripts/cv/train_classification.py``.
+
+One function, ``train_classification(config, comm)``, runs a whole job on one process or on the
+workers of a communicator: data set -> sharded loader -> zoo model -> ``DistributedTrainer`` (any
+optimizer, algorithm and compressor) -> per-update LR schedule with warm-up -> label smoothing /
+mixup -> evaluation of the worker-averaged model -> JSON-lines log, ``summary.csv``, last + best
+checkpoints, exact resume, and optional publishing into a zoo store.
+
+Reproducibility: every epoch reseeds Python's, NumPy's and MXNet's generators from
+(seed, epoch, rank) and shuffles with a generator seeded by (seed, epoch) shared by all workers,
+so a run resumed from the checkpoint of epoch k continues exactly as the uninterrupted run.
+"""
+import json
+import os
+import random
+import shlex
+import sys
+import time
+
+import mxnet as mx
+import numpy as np
+from mxnet import autograd, gluon
+
+from ..dist import DistributedTrainer, WarmupCosine, WarmupMultiStep
+from ..dist.optim import exclude_from_weight_decay
+from ..model_zoo import get_model, resolve
+from ..utils import CsvSummary, JsonLinesLogger, UserError, progress, write_json
+from ..utils.fileio import atomic_path
+from .data import build_datasets
+
+DEFAULTS = {
+    "model": "resnest14_digits", "dataset": "digits", "data_dir": None, "image_size": None,
+    "epochs": 10, "batch_size": 32, "global_batch_size": None,
+    "optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "wd": 1e-4,
+    "lr_mode": "cosine", "warmup_epochs": 1.0, "lr_milestones": [], "lr_decay": 0.1,
+    "label_smoothing": 0.0, "mixup": 0.0, "mixup_off_epochs": 0, "wd_on_bn_bias": False,
+    "last_gamma": False,
+    "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
+    "compressor2": None, "ratio2": None, "min_size": 0, "compress_warmup": 0,
+    "seed": 0, "out": "runs/classification", "resume": "none", "num_workers": 0,
+    "progress": True, "publish": None, "publish_name": None, "publish_url": None, "card": None,
+    "stop_after_epochs": None,
+}
+
+
+def check_config(cfg, comm):
+    """Validate a merged config before any work; returns the per-worker batch size."""
+    unknown = sorted(set(cfg) - set(DEFAULTS))
+    if unknown:
+        raise UserError(f"unknown config key(s): {', '.join(unknown)}; valid keys: {', '.join(sorted(DEFAULTS))}")
+    for key in ("epochs", "batch_size"):
+        if int(cfg[key]) < 1:
+            raise UserError(f"{key} must be >= 1, got {cfg[key]}")
+    if cfg["global_batch_size"]:
+        g = int(cfg["global_batch_size"])
+        if g % comm.size:
+            raise UserError(f"global batch size {g} does not divide across {comm.size} workers; use a "
+                            f"multiple of {comm.size} or --batch-size per worker")
+        per_worker = g // comm.size
+    else:
+        per_worker = int(cfg["batch_size"])
+    if cfg["lr_mode"] not in ("cosine", "step"):
+        raise UserError(f"lr_mode must be cosine or step, got {cfg['lr_mode']!r}")
+    if cfg["resume"] not in ("none", "auto") and not os.path.isdir(cfg["resume"]):
+        raise UserError(f"--resume takes none, auto or a run folder; {cfg['resume']} is none of these")
+    if not 0 <= float(cfg["label_smoothing"]) < 1 or float(cfg["mixup"]) < 0:
+        raise UserError("label_smoothing must be in [0, 1) and mixup (the Beta alpha) >= 0")
+    resolve(cfg["model"])  # unknown model: error with close matches now, not after loading data
+    return per_worker
+
+
+def _seed(seed, epoch, rank):
+    s = (int(seed) * 1_000_003 + epoch * 7919 + rank) % (2 ** 31)
+    random.seed(s)
+    np.random.seed(s)
+    mx.random.seed(s)
+
+
+class _ShardBatches:
+    """Batch sampler: one shared permutation per epoch, this worker's shard, full batches only."""
+
+    def __init__(self, n, batch, rank, size, seed, epoch):
+        perm = np.random.RandomState((int(seed) * 7 + epoch) % (2 ** 31)).permutation(n)
+        shard = perm[rank::size]
+        self.steps = len(perm) // (batch * size)
+        self.batches = [shard[i * batch:(i + 1) * batch].tolist() for i in range(self.steps)]
+
+    def __iter__(self):
+        return iter(self.batches)
+
+    def __len__(self):
+        return self.steps
+
+
+def _schedule(cfg, steps_per_epoch):
+    total = steps_per_epoch * int(cfg["epochs"])
+    warm = int(round(float(cfg["warmup_epochs"]) * steps_per_epoch))
+    if cfg["lr_mode"] == "cosine":
+        return WarmupCosine(float(cfg["lr"]), total, min(warm, total))
+    milestones = [int(e * steps_per_epoch) for e in cfg["lr_milestones"]]
+    return WarmupMultiStep(float(cfg["lr"]), milestones, float(cfg["lr_decay"]), warm)
+
+
+def _evaluate(net, test, comm, batch=256):
+    """Top-1 accuracy of ``net`` over the whole test set, each worker taking a shard."""
+    idx = list(range(comm.rank, len(test), comm.size))
+    loader = gluon.data.DataLoader(test, batch_size=batch, sampler=idx)
+    correct = total = 0
+    for x, y in loader:
+        pred = net(x).argmax(axis=1)
+        correct += float((pred == y.astype(pred.dtype)).sum().asscalar())
+        total += len(y)
+    counts = comm.allreduce(mx.nd.array([correct, total], dtype="float64"), average=False,
+                            name="eval.counts").asnumpy()
+    return float(counts[0] / max(counts[1], 1))
+
+
+def _ckpt_paths(out, rank):
+    return (os.path.join(out, f"last.rank{rank}.params"), os.path.join(out, f"last.rank{rank}.states"),
+            os.path.join(out, "state.json"))
+
+
+def _resume_folder(cfg):
+    if cfg["resume"] == "auto":
+        return cfg["out"] if os.path.exists(os.path.join(cfg["out"], "state.json")) else None
+    if cfg["resume"] == "none":
+        return None
+    return cfg["resume"]
+
+
+def train_classification(config, comm, log=print):
+    """Run the recipe with ``config`` (``DEFAULTS`` overridden by the user's values) on ``comm``.
+
+    Returns ``{"best_acc", "final_acc", "history", "out", "published"}``. Only rank 0 writes logs,
+    the best checkpoint and the card; every rank writes its own resumable ``last`` checkpoint.
+    """
+    cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None or k not in DEFAULTS}}
+    per_worker = check_config(cfg, comm)
+    out, rank, size = cfg["out"], comm.rank, comm.size
+    os.makedirs(out, exist_ok=True)
+    train, test, classes, channels = build_datasets(cfg["dataset"], cfg["data_dir"], cfg["image_size"])
+    if len(train) < per_worker * size:
+        raise UserError(f"batch {per_worker} x {size} workers exceeds the {len(train)} training "
+                        "images; use a smaller batch")
+    if rank == 0:
+        write_json(os.path.join(out, "config.json"), {**cfg, "workers": size})
+        log(f"{cfg['model']} on {cfg['dataset']}: {size} worker(s) x batch {per_worker} = "
+            f"global batch {per_worker * size}; {cfg['algorithm']} / {cfg['compressor']}")
+
+    _seed(cfg["seed"], -1, 0)  # identical initial weights everywhere (rank 0's are broadcast anyway)
+    kwargs = {"classes": classes}
+    if resolve(cfg["model"]).name.endswith(("_cifar", "_digits")):
+        kwargs.update(in_channels=channels, last_gamma=bool(cfg["last_gamma"]))
+    net = get_model(cfg["model"], **kwargs)
+    net.initialize(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2))
+    net(mx.nd.array(train[0][0]).expand_dims(0))  # finish deferred initialisation
+    if not cfg["wd_on_bn_bias"]:
+        exclude_from_weight_decay(net.collect_params())
+    steps_per_epoch = len(train) // (per_worker * size)
+    opt_params = {"lr_scheduler": _schedule(cfg, steps_per_epoch), "wd": float(cfg["wd"])}
+    if cfg["optimizer"] in ("sgd", "nag"):
+        opt_params["momentum"] = float(cfg["momentum"])
+    trainer = DistributedTrainer(
+        net.collect_params(), cfg["optimizer"], opt_params, algorithm=cfg["algorithm"],
+        compressor=cfg["compressor"], ratio=cfg["ratio"], period=cfg["period"],
+        compressor2=cfg["compressor2"], ratio2=cfg["ratio2"], min_size=int(cfg["min_size"]),
+        warmup_steps=int(cfg["compress_warmup"]), seed=int(cfg["seed"]), communicator=comm)
+    net.hybridize(static_alloc=True)
+
+    start_epoch, best_acc, history = 0, -1.0, []
+    resume = _resume_folder(cfg)
+    if resume:
+        p_params, p_states, p_state = _ckpt_paths(resume, rank)
+        with open(p_state, encoding="utf-8") as f:
+            state = json.load(f)
+        if state["workers"] != size or not os.path.exists(p_params):
+            raise UserError(f"{resume} was written by {state['workers']} worker(s); resume it with the "
+                            f"same number (this job has {size})")
+        net.load_parameters(p_params)
+        trainer.load_states(p_states)
+        start_epoch, best_acc, history = state["epoch"], state["best_acc"], state["history"]
+        if rank == 0:
+            log(f"resumed from {resume} after epoch {start_epoch}")
+
+    smooth, alpha = float(cfg["label_smoothing"]), float(cfg["mixup"])
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=not (smooth or alpha))
+    if rank == 0 and not resume:  # a fresh run replaces the logs of an earlier one in OUT
+        for f in ("log.jsonl", "summary.csv", "state.json"):
+            if os.path.exists(os.path.join(out, f)):
+                os.unlink(os.path.join(out, f))
+    logger = JsonLinesLogger(os.path.join(out, "log.jsonl") if rank == 0 else None)
+    summary = CsvSummary(os.path.join(out, "summary.csv") if rank == 0 else None)
+    dense_per_step = 2.0 * (size - 1) / size * sum(
+        p.data().size * 4 for p in net.collect_params().values() if p.grad_req != "null")
+    t_start = time.time()
+    for epoch in range(start_epoch, int(cfg["epochs"])):
+        _seed(cfg["seed"], epoch, rank)
+        sampler = _ShardBatches(len(train), per_worker, rank, size, cfg["seed"], epoch)
+        loader = gluon.data.DataLoader(train, batch_sampler=sampler, num_workers=int(cfg["num_workers"]))
+        mix = alpha > 0 and epoch < int(cfg["epochs"]) - int(cfg["mixup_off_epochs"])
+        wire0, t0 = comm.stats.total_wire, time.time()
+        loss_sum = correct = seen = 0.0
+        for x, y in progress(loader, total=len(sampler), desc=f"epoch {epoch + 1}/{cfg['epochs']}",
+                             enabled=bool(cfg["progress"]) and rank == 0):
+            target = y
+            if smooth or alpha:
+                target = mx.nd.one_hot(y, classes, on_value=1 - smooth + smooth / classes,
+                                       off_value=smooth / classes)
+            if mix:
+                lam = float(np.random.beta(alpha, alpha))
+                x = lam * x + (1 - lam) * x[::-1]
+                target = lam * target + (1 - lam) * target[::-1]
+            with autograd.record():
+                outp = net(x)
+                loss = loss_fn(outp, target)
+            loss.backward()
+            trainer.step(per_worker)
+            loss_sum += float(loss.sum().asscalar())
+            correct += float((outp.argmax(axis=1) == y.astype("float32")).sum().asscalar())
+            seen += len(y)
+        train_time = time.time() - t0
+        wire = comm.stats.total_wire - wire0
+        with trainer.averaged():
+            acc = _evaluate(net, test, comm)
+            is_best = acc > best_acc
+            if is_best:
+                best_acc = acc
+                if rank == 0:
+                    with atomic_path(os.path.join(out, "best.params")) as tmp:
+                        net.save_parameters(tmp)
+        rec = {"epoch": epoch + 1, "train_loss": loss_sum / max(seen, 1),
+               "train_acc": correct / max(seen, 1), "test_acc": acc, "best_acc": best_acc,
+               "lr": trainer.learning_rate, "epoch_time_s": round(train_time, 3),
+               "samples_per_s": round(seen * size / max(train_time, 1e-9), 1),
+               "wire_bytes": wire, "dense_wire_bytes": dense_per_step * len(sampler),
+               "elapsed_s": round(time.time() - t_start, 3)}
+        history.append(rec)
+        # the resumable checkpoint: every rank its own model and trainer state, then rank 0 commits
+        p_params, p_states, p_state = _ckpt_paths(out, rank)
+        with atomic_path(p_params) as tmp:
+            net.save_parameters(tmp)
+        trainer.save_states(p_states)
+        comm.barrier(name=f"ckpt.{epoch}")
+        if rank == 0:
+            write_json(p_state, {"epoch": epoch + 1, "best_acc": best_acc, "history": history,
+                                 "workers": size})
+            logger.log(**rec)
+            summary.add(**rec)
+            log(f"epoch {epoch + 1:3d}  loss {rec['train_loss']:.4f}  train {rec['train_acc']:.4f}  "
+                f"test {acc:.4f}  lr {rec['lr']:.4g}  {rec['samples_per_s']:.0f} img/s  "
+                f"wire {wire / 1e6:.2f} MB")
+        if cfg["stop_after_epochs"] and epoch + 1 >= int(cfg["stop_after_epochs"]):
+            break
+    logger.close()
+    result = {"best_acc": best_acc, "final_acc": history[-1]["test_acc"] if history else None,
+              "history": history, "out": out, "published": None}
+    if rank == 0 and cfg["publish"]:
+        result["published"] = publish_run(cfg, best_acc, size)
+        log(f"published {result['published']['file_name']} into {cfg['publish']}")
+    comm.barrier(name="done")
+    return result
+
+
+def evaluate_model(name, dataset="digits", data_dir=None, image_size=None, pretrained=True,
+                   params=None, root=None, comm=None):
+    """Top-1 accuracy of zoo model ``name`` (its published weights, or the ``params`` file) on the
+    test split of ``dataset``; the evaluation is sharded over ``comm``'s workers."""
+    from ..dist import LocalCommunicator
+    comm = comm or LocalCommunicator()
+    _, test, classes, channels = build_datasets(dataset, data_dir, image_size)
+    if params:
+        kwargs = {"classes": classes}
+        if resolve(name).name.endswith(("_cifar", "_digits")):
+            kwargs["in_channels"] = channels
+        net = get_model(name, **kwargs)
+        net.load_parameters(params)
+    else:
+        net = get_model(name, pretrained=pretrained, root=root)
+    net.hybridize(static_alloc=True)
+    return _evaluate(net, test, comm)
+
+
+def publish_run(cfg, best_acc, workers):
+    """Write the run's model card and publish ``best.params`` into the store ``cfg['publish']``."""
+    from ..model_zoo.publish import publish
+    name = cfg["publish_name"] or cfg["model"]
+    card_path = cfg["card"] or os.path.join(cfg["out"], f"{name}.json")
+    argv = " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv and sys.argv[0] else ""
+    prefix = f"horovodrun -np {workers} -H localhost:{workers} --gloo " if workers > 1 else ""
+    card = {"name": name, "architecture": resolve(name).description,
+            "command": f"{prefix}python scripts/cv/train_classification.py {argv}".strip(),
+            "hyperparameters": {k: cfg[k] for k in sorted(DEFAULTS) if k not in (
+                "publish", "publish_name", "publish_url", "card", "progress", "resume", "out")},
+            "metric": {"name": "top-1 accuracy", "value": best_acc, "dataset": f"{cfg['dataset']} test split"},
+            "training_log": os.path.join(cfg["out"], "log.jsonl"), "workers": workers}
+    write_json(card_path, card)
+    return publish(os.path.join(cfg["out"], "best.params"), name, card_path, cfg["publish"],
+                   url=cfg["publish_url"])

@@ -1,0 +1,121 @@
+"""The classification recipe and script: outputs, exact resume after SIGKILL, bad input."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import mxnet as mx
+import numpy as np
+import pytest
+
+from gluon_suite.cv.recipe import check_config, DEFAULTS
+from gluon_suite.utils import UserError
+
+from ..conftest import HOROVODRUN, REPO
+
+SCRIPT = os.path.join(REPO, "scripts", "cv", "train_classification.py")
+ENV = dict(os.environ, OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1",
+           MXNET_ENGINE_TYPE="NaiveEngine")
+TINY = ["--model", "resnet14_digits", "--image-size", "16", "--batch-size", "64", "--no-progress",
+        "--algorithm", "cser", "--compressor", "grbs", "--ratio", "8", "--period", "2",
+        "--label-smoothing", "0.1", "--mixup", "0.2", "--mixup-off-epochs", "1", "--lr", "0.05"]
+
+
+def run(args, **kw):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, env=ENV,
+                          timeout=600, **kw)
+
+
+def test_outputs_logs_and_checkpoints(tmp_path):
+    out = tmp_path / "run"
+    p = run(TINY + ["--epochs", "2", "--out", str(out)])
+    assert p.returncode == 0, p.stderr[-2000:]
+    lines = [json.loads(l) for l in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in lines] == [1, 2]
+    assert {"train_loss", "test_acc", "lr", "wire_bytes", "samples_per_s"} <= set(lines[0])
+    assert (out / "summary.csv").read_text().splitlines()[0].startswith("epoch,")
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["algorithm"] == "cser" and cfg["ratio"] == 8 and cfg["workers"] == 1
+    for f in ("best.params", "last.rank0.params", "last.rank0.states", "state.json"):
+        assert (out / f).exists(), f
+    assert "best test accuracy" in p.stdout
+
+
+def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
+    args = TINY + ["--epochs", "3", "--seed", "5"]
+    full = tmp_path / "full"
+    assert run(args + ["--out", str(full)]).returncode == 0
+
+    cut = tmp_path / "cut"
+    proc = subprocess.Popen([sys.executable, SCRIPT, *args, "--out", str(cut)], env=ENV,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        st = cut / "state.json"
+        if st.exists() and json.loads(st.read_text())["epoch"] >= 1:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = json.loads((cut / "state.json").read_text())["epoch"]
+    assert 1 <= done <= 3
+    p = run(args + ["--out", str(cut), "--resume", "auto"])
+    assert p.returncode == 0, p.stderr[-2000:]
+    if done < 3:
+        assert f"resumed from {cut} after epoch {done}" in p.stdout
+    a = mx.nd.load(str(full / "last.rank0.params"))
+    b = mx.nd.load(str(cut / "last.rank0.params"))
+    assert a.keys() == b.keys()
+    diff = max(float(np.abs(a[k].asnumpy() - b[k].asnumpy()).max()) for k in a)
+    assert diff <= 1e-6
+    epochs = [json.loads(l)["epoch"] for l in (cut / "log.jsonl").read_text().splitlines()]
+    assert epochs == [1, 2, 3]  # no epoch logged twice or lost
+
+
+class _Comm:
+    def __init__(self, size):
+        self.size, self.rank = size, 0
+
+
+def test_global_batch_must_divide_across_workers():
+    with pytest.raises(UserError, match="global batch size 33 does not divide across 2 workers"):
+        check_config({**DEFAULTS, "global_batch_size": 33}, _Comm(2))
+    assert check_config({**DEFAULTS, "global_batch_size": 64}, _Comm(2)) == 32
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--dataset", "cifar10", "--data-dir", "/nonexistent/cifar"], "does not exist"),
+    (["--model", "resnest14_digitz"], "did you mean: resnest14_digits"),
+    (["--dataset", "folder", "--data-dir", "FLAT"], "one sub-folder per class"),
+    (["--dataset", "cifar10", "--data-dir", "CUT"], "truncated"),
+    (["--epochs", "0"], "epochs must be >= 1"),
+    (["--config", "/nonexistent.yaml"], "config file /nonexistent.yaml does not exist"),
+])
+def test_bad_input_is_one_line_and_nonzero(tmp_path, args, needle):
+    flat = tmp_path / "flat" / "train"
+    flat.mkdir(parents=True)
+    (flat / "x.png").write_bytes(b"")
+    cut = tmp_path / "cut" / "cifar-10-batches-bin"
+    cut.mkdir(parents=True)
+    for f in [f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]:
+        (cut / f).write_bytes(b"\0" * 3073 * 2 + b"\1" * 10)
+    args = [a.replace("FLAT", str(tmp_path / "flat")).replace("CUT", str(tmp_path / "cut")) for a in args]
+    p = run(args + ["--out", str(tmp_path / "o")])
+    assert p.returncode != 0
+    assert "Traceback" not in p.stderr
+    errors = [l for l in p.stderr.splitlines() if l.startswith("error:")]
+    assert len(errors) == 1 and needle in errors[0], p.stderr[-1500:]
+
+
+@pytest.mark.horovod
+def test_indivisible_global_batch_under_horovodrun(tmp_path):
+    p = subprocess.run([HOROVODRUN, "-np", "2", "-H", "localhost:2", "--gloo", sys.executable, SCRIPT,
+                        "--global-batch-size", "33", "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, env=ENV, timeout=300)
+    assert p.returncode != 0
+    ours = [l for l in (p.stdout + p.stderr).splitlines() if "error:" in l and "[" in l]
+    assert any("global batch size 33 does not divide across 2 workers" in l for l in ours)
+    worker_lines = [l for l in (p.stdout + p.stderr).splitlines() if l.startswith(("[0]", "[1]"))]
+    assert not any("Traceback" in l for l in worker_lines)
