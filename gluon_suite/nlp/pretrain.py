@@ -1,0 +1,216 @@
+"""BERT pretraining (masked LM + next-sentence prediction) in phases, on one process or many.
+
+Each phase has its own sequence length, per-worker batch, gradient accumulation, step budget and
+LANS schedule (warm-up, plateau, linear decay); the global batch is per-worker x workers x
+accumulation. Phase k+1 starts from phase k's final weights with fresh optimizer moments and a
+fresh schedule (SPECS §2: a phase restart resets both). Checkpoints every ``ckpt_every`` steps make
+the run resumable at any point, phase boundaries included.
+"""
+import json
+import os
+import time
+
+import mxnet as mx
+import numpy as np
+from mxnet import autograd, gluon
+
+from ..dist import DistributedTrainer, WarmupConstantDecay
+from ..dist.optim import exclude_from_weight_decay
+from ..model_zoo import get_model
+from ..utils import JsonLinesLogger, UserError, progress, write_json
+from ..utils.fileio import atomic_path, atomic_write
+from .pretraining_data import create_instances
+from .text import build_vocab, embedded_corpus, load_vocab, read_corpus, tokenizer
+
+DEFAULTS = {
+    "model": "bert_2_128_2", "corpus": None, "vocab": None, "min_freq": 2, "lower": True,
+    "dropout": 0.1, "optimizer": "lans", "wd": 0.01, "seed": 0, "out": "runs/bert",
+    "ckpt_every": 50, "resume": "none", "log_every": 1, "progress": True,
+    "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
+    "phases": [{"seq_len": 64, "batch_size": 16, "accumulate": 1, "steps": 100, "lr": 0.005,
+                "warmup": 0.1, "constant": 0.2}],
+}
+PHASE_KEYS = {"seq_len", "batch_size", "accumulate", "steps", "lr", "warmup", "constant",
+              "max_predictions"}
+
+
+def check_phases(phases):
+    """Validate the phase list; returns it with defaults filled in."""
+    if not phases:
+        raise UserError("at least one pretraining phase is needed")
+    out = []
+    for i, ph in enumerate(phases, start=1):
+        bad = set(ph) - PHASE_KEYS
+        if bad:
+            raise UserError(f"phase {i}: unknown key(s) {', '.join(sorted(bad))}; valid: {', '.join(sorted(PHASE_KEYS))}")
+        ph = {"accumulate": 1, "warmup": 0.1, "constant": 0.0, **ph}
+        for k in ("seq_len", "batch_size", "accumulate", "steps"):
+            if int(ph.get(k, 0)) < 1:
+                raise UserError(f"phase {i}: {k} must be >= 1, got {ph.get(k)}")
+        if not 0 <= ph["warmup"] + ph["constant"] <= 1:
+            raise UserError(f"phase {i}: warmup + constant are fractions of the steps and must sum to <= 1")
+        out.append(ph)
+    return out
+
+
+class BertPretrainLoss:
+    """Per-instance loss: mean MLM cross-entropy over the instance's masked tokens plus the NSP
+    cross-entropy; the batch loss is the mean over instances (so that B instances on each of n
+    workers give exactly the gradient of n*B instances on one)."""
+
+    def __init__(self, vocab_size):
+        self.V = vocab_size
+        self.ce = gluon.loss.SoftmaxCrossEntropyLoss()
+
+    def __call__(self, net, batch):
+        ids, types, vlen, mpos, mids, mw, nsp = batch
+        _, _, nsp_score, mlm_score = net(ids, types, vlen.astype("float32"), mpos)
+        B, P = mids.shape
+        tok = self.ce(mlm_score.reshape((-1, self.V)), mids.reshape((-1,))).reshape((B, P)) * mw
+        mlm = tok.sum(axis=1) / mx.nd.maximum(mw.sum(axis=1), 1.0)
+        nspl = self.ce(nsp_score, nsp)
+        loss = mlm + nspl
+        stats = {"mlm_loss_sum": mlm.sum(), "nsp_loss_sum": nspl.sum(),
+                 "mlm_correct": ((mlm_score.argmax(axis=-1) == mids.astype("float32")) * mw).sum(),
+                 "mlm_count": mw.sum(),
+                 "nsp_correct": (nsp_score.argmax(axis=-1) == nsp.astype("float32")).sum()}
+        return loss, stats
+
+
+def prepare_text(cfg, out, rank, log):
+    """Documents (token lists) and the vocabulary, saved as OUT/vocab.txt for resumes."""
+    if cfg["corpus"]:
+        docs = [d for _, d in read_corpus(cfg["corpus"])]
+    else:
+        docs = embedded_corpus()
+    vocab_file = os.path.join(out, "vocab.txt")
+    if cfg["vocab"]:
+        vocab = load_vocab(cfg["vocab"])
+    elif os.path.exists(vocab_file) and cfg["resume"] != "none":
+        vocab = load_vocab(vocab_file)
+    else:
+        vocab = build_vocab(docs, min_freq=int(cfg["min_freq"]), lower=bool(cfg["lower"]))
+    if rank == 0:
+        atomic_write(vocab_file, "\n".join(vocab.idx_to_token) + "\n")
+    tok = tokenizer(vocab, lower=bool(cfg["lower"]))
+    return [[tok(s) for s in d] for d in docs], vocab
+
+
+def pretrain_bert(config, comm, log=print):
+    """Run the phases of ``config`` (``DEFAULTS`` overridden). Returns the per-step history."""
+    cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None}}
+    bad = set(cfg) - set(DEFAULTS)
+    if bad:
+        raise UserError(f"unknown config key(s): {', '.join(sorted(bad))}")
+    phases = check_phases(cfg["phases"])
+    out, rank, size = cfg["out"], comm.rank, comm.size
+    os.makedirs(out, exist_ok=True)
+    state_path = os.path.join(out, "state.json")
+    resume = cfg["resume"] == "auto" and os.path.exists(state_path)
+    docs, vocab = prepare_text({**cfg, "resume": "auto" if resume else "none"}, out, rank, log)
+    max_len = max(int(p["seq_len"]) for p in phases)
+
+    mx.random.seed(int(cfg["seed"]))
+    net = get_model(cfg["model"], vocab_size=len(vocab), max_length=max_len, dropout=float(cfg["dropout"]))
+    net.initialize(mx.init.Normal(0.02))
+    loss_fn = BertPretrainLoss(len(vocab))
+    start_phase, start_step, history = 0, 0, []
+    if resume:
+        with open(state_path, encoding="utf-8") as f:
+            state = json.load(f)
+        if state["workers"] != size:
+            raise UserError(f"{out} was written by {state['workers']} worker(s); resume with the same number")
+        start_phase, start_step, history = state["phase"], state["step"], state["history"]
+        net.load_parameters(os.path.join(out, f"ckpt.rank{rank}.params"))
+        if rank == 0:
+            log(f"resumed from {out}: phase {start_phase + 1}, step {start_step}")
+    if rank == 0:
+        write_json(os.path.join(out, "config.json"), {**cfg, "workers": size, "vocab_size": len(vocab)})
+    logger = JsonLinesLogger(os.path.join(out, "log.jsonl") if rank == 0 else None,
+                             mode="a" if resume else "w")
+
+    for pi in range(start_phase, len(phases)):
+        ph = phases[pi]
+        L, B, acc, steps = int(ph["seq_len"]), int(ph["batch_size"]), int(ph["accumulate"]), int(ph["steps"])
+        glob = B * size * acc
+        data = create_instances(docs, vocab, L, seed=int(cfg["seed"]) + 1000 * pi,
+                                max_predictions=ph.get("max_predictions"))
+        n = len(data["nsp_labels"])
+        if n < glob:
+            raise UserError(f"phase {pi + 1}: global batch {glob} exceeds the {n} instances of the corpus "
+                            f"at sequence length {L}; use a smaller batch or a bigger corpus")
+        if rank == 0:
+            log(f"phase {pi + 1}: seq {L}, {n} instances, global batch {glob} = {B} per worker x "
+                f"{size} workers x {acc} accumulation, {steps} steps, lr {ph['lr']}")
+        sched = WarmupConstantDecay(float(ph["lr"]), steps, int(ph["warmup"] * steps),
+                                    int(ph["constant"] * steps))
+        params = net.collect_params()
+        exclude_from_weight_decay(params)
+        for p in params.values():
+            if p.grad_req != "null":
+                p.grad_req = "add" if acc > 1 else "write"
+        trainer = DistributedTrainer(params, cfg["optimizer"], {"lr_scheduler": sched, "wd": float(cfg["wd"])},
+                                     algorithm=cfg["algorithm"], compressor=cfg["compressor"],
+                                     ratio=cfg["ratio"], period=cfg["period"], seed=int(cfg["seed"]),
+                                     communicator=comm, prefix=f"phase{pi}.")
+        first = 0
+        if pi == start_phase and start_step:
+            trainer.load_states(os.path.join(out, f"ckpt.rank{rank}.states"))
+            first = start_step
+        per_epoch = n // glob
+        t0 = time.time()
+        for step in progress(range(first, steps), total=steps - first, desc=f"phase {pi + 1}",
+                             enabled=bool(cfg["progress"]) and rank == 0):
+            epoch, k = divmod(step, per_epoch)
+            perm = np.random.RandomState((int(cfg["seed"]) * 31 + pi * 1009 + epoch) % 2 ** 31).permutation(n)
+            chunk = perm[k * glob:(k + 1) * glob]
+            mx.random.seed((int(cfg["seed"]) * 7919 + pi * 104729 + step * 13 + rank) % 2 ** 31)
+            tot = {}
+            for a in range(acc):
+                sel = chunk[(a * size + rank) * B:(a * size + rank + 1) * B]
+                batch = [mx.nd.array(data[key][sel], dtype=data[key].dtype) for key in (
+                    "input_ids", "token_types", "valid_length", "masked_positions", "masked_ids",
+                    "masked_weights", "nsp_labels")]
+                with autograd.record():
+                    loss, stats = loss_fn(net, batch)
+                    loss = loss / acc
+                loss.backward()
+                for key, v in stats.items():
+                    tot[key] = tot.get(key, 0.0) + float(v.asscalar())
+            trainer.step(B)
+            if acc > 1:
+                for p in params.values():
+                    if p.grad_req != "null":
+                        p.zero_grad()
+            counts = comm.allreduce(mx.nd.array([tot[k] for k in sorted(tot)], dtype="float64"),
+                                    average=False, name="pretrain.stats").asnumpy()
+            t = dict(zip(sorted(tot), counts))
+            inst = B * acc * size
+            rec = {"phase": pi + 1, "step": step + 1, "seq_len": L, "global_batch": glob,
+                   "mlm_loss": t["mlm_loss_sum"] / inst, "nsp_loss": t["nsp_loss_sum"] / inst,
+                   "mlm_acc": t["mlm_correct"] / max(t["mlm_count"], 1), "nsp_acc": t["nsp_correct"] / inst,
+                   "lr": trainer.learning_rate, "elapsed_s": round(time.time() - t0, 3)}
+            rec["loss"] = rec["mlm_loss"] + rec["nsp_loss"]
+            history.append(rec)
+            if rank == 0 and (step + 1) % int(cfg["log_every"]) == 0:
+                logger.log(**rec)
+            last = step + 1 == steps
+            if (step + 1) % int(cfg["ckpt_every"]) == 0 or last:
+                _checkpoint(out, net, trainer, comm, pi + (1 if last else 0), 0 if last else step + 1,
+                            history)
+        if rank == 0:
+            log(f"phase {pi + 1} done: mlm loss {history[-1]['mlm_loss']:.4f}, "
+                f"mlm acc {history[-1]['mlm_acc']:.4f}, nsp acc {history[-1]['nsp_acc']:.4f}")
+    logger.close()
+    return {"history": history, "vocab": vocab, "net": net}
+
+
+def _checkpoint(out, net, trainer, comm, phase, step, history):
+    """Every rank writes its weights and trainer state; rank 0 then commits state.json."""
+    with atomic_path(os.path.join(out, f"ckpt.rank{comm.rank}.params")) as tmp:
+        net.save_parameters(tmp)
+    trainer.save_states(os.path.join(out, f"ckpt.rank{comm.rank}.states"))
+    comm.barrier(name=f"ckpt.{phase}.{step}")
+    if comm.rank == 0:
+        write_json(os.path.join(out, "state.json"), {"phase": phase, "step": step, "history": history,
+                                                      "workers": comm.size})

@@ -1,0 +1,37 @@
+#!/usr/bin/env python
+"""Fine-tune a pretrained BERT on GLUE-style TSV sentence(-pair) classification.
+
+    python scripts/nlp/finetune_classification.py --init runs/bert --train train.tsv --dev dev.tsv \\
+        --text-columns sentence1 sentence2 --label-column label
+"""
+import argparse
+import sys
+
+from gluon_suite.utils import run_cli
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--init", required=True, help="pretraining output folder")
+    p.add_argument("--train", required=True)
+    p.add_argument("--dev", required=True)
+    p.add_argument("--text-columns", nargs="+", default=["sentence"])
+    p.add_argument("--label-column", default="label")
+    p.add_argument("--max-len", type=int, default=64)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--batch-size", type=int, default=16, help="per worker")
+    p.add_argument("--lr", type=float, default=5e-4)
+    p.add_argument("--optimizer", default="adam")
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    from gluon_suite.dist import get_communicator
+    from gluon_suite.nlp.finetune import finetune_classification
+    comm = get_communicator()
+    log = print if comm.rank == 0 else (lambda m: None)
+    finetune_classification(a.train, a.dev, a.init, tuple(a.text_columns), a.label_column, a.max_len,
+                            a.epochs, a.batch_size, a.lr, a.optimizer, a.seed, comm=comm, log=log)
+    return 0
+
+
+if __name__ == "__main__":
+    run_cli(main, sys.argv[1:])

@@ -1,0 +1,73 @@
+"""Fine-tuning from a (short) pretraining run on small GLUE-format and SQuAD-format files."""
+import json
+
+import numpy as np
+import pytest
+
+from gluon_suite.dist import LocalCommunicator
+from gluon_suite.nlp.finetune import finetune_classification, finetune_squad
+from gluon_suite.nlp.pretrain import pretrain_bert
+from gluon_suite.nlp.text import write_corpus
+
+WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike".split()
+
+
+def _sentence(rs, n=4):
+    return " ".join(rs.choice(WORDS, n))
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("nlp")
+    rs = np.random.RandomState(0)
+    docs = []
+    for d in range(30):
+        docs.append([f"the film was {'good' if (d + i) % 2 else 'bad'} and {_sentence(rs)} ." for i in range(3)]
+                    + [f"the code is {rs.choice(WORDS)} . {_sentence(rs)} ." for _ in range(3)]
+                    + ["what is the code ?"])
+    write_corpus(docs, tmp / "corpus.txt")
+    out = tmp / "bert"
+    pretrain_bert({"out": str(out), "corpus": str(tmp / "corpus.txt"), "min_freq": 1, "progress": False,
+                   "dropout": 0.0, "phases": [{"seq_len": 48, "batch_size": 16, "steps": 20, "lr": 0.01}]},
+                  LocalCommunicator(), log=lambda m: None)
+    return tmp, out
+
+
+def test_classification_learns_above_chance(pretrained, tmp_path):
+    tmp, out = pretrained
+    rs = np.random.RandomState(1)
+    for name, n in (("train", 160), ("dev", 60)):
+        rows = ["sentence\tlabel"]
+        for i in range(n):
+            lab = int(rs.randint(0, 2))
+            rows.append(f"{_sentence(rs, 2)} the film was {'good' if lab else 'bad'} {_sentence(rs, 2)}\t{lab}")
+        (tmp_path / f"{name}.tsv").write_text("\n".join(rows) + "\n")
+    hist = finetune_classification(str(tmp_path / "train.tsv"), str(tmp_path / "dev.tsv"), str(out),
+                                   max_len=24, epochs=4, batch=16, lr=1e-3, log=lambda m: None)
+    assert hist[-1]["dev_accuracy"] >= 0.8        # chance is 0.5
+    assert hist[-1]["train_loss"] < hist[0]["train_loss"]
+    assert 0.0 <= hist[-1]["dev_f1"] <= 1.0
+
+
+def _squad(path, n, rs):
+    paras = []
+    for i in range(n):
+        code = rs.choice(WORDS)
+        pre = _sentence(rs, int(rs.randint(1, 5)))
+        context = f"{pre} . the code is {code} . {_sentence(rs, 3)} ."
+        start = context.index(f"the code is {code}") + len("the code is ")
+        paras.append({"context": context, "qas": [{"id": f"q{i}", "question": "what is the code ?",
+                                                   "answers": [{"text": code, "answer_start": start}]}]})
+    path.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paras}]}))
+
+
+def test_squad_learns_to_point_at_the_answer(pretrained, tmp_path):
+    _, out = pretrained
+    rs = np.random.RandomState(2)
+    _squad(tmp_path / "train.json", 200, rs)
+    _squad(tmp_path / "dev.json", 50, rs)
+    hist = finetune_squad(str(tmp_path / "train.json"), str(tmp_path / "dev.json"), str(out), max_len=40,
+                          epochs=4, batch=16, lr=1e-3, log=lambda m: None)
+    # a context has about 10 words: picking one word at random would give EM of about 10%
+    assert hist[-1]["dev_exact_match"] >= 50.0, hist
+    assert hist[-1]["dev_f1"] >= hist[-1]["dev_exact_match"]
