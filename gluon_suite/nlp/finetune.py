@@ -261,7 +261,7 @@ def load_backbone(init, model=None, max_length=None, dropout=0.1, use_pooler=Tru
     with open(os.path.join(init, "config.json"), encoding="utf-8") as f:
         cfg = json.load(f)
     vocab = load_vocab(os.path.join(init, "vocab.txt"))
-    max_len = max(int(p["seq_len"]) for p in cfg["phases"])
+    max_len = int(cfg.get("max_length") or max(int(p["seq_len"]) for p in cfg["phases"]))
     if max_length and max_length > max_len:
         raise UserError(f"--max-len {max_length} exceeds the {max_len} positions the model in {init} "
                         "was pretrained with")

@@ -23,7 +23,7 @@ from .pretraining_data import create_instances
 from .text import build_vocab, embedded_corpus, load_vocab, read_corpus, tokenizer
 
 DEFAULTS = {
-    "model": "bert_2_128_2", "corpus": None, "vocab": None, "min_freq": 2, "lower": True,
+    "model": "bert_2_128_2", "max_length": 512, "corpus": None, "vocab": None, "min_freq": 2, "lower": True,
     "dropout": 0.1, "optimizer": "lans", "wd": 0.01, "seed": 0, "out": "runs/bert",
     "ckpt_every": 50, "resume": "none", "log_every": 1, "progress": True,
     "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
@@ -108,7 +108,10 @@ def pretrain_bert(config, comm, log=print):
     state_path = os.path.join(out, "state.json")
     resume = cfg["resume"] == "auto" and os.path.exists(state_path)
     docs, vocab = prepare_text({**cfg, "resume": "auto" if resume else "none"}, out, rank, log)
-    max_len = max(int(p["seq_len"]) for p in phases)
+    max_len = int(cfg["max_length"])  # position embeddings: fixed for all phases (phase 2 is longer)
+    longest = max(int(p["seq_len"]) for p in phases)
+    if longest > max_len:
+        raise UserError(f"a phase has seq_len {longest} > max_length {max_len}; raise --max-length")
 
     mx.random.seed(int(cfg["seed"]))
     net = get_model(cfg["model"], vocab_size=len(vocab), max_length=max_len, dropout=float(cfg["dropout"]))

@@ -34,6 +34,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0], argument_default=argparse.SUPPRESS)
     p.add_argument("--config", help="YAML with the keys below and a 'phases' list")
     p.add_argument("--model", help="zoo BERT name (default bert_2_128_2)")
+    p.add_argument("--max-length", type=int, help="positions of the model (default 512; >= every seq_len)")
     p.add_argument("--corpus", help="text file: one sentence per line, blank line between documents")
     p.add_argument("--vocab", help="BERT vocab file (default: built from the corpus)")
     p.add_argument("--min-freq", type=int)

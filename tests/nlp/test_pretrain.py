@@ -8,8 +8,8 @@ import pytest
 from gluon_suite.dist import LocalCommunicator
 from gluon_suite.nlp.pretrain import pretrain_bert
 
-P1 = {"seq_len": 32, "batch_size": 32, "steps": 200, "lr": 0.05, "warmup": 0.1, "constant": 0.3}
-P2 = {"seq_len": 64, "batch_size": 16, "steps": 6, "lr": 0.01, "warmup": 0.2, "constant": 0.0}
+P1 = {"seq_len": 64, "batch_size": 32, "steps": 150, "lr": 0.02, "warmup": 0.1, "constant": 0.3}
+P2 = {"seq_len": 128, "batch_size": 16, "steps": 6, "lr": 0.01, "warmup": 0.2, "constant": 0.0}
 
 
 def test_mlm_loss_falls_30_percent_and_phase2_resumes_from_phase1(tmp_path):
@@ -27,7 +27,7 @@ def test_mlm_loss_falls_30_percent_and_phase2_resumes_from_phase1(tmp_path):
     res2 = pretrain_bert({**base, "resume": "auto", "phases": [P1, P2]}, LocalCommunicator(), log=logs.append)
     assert any("resumed from" in m and "phase 2" in m for m in logs)
     p2 = [r for r in res2["history"] if r["phase"] == 2]
-    assert len(p2) == P2["steps"] and all(r["seq_len"] == 64 for r in p2)
+    assert len(p2) == P2["steps"] and all(r["seq_len"] == 128 for r in p2)
     assert len(res2["history"]) == P1["steps"] + P2["steps"]   # phase 1 was not run again
     # phase 2 starts from the trained weights, not from scratch
     assert p2[0]["mlm_loss"] < 0.85 * start
