@@ -100,6 +100,22 @@ class Algorithm:
                 f"{compressor.name!r} goes through allgather; choose one of: none, fp16, grbs, randomk")
 
 
+class _ResidualState:
+    """Mixin for algorithms that keep a per-parameter residual ``err`` (EF, CSER): zeroed on bind,
+    saved and restored with the trainer state."""
+
+    def bind(self, params, comm):
+        super().bind(params, comm)
+        self.err = {i: mx.nd.zeros(p.shape, dtype=p.dtype) for i, p in params}
+
+    def state_arrays(self):
+        return {f"err.{i}": e for i, e in self.err.items()}
+
+    def load_state_arrays(self, arrays):
+        for i in self.err:
+            self.err[i][:] = arrays[f"err.{i}"]
+
+
 class SyncSGD(Algorithm):
     """Synchronous SGD: the average gradient, dense or through a summable compressor (a lossy one
     drops what it does not send; pair lossy compressors with ``ef`` or ``cser`` instead)."""
@@ -130,7 +146,7 @@ class SyncSGD(Algorithm):
         return {"name": self.name, "compressor": self.compressor.config()}
 
 
-class ErrorFeedbackSGD(Algorithm):
+class ErrorFeedbackSGD(_ResidualState, Algorithm):
     """EF-SGD: compress the update plus the carried error; one global model on all workers."""
     name = "ef"
     needs_update = True
@@ -139,10 +155,6 @@ class ErrorFeedbackSGD(Algorithm):
         super().__init__()
         self.compressor = make_compressor(compressor)
         self.err = {}
-
-    def bind(self, params, comm):
-        super().bind(params, comm)
-        self.err = {i: mx.nd.zeros(p.shape, dtype=p.dtype) for i, p in params}
 
     def after_update(self, before, step):
         work = []
@@ -155,13 +167,6 @@ class ErrorFeedbackSGD(Algorithm):
             pl.add_to(e, pl.tensors, -1.0)          # e_i = p_i - C(p_i)
             w[:] = before[i]
             add_synced(pl, w, synced, -1.0)         # x = x_before - mean(C(p))
-
-    def state_arrays(self):
-        return {f"err.{i}": e for i, e in self.err.items()}
-
-    def load_state_arrays(self, arrays):
-        for i in self.err:
-            self.err[i][:] = arrays[f"err.{i}"]
 
     def config(self):
         return {"name": self.name, "compressor": self.compressor.config()}
@@ -185,7 +190,7 @@ class LocalSGD(Algorithm):
         return {"name": self.name, "period": self.period}
 
 
-class CSER(Algorithm):
+class CSER(_ResidualState, Algorithm):
     """Communication-efficient SGD with error reset (SPECS §1): partial synchronisation of the
     update with C1 every step and of the residual error with C2 every ``period`` steps."""
     name = "cser"
@@ -201,10 +206,6 @@ class CSER(Algorithm):
         self._check(self.c1, "gradient (C1)")
         self._check(self.c2, "error (C2)")
         self.err = {}
-
-    def bind(self, params, comm):
-        super().bind(params, comm)
-        self.err = {i: mx.nd.zeros(p.shape, dtype=p.dtype) for i, p in params}
 
     def after_update(self, before, step):
         comm, reset = self.comm, (step + 1) % self.period == 0
@@ -232,13 +233,6 @@ class CSER(Algorithm):
             add_synced(pl, w, synced, 1.0)
             pl.add_to(w, pl.tensors, -1.0)
             pl.add_to(e, pl.tensors, -1.0)           # e_i = e_i - C2(e_i)
-
-    def state_arrays(self):
-        return {f"err.{i}": e for i, e in self.err.items()}
-
-    def load_state_arrays(self, arrays):
-        for i in self.err:
-            self.err[i][:] = arrays[f"err.{i}"]
 
     def config(self):
         return {"name": self.name, "c1": self.c1.config(), "c2": self.c2.config(),

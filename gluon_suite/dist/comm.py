@@ -234,6 +234,12 @@ class HorovodCommunicator(Communicator):
 _HOROVOD_ENV = ("HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 
 
+def traffic_line(sent, dense):
+    """One line comparing the bytes a run put on the wire with a dense allreduce's."""
+    return (f"training traffic per worker: {sent / 1e6:.2f} MB on the wire vs {dense / 1e6:.2f} MB "
+            f"for dense allreduce ({dense / max(sent, 1.0):.1f}x less)")
+
+
 def launched_by_horovodrun():
     """True when this process was started by ``horovodrun``/``mpirun`` (rank variables are set)."""
     return any(v in os.environ for v in _HOROVOD_ENV)

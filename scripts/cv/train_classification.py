@@ -91,10 +91,9 @@ def main(argv=None):
     if comm.rank == 0:
         last = res["history"][-1] if res["history"] else None
         if last and comm.size > 1:
-            sent = sum(h["wire_bytes"] for h in res["history"])
-            dense = sum(h["dense_wire_bytes"] for h in res["history"])
-            print(f"training traffic per worker: {sent / 1e6:.2f} MB on the wire vs {dense / 1e6:.2f} MB "
-                  f"for dense allreduce ({dense / max(sent, 1.0):.1f}x less)")
+            from gluon_suite.dist.comm import traffic_line
+            print(traffic_line(sum(h["wire_bytes"] for h in res["history"]),
+                               sum(h["dense_wire_bytes"] for h in res["history"])))
         print(f"best test accuracy {res['best_acc']:.4f}")
     return 0
 

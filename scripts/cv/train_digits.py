@@ -53,9 +53,8 @@ def main(argv=None):
         write_json(os.path.join(args.out, "result.json"), result)
         last = result["history"][-1]
         if comm.size > 1:
-            sent, dense = last["train_wire_bytes"], last["dense_wire_bytes"]
-            print(f"training traffic per worker: {sent / 1e6:.2f} MB on the wire vs {dense / 1e6:.2f} MB "
-                  f"for dense allreduce ({dense / max(sent, 1.0):.1f}x less)")
+            from gluon_suite.dist.comm import traffic_line
+            print(traffic_line(last["train_wire_bytes"], last["dense_wire_bytes"]))
         print(f"final test accuracy {result['test_acc']:.4f}")
     return 0
 
