@@ -21,6 +21,10 @@ from . import ops
 from .function import Message, Reduce
 
 
+# MXNet 1.9's operators take fewer than 2^31 elements by logical shape, sparse inputs included
+_MX_LIMIT = 2 ** 31 - 1
+
+
 class GraphError(UserError):
     """A graph was built or used with inconsistent sizes or indices."""
 
@@ -254,21 +258,31 @@ class Graph:
             if reduce.op == "max":
                 out = ops.segment_max(self._topo(), m)
             else:
-                flat = m.reshape((m.shape[0], -1))
-                out = mx.nd.sparse.dot(self._incidence(), flat).reshape((self._n,) + m.shape[1:])
+                out = self._edge_sum(m)
         if reduce.op == "mean":
             deg = mx.nd.maximum(self.in_degrees(), 1.0).reshape((-1,) + (1,) * (out.ndim - 1))
             out = mx.nd.broadcast_div(out, deg)
         self.ndata[reduce.out] = out
 
+    def _edge_sum(self, m):
+        """Sum of per-edge values at each destination: a product with the (node x edge) incidence
+        matrix, or a segment sum when that matrix is too large for MXNet."""
+        if self._n * max(self.num_edges(), 1) > _MX_LIMIT:
+            return ops.segment_sum(self._topo(), m)
+        flat = m.reshape((m.shape[0], -1))
+        return mx.nd.sparse.dot(self._incidence(), flat).reshape((self._n,) + m.shape[1:])
+
     def _fused(self, msg):
         """Sum of messages as one sparse product, or None when the pair has no fused form."""
         if msg.op == "copy_u":
             x = self._field(*msg.lhs)
+            if self._n * self._n > _MX_LIMIT:  # beyond MXNet's limit: the SciPy SpMM operator
+                ones = mx.nd.ones((self.num_edges(), 1))
+                return ops.spmm_e(self._topo(), x.reshape((x.shape[0], 1, -1)), ones).reshape(
+                    (self._n,) + x.shape[1:])
             return mx.nd.sparse.dot(self.adj(), x.reshape((x.shape[0], -1))).reshape((self._n,) + x.shape[1:])
         if msg.op == "copy_e":
-            e = self._field(*msg.lhs)
-            return mx.nd.sparse.dot(self._incidence(), e.reshape((e.shape[0], -1))).reshape((self._n,) + e.shape[1:])
+            return self._edge_sum(self._field(*msg.lhs))
         if msg.op in ("u_mul_e", "e_mul_u"):
             (tu, fu), (te, fe) = (msg.lhs, msg.rhs) if msg.op == "u_mul_e" else (msg.rhs, msg.lhs)
             x, e = self._field(tu, fu), self._field(te, fe)

@@ -190,6 +190,46 @@ class _EdgeSoftmaxProp(mx.operator.CustomOpProp):
         return _EdgeSoftmax(self.key)
 
 
+class _SegmentSum(mx.operator.CustomOp):
+    def __init__(self, key):
+        super().__init__()
+        self.t = _TOPOLOGIES[key]
+
+    def forward(self, is_train, req, in_data, out_data, aux):
+        m = in_data[0].asnumpy()
+        t = self.t
+        out = np.zeros((t.num_dst,) + m.shape[1:], np.float32)
+        if len(t.starts):
+            out[t.nonempty] = np.add.reduceat(m[t.order], t.starts, axis=0)
+        self.assign(out_data[0], req[0], mx.nd.array(out))
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        dy = out_grad[0].asnumpy()
+        self.assign(in_grad[0], req[0], mx.nd.array(dy[self.t.dst]))
+
+
+@mx.operator.register("gs_segment_sum")
+class _SegmentSumProp(mx.operator.CustomOpProp):
+    def __init__(self, key):
+        super().__init__(need_top_grad=True)
+        self.key = key
+
+    def list_arguments(self):
+        return ["m"]
+
+    def infer_shape(self, in_shape):
+        return in_shape, [[_TOPOLOGIES[self.key].num_dst] + list(in_shape[0][1:])], []
+
+    def create_operator(self, ctx, shapes, dtypes):
+        return _SegmentSum(self.key)
+
+
+def segment_sum(key, m):
+    """Sum of edge values m (E, ...) at each destination -> (N_dst, ...), for graphs whose
+    (node x edge) matrix exceeds MXNet's 2^31-element operator limit."""
+    return mx.nd.Custom(m, key=key, op_type="gs_segment_sum")
+
+
 def spmm_e(key, x, e):
     """Sum over incoming edges of e * x[src]: x (N, H, F), e (E, H) -> (N_dst, H, F)."""
     return mx.nd.Custom(x, e, key=key, op_type="gs_spmm_e")

@@ -1,0 +1,136 @@
+"""Graph data: networkx's bundled graphs as embedded defaults, and the LINQS (Cora/Citeseer) and
+TU graph-classification text formats from a local path. No pickle-based formats."""
+import os
+
+import mxnet as mx
+import numpy as np
+
+from .graph import Graph, GraphError
+
+
+def karate_club():
+    """Zachary's karate club (34 nodes, both edge directions): ``ndata['label']`` is the club
+    (0 Mr. Hi, 1 Officer), ``ndata['feat']`` the identity matrix."""
+    import networkx as nx
+    nxg = nx.karate_club_graph()
+    g = Graph.from_networkx(nxg)
+    g.ndata["label"] = mx.nd.array([0 if nxg.nodes[v]["club"] == "Mr. Hi" else 1 for v in nxg.nodes()])
+    g.ndata["feat"] = mx.nd.array(np.eye(g.num_nodes(), dtype=np.float32))
+    return g
+
+
+def sbm_graph(sizes=(100, 100, 100), p_in=0.1, p_out=0.01, feat_dim=16, noise=1.0, seed=0):
+    """A stochastic-block-model graph: ``label`` is the block; ``feat`` is a random block
+    signature plus Gaussian noise of std ``noise`` (so features alone classify poorly)."""
+    import networkx as nx
+    k = len(sizes)
+    probs = [[p_in if i == j else p_out for j in range(k)] for i in range(k)]
+    nxg = nx.stochastic_block_model(list(sizes), probs, seed=seed)
+    g = Graph.from_networkx(nxg)
+    labels = np.concatenate([np.full(s, i) for i, s in enumerate(sizes)])
+    rs = np.random.RandomState(seed)
+    centres = rs.normal(size=(k, feat_dim)) * 0.5
+    g.ndata["label"] = mx.nd.array(labels)
+    g.ndata["feat"] = mx.nd.array(centres[labels] + rs.normal(size=(len(labels), feat_dim)) * noise)
+    return g
+
+
+def load_linqs(folder, name="cora"):
+    """A LINQS citation data set: ``{name}.content`` (``<paper id> <0/1 word attributes...> <class>``
+    per line) and ``{name}.cites`` (``<cited id> <citing id>``). Edges go both ways; citations of
+    papers missing from the content file are dropped. Returns the graph and the class names."""
+    content, cites = (os.path.join(folder, f"{name}.{ext}") for ext in ("content", "cites"))
+    for f in (content, cites):
+        if not os.path.isfile(f):
+            raise GraphError(f"{f} does not exist; a LINQS folder holds {name}.content and {name}.cites")
+    ids, feats, labels, width = {}, [], [], None
+    with open(content, encoding="utf-8") as fh:
+        for no, line in enumerate(fh, start=1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) < 3:
+                raise GraphError(f"{content}:{no}: expected '<id> <attributes...> <label>', got {len(parts)} fields")
+            if width is None:
+                width = len(parts)
+            elif len(parts) != width:
+                raise GraphError(f"{content}:{no}: {len(parts) - 2} attributes, the first line had {width - 2}")
+            try:
+                feats.append([float(v) for v in parts[1:-1]])
+            except ValueError:
+                raise GraphError(f"{content}:{no}: attributes must be numbers") from None
+            if parts[0] in ids:
+                raise GraphError(f"{content}:{no}: paper id {parts[0]} appears twice")
+            ids[parts[0]] = len(ids)
+            labels.append(parts[-1])
+    if not ids:
+        raise GraphError(f"{content} is empty")
+    src, dst = [], []
+    with open(cites, encoding="utf-8") as fh:
+        for no, line in enumerate(fh, start=1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 2:
+                raise GraphError(f"{cites}:{no}: expected '<cited id> <citing id>', got {len(parts)} fields")
+            a, b = parts
+            if a in ids and b in ids:
+                src += [ids[b], ids[a]]
+                dst += [ids[a], ids[b]]
+    classes = sorted(set(labels))
+    g = Graph((np.array(src, np.int64), np.array(dst, np.int64)), num_nodes=len(ids))
+    g.ndata["feat"] = mx.nd.array(np.array(feats, np.float32))
+    g.ndata["label"] = mx.nd.array([classes.index(c) for c in labels])
+    return g, classes
+
+
+def _read_ints(path, cols, what):
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) != cols:
+                raise GraphError(f"{path}:{no}: expected {what}, got {line.strip()!r}")
+            try:
+                rows.append([int(float(p)) for p in parts])
+            except ValueError:
+                raise GraphError(f"{path}:{no}: expected integers ({what}), got {line.strip()!r}") from None
+    return np.array(rows, np.int64).reshape(-1, cols)
+
+
+def load_tu(folder, name):
+    """A TU graph-classification data set: ``{name}_A.txt`` (``i, j`` edges, 1-based node ids),
+    ``{name}_graph_indicator.txt`` (graph id per node), ``{name}_graph_labels.txt`` and, when
+    present, ``{name}_node_labels.txt`` (one-hot ``feat``). Returns ``(graphs, labels)``."""
+    p = lambda s: os.path.join(folder, f"{name}_{s}.txt")  # noqa: E731
+    for s in ("A", "graph_indicator", "graph_labels"):
+        if not os.path.isfile(p(s)):
+            raise GraphError(f"{p(s)} does not exist; a TU data set needs {name}_A.txt, "
+                             f"{name}_graph_indicator.txt and {name}_graph_labels.txt")
+    edges = _read_ints(p("A"), 2, "'i, j' (two node ids)")
+    gid = _read_ints(p("graph_indicator"), 1, "one graph id").ravel()
+    glab = _read_ints(p("graph_labels"), 1, "one graph label").ravel()
+    n = len(gid)
+    if len(edges) and (edges.min() < 1 or edges.max() > n):
+        bad = int(np.flatnonzero((edges < 1).any(1) | (edges > n).any(1))[0]) + 1
+        raise GraphError(f"{p('A')}:{bad}: node id out of range 1..{n} (the graph indicator lists {n} nodes)")
+    if gid.max() != len(glab):
+        raise GraphError(f"{p('graph_indicator')} names {gid.max()} graphs but {p('graph_labels')} has {len(glab)} labels")
+    feat = None
+    if os.path.isfile(p("node_labels")):
+        nl = _read_ints(p("node_labels"), 1, "one node label").ravel()
+        feat = np.eye(nl.max() - nl.min() + 1, dtype=np.float32)[nl - nl.min()]
+    classes = sorted(set(glab.tolist()))
+    graphs = []
+    e0 = edges - 1
+    for k in range(1, gid.max() + 1):
+        nodes = np.flatnonzero(gid == k)
+        lo = nodes[0]
+        sel = (gid[e0[:, 0]] == k) if len(e0) else np.zeros(0, bool)
+        g = Graph((e0[sel, 0] - lo, e0[sel, 1] - lo), num_nodes=len(nodes))
+        g.ndata["feat"] = mx.nd.array(feat[nodes]) if feat is not None else \
+            mx.nd.array(g.in_degrees().asnumpy().reshape(-1, 1))
+        graphs.append(g)
+    return graphs, np.array([classes.index(c) for c in glab], np.int64)
