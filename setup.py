@@ -40,6 +40,7 @@ setup(
     entry_points={
         "console_scripts": ["gluon-suite=gluon_suite.cli:entry"],
         # model modules that register their constructors with the zoo when loaded
-        "gluon_suite.models": ["cv = gluon_suite.cv.models", "nlp = gluon_suite.nlp.models"],
+        "gluon_suite.models": ["cv = gluon_suite.cv.models", "nlp = gluon_suite.nlp.models",
+                               "graph = gluon_suite.graph.models"],
     },
 )

@@ -130,6 +130,7 @@ class DistributedTrainer(gluon.Trainer):
         saved = [a.copy() for a in arrays]
         self._comm.grouped_allreduce_(arrays, average=True, name=f"{self._prefix}averaged",
                                       relayout=True)
+        mx.nd.waitall()  # the collective completes here on every worker, whatever the block does
         try:
             yield
         finally:

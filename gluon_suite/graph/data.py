@@ -134,3 +134,28 @@ def load_tu(folder, name):
             mx.nd.array(g.in_degrees().asnumpy().reshape(-1, 1))
         graphs.append(g)
     return graphs, np.array([classes.index(c) for c in glab], np.int64)
+
+
+def graph_families(per_family=40, rs=None, sizes=(6, 14)):
+    """Generated graph-classification data: cycles (0), stars (1), 2-row grids (2) and random
+    trees (3) of ``sizes`` nodes, ``feat`` all ones. Returns ``(graphs, labels)``."""
+    import networkx as nx
+    rs = rs or np.random.RandomState(0)
+    graphs, labels = [], []
+    for _ in range(per_family):
+        for kind in range(4):
+            size = int(rs.randint(*sizes))
+            if kind == 0:
+                nxg = nx.cycle_graph(size)
+            elif kind == 1:
+                nxg = nx.star_graph(size - 1)
+            elif kind == 2:
+                nxg = nx.grid_2d_graph(2, max(2, size // 2))
+            else:
+                gen = getattr(nx, "random_labeled_tree", None) or nx.random_tree
+                nxg = gen(size, seed=int(rs.randint(1 << 30)))
+            g = Graph.from_networkx(nxg)
+            g.ndata["feat"] = mx.nd.ones((g.num_nodes(), 1))
+            graphs.append(g)
+            labels.append(kind)
+    return graphs, np.array(labels, np.int64)

@@ -269,6 +269,8 @@ class Graph:
         matrix, or a segment sum when that matrix is too large for MXNet."""
         if self._n * max(self.num_edges(), 1) > _MX_LIMIT:
             return ops.segment_sum(self._topo(), m)
+        if m.ndim == 2:
+            return mx.nd.sparse.dot(self._incidence(), m)
         flat = m.reshape((m.shape[0], -1))
         return mx.nd.sparse.dot(self._incidence(), flat).reshape((self._n,) + m.shape[1:])
 
@@ -280,6 +282,8 @@ class Graph:
                 ones = mx.nd.ones((self.num_edges(), 1))
                 return ops.spmm_e(self._topo(), x.reshape((x.shape[0], 1, -1)), ones).reshape(
                     (self._n,) + x.shape[1:])
+            if x.ndim == 2:  # no reshape: its backward would see the sparse product's row_sparse grad
+                return mx.nd.sparse.dot(self.adj(), x)
             return mx.nd.sparse.dot(self.adj(), x.reshape((x.shape[0], -1))).reshape((self._n,) + x.shape[1:])
         if msg.op == "copy_e":
             return self._edge_sum(self._field(*msg.lhs))
