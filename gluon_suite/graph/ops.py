@@ -37,18 +37,39 @@ class _Topology:
         self.indptr = np.cumsum(self.indptr)
         self.starts = self.indptr[:-1][np.diff(self.indptr) > 0]     # non-empty segments
         self.nonempty = np.flatnonzero(np.diff(self.indptr) > 0)
+        self.src_sorted = src[self.order]
+        # segment number of every edge in destination order (for broadcasting per-node values)
+        self.seg = np.repeat(np.arange(len(self.starts)), np.diff(np.append(self.starts, len(src))))
         self.key = str(next(_KEYS))
         _TOPOLOGIES[self.key] = self
 
     def csr(self, values):
         """The (num_dst x num_src) CSR matrix with ``values`` (in edge order) on the edges."""
-        return sp.csr_matrix((values[self.order], self.src[self.order], self.indptr),
-                             shape=(self.num_dst, self.num_src))
+        return sp.csr_matrix((np.ascontiguousarray(values[self.order], dtype=np.float32), self.src_sorted,
+                              self.indptr), shape=(self.num_dst, self.num_src), copy=False)
 
 
 def topology(src, dst, num_src, num_dst):
     """Register a graph's topology for the custom operators; returns the key."""
     return _Topology(np.asarray(src, np.int64), np.asarray(dst, np.int64), int(num_src), int(num_dst)).key
+
+
+_POOL = None
+
+
+def _parallel(fn, n):
+    """Run ``fn(0..n-1)`` on a small thread pool (SciPy's sparse products and NumPy's kernels
+    release the GIL); one thread per core, at most 4."""
+    global _POOL
+    if n <= 1:
+        for i in range(n):
+            fn(i)
+        return
+    if _POOL is None:
+        import os
+        from concurrent.futures import ThreadPoolExecutor
+        _POOL = ThreadPoolExecutor(max_workers=max(1, min(4, int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1)))))
+    list(_POOL.map(fn, range(n)))
 
 
 class _SpMMe(mx.operator.CustomOp):
@@ -59,8 +80,10 @@ class _SpMMe(mx.operator.CustomOp):
     def forward(self, is_train, req, in_data, out_data, aux):
         x, e = in_data[0].asnumpy(), in_data[1].asnumpy()
         out = np.empty((self.t.num_dst,) + x.shape[1:], np.float32)
-        for h in range(x.shape[1]):
+
+        def head(h):
             out[:, h, :] = self.t.csr(e[:, h]) @ x[:, h, :]
+        _parallel(head, x.shape[1])
         self.assign(out_data[0], req[0], mx.nd.array(out))
 
     def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
@@ -68,11 +91,15 @@ class _SpMMe(mx.operator.CustomOp):
         dx = np.empty_like(x)
         de = np.empty_like(e)
         t = self.t
-        for h in range(x.shape[1]):
+        def head(h):
             dx[:, h, :] = t.csr(e[:, h]).T @ dy[:, h, :]
-        for a in range(0, len(t.src), _CHUNK):  # SDDMM: per-edge dot products, chunk by chunk
+
+        def chunk(i):  # SDDMM: per-edge dot products, chunk by chunk
+            a = i * _CHUNK
             s, d = t.src[a:a + _CHUNK], t.dst[a:a + _CHUNK]
             de[a:a + _CHUNK] = np.einsum("ehf,ehf->eh", x[s], dy[d])
+        _parallel(head, x.shape[1])
+        _parallel(chunk, -(-len(t.src) // _CHUNK))
         self.assign(in_grad[0], req[0], mx.nd.array(dx))
         self.assign(in_grad[1], req[1], mx.nd.array(de))
 
@@ -108,8 +135,7 @@ class _SegmentMax(mx.operator.CustomOp):
             ms = m[t.order]
             out[t.nonempty] = np.maximum.reduceat(ms, t.starts, axis=0)
             # the first edge (in sorted order) reaching the maximum takes the gradient
-            seg = np.repeat(np.arange(len(t.starts)), np.diff(np.append(t.starts, len(ms))))
-            hit = ms == out[t.nonempty][seg]
+            hit = ms == out[t.nonempty][t.seg]
             pos = np.where(hit, np.arange(len(ms)).reshape((-1,) + (1,) * (ms.ndim - 1)), len(ms))
             first = np.minimum.reduceat(pos, t.starts, axis=0)
             self.arg[t.nonempty] = t.order[first]
@@ -146,29 +172,26 @@ class _EdgeSoftmax(mx.operator.CustomOp):
         self.t = _TOPOLOGIES[key]
 
     def forward(self, is_train, req, in_data, out_data, aux):
-        s = in_data[0].asnumpy().astype(np.float64)
         t = self.t
+        s = in_data[0].asnumpy()
         out = np.zeros_like(s)
         if len(t.starts):
             ss = s[t.order]
-            seg = np.repeat(np.arange(len(t.starts)), np.diff(np.append(t.starts, len(ss))))
-            mx_ = np.maximum.reduceat(ss, t.starts, axis=0)
-            ex = np.exp(ss - mx_[seg])
-            den = np.add.reduceat(ex, t.starts, axis=0)
-            out[t.order] = ex / den[seg]
-        self.assign(out_data[0], req[0], mx.nd.array(out.astype(np.float32)))
+            ss -= np.maximum.reduceat(ss, t.starts, axis=0)[t.seg]
+            np.exp(ss, out=ss)
+            ss /= np.add.reduceat(ss, t.starts, axis=0)[t.seg]
+            out[t.order] = ss
+        self.assign(out_data[0], req[0], mx.nd.array(out))
 
     def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
-        a = out_data[0].asnumpy().astype(np.float64)
-        g = out_grad[0].asnumpy().astype(np.float64)
         t = self.t
+        a, g = out_data[0].asnumpy(), out_grad[0].asnumpy()
         ds = np.zeros_like(a)
         if len(t.starts):
-            ga = (g * a)[t.order]
-            seg = np.repeat(np.arange(len(t.starts)), np.diff(np.append(t.starts, len(ga))))
-            tot = np.add.reduceat(ga, t.starts, axis=0)
-            ds[t.order] = a[t.order] * (g[t.order] - tot[seg])
-        self.assign(in_grad[0], req[0], mx.nd.array(ds.astype(np.float32)))
+            ao, go = a[t.order], g[t.order]
+            tot = np.add.reduceat(go * ao, t.starts, axis=0)
+            ds[t.order] = ao * (go - tot[t.seg])
+        self.assign(in_grad[0], req[0], mx.nd.array(ds))
 
 
 @mx.operator.register("gs_edge_softmax")
