@@ -1,5 +1,6 @@
-"""The ``gluon-suite`` command: ``info`` about the installed stack and ``zoo`` to list, download,
-verify, publish and purge model checkpoints."""
+"""The ``gluon-suite`` command: ``info`` about the installed stack, ``zoo`` to list, download,
+verify, publish and purge model checkpoints, and ``whatif`` to predict how a model scales on a
+network."""
 import argparse
 import json
 import os
@@ -134,6 +135,67 @@ def _cmd_zoo_purge(args):
     return 0
 
 
+def _cmd_whatif(args):
+    from .dist.whatif import StepProfile, min_ratio, predict, profile_model
+    if args.model:
+        print(f"profiling {args.model} at batch {args.batch_size} on this machine's CPU ...", flush=True)
+        prof = profile_model(args.model, args.batch_size, args.image_size)
+        source = f"{args.model}, batch {args.batch_size}, measured here"
+    else:
+        if args.forward_ms is None or args.backward_ms is None or args.param_mb is None:
+            raise GluonSuiteError("give --model, or all of --forward-ms, --backward-ms and --param-mb")
+        n = max(1, args.tensors)
+        prof = StepProfile(args.forward_ms / 1e3, args.backward_ms / 1e3,
+                           [args.param_mb * 1e6 / n] * n, args.optimizer_ms / 1e3)
+        source = "given compute times and sizes"
+    for b in args.bandwidth_gbps:
+        if not b > 0:
+            raise GluonSuiteError(f"--bandwidth-gbps must be > 0, got {b}")
+    for w in args.workers:
+        if w < 1:
+            raise GluonSuiteError(f"--workers must be >= 1, got {w}")
+    grad_mb = sum(prof.grad_bytes) / 1e6
+    print(f"{source}: forward {prof.forward_s * 1e3:.1f} ms, backward {prof.backward_s * 1e3:.1f} ms, "
+          f"optimizer {prof.optimizer_s * 1e3:.1f} ms, {len(prof.grad_bytes)} gradient tensors, {grad_mb:.1f} MB")
+    lat, fusion = args.latency_us * 1e-6, int(args.fusion_mb * 1e6)
+    rows = []
+    print(f"{'workers':>7} {'Gbit/s':>7} {'ratio':>6} {'step ms':>9} {'scaling':>8} {'net util':>9} "
+          f"{'min ratio for SF ' + str(args.target_sf):>22}")
+    for w in args.workers:
+        for b in args.bandwidth_gbps:
+            bw = b * 1e9 / 8
+            need = min_ratio(prof, w, bw, args.target_sf, lat, fusion)
+            for c in args.ratios:
+                r = predict(prof, w, bw, lat, c, fusion)
+                rows.append({**r, "bandwidth_gbps": b, "min_ratio": need})
+                print(f"{w:>7} {b:>7g} {c:>6g} {r['step_s'] * 1e3:>9.1f} {r['scaling_factor']:>8.3f} "
+                      f"{r['network_utilisation']:>9.3f} {('%.1f' % need) if need else 'not reachable':>22}")
+    if args.json:
+        from .utils import write_json
+        write_json(args.json, {"profile": {"forward_s": prof.forward_s, "backward_s": prof.backward_s,
+                                           "optimizer_s": prof.optimizer_s, "grad_bytes": prof.grad_bytes},
+                               "latency_s": lat, "fusion_bytes": fusion, "rows": rows})
+    if args.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        w = max(args.workers)
+        grid = [10 ** (i / 10) for i in range(-10, 31)]  # 0.1 .. 1000 Gbit/s
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for c in args.ratios:
+            ax.plot(grid, [predict(prof, w, g * 1e9 / 8, lat, c, fusion)["scaling_factor"] for g in grid],
+                    label=f"ratio {c:g}")
+        ax.set_xscale("log")
+        ax.set_xlabel("bandwidth (Gbit/s)")
+        ax.set_ylabel(f"scaling factor, {w} workers")
+        ax.set_ylim(0, 1.05)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=100)
+        print(f"plot: {args.plot}")
+    return 0
+
+
 def build_parser():
     """The argument parser of ``gluon-suite``."""
     p = argparse.ArgumentParser(prog="gluon-suite", description=__doc__.split("\n")[0])
@@ -169,6 +231,25 @@ def build_parser():
     zr = zsub.add_parser("purge", help="delete the checkpoint cache")
     zr.add_argument("--root", help=root_help)
     zr.set_defaults(func=_cmd_zoo_purge)
+
+    pw = sub.add_parser("whatif", help="predict scaling factor and needed compression for a model on a network")
+    pw.add_argument("--model", help="zoo model to profile on this CPU (or give the compute times)")
+    pw.add_argument("--batch-size", type=int, default=32)
+    pw.add_argument("--image-size", type=int, default=224)
+    pw.add_argument("--forward-ms", type=float)
+    pw.add_argument("--backward-ms", type=float)
+    pw.add_argument("--optimizer-ms", type=float, default=0.0)
+    pw.add_argument("--param-mb", type=float, help="gradient megabytes per step")
+    pw.add_argument("--tensors", type=int, default=100, help="number of gradient tensors (with --param-mb)")
+    pw.add_argument("--workers", type=int, nargs="+", default=[2, 4, 8, 16])
+    pw.add_argument("--bandwidth-gbps", type=float, nargs="+", default=[1, 10, 25, 100])
+    pw.add_argument("--latency-us", type=float, default=5.0, help="per-message latency")
+    pw.add_argument("--fusion-mb", type=float, default=64.0, help="tensor fusion buffer")
+    pw.add_argument("--ratios", type=float, nargs="+", default=[1, 2, 4, 8])
+    pw.add_argument("--target-sf", type=float, default=0.9)
+    pw.add_argument("--plot", help="PNG: scaling factor vs bandwidth per ratio")
+    pw.add_argument("--json", help="write the predictions as JSON")
+    pw.set_defaults(func=_cmd_whatif)
     return p
 
 

@@ -1,0 +1,160 @@
+"""Is the network the bottleneck? A what-if model of one data-parallel training step (SPECS §5).
+
+Per step: forward time t_f, backward time t_b, optimizer time t_opt, and gradient tensors that
+become ready during backward in reverse layer order. Tensors are fused into buckets of up to the
+fusion buffer size (Horovod's default: 64 MB); a bucket is ready when its last tensor is. Ring
+allreduce of a bucket of s bytes over n workers at bandwidth BW (bytes/s) with per-message latency
+alpha takes
+
+    T = 2(n-1)/n * s/BW + 2(n-1) * alpha
+
+Communication is FIFO and overlaps backward: bucket k starts at max(ready_k, end_{k-1}). Then
+
+    step = max(t_f + t_b, end of the last bucket) + t_opt,   SF = (t_f + t_b + t_opt) / step
+
+(SF: scaling factor, throughput with n workers over n times one worker's). Compression by ratio c
+sends s/c bytes (plus ``compress_s_per_byte`` seconds of compute per original byte, if known).
+Network utilisation is the bytes a worker's link carries in a step over what the link could carry
+in that time.
+
+Gradient ready times: when not measured per layer, backward is assumed to produce gradient bytes
+at a uniform rate in reverse layer order (the last layer's gradients first).
+"""
+from dataclasses import dataclass, field
+
+from ..utils.errors import UserError
+
+
+@dataclass
+class StepProfile:
+    """Compute times (seconds) and gradient tensor sizes (bytes, in the order backward produces
+    them: last layer first); ``ready`` optionally gives each tensor's ready time from the start of
+    backward."""
+    forward_s: float
+    backward_s: float
+    grad_bytes: list
+    optimizer_s: float = 0.0
+    ready: list = field(default=None)
+
+    def ready_times(self):
+        """Ready time of each gradient tensor, measured from the start of the step."""
+        if self.ready is not None:
+            return [self.forward_s + r for r in self.ready]
+        total = float(sum(self.grad_bytes)) or 1.0
+        out, acc = [], 0.0
+        for b in self.grad_bytes:
+            acc += b
+            out.append(self.forward_s + self.backward_s * acc / total)
+        return out
+
+
+def fuse(sizes, ready, fusion_bytes):
+    """Group consecutive tensors into buckets of at most ``fusion_bytes`` (a tensor larger than
+    the buffer is a bucket of its own); returns ``[(bytes, ready_time)]``."""
+    buckets, cur, cur_ready = [], 0, 0.0
+    for s, r in zip(sizes, ready):
+        if cur and cur + s > fusion_bytes:
+            buckets.append((cur, cur_ready))
+            cur = 0
+        cur += s
+        cur_ready = r
+    if cur:
+        buckets.append((cur, cur_ready))
+    return buckets
+
+
+def ring_allreduce_s(nbytes, workers, bandwidth, latency):
+    """Seconds for a ring allreduce of ``nbytes``: 2(n-1)/n * bytes/BW + 2(n-1) * latency."""
+    n = workers
+    if n == 1:
+        return 0.0
+    return 2.0 * (n - 1) / n * nbytes / bandwidth + 2.0 * (n - 1) * latency
+
+
+def check(workers, bandwidth, ratio=1.0):
+    """Reject impossible inputs with the valid range."""
+    if int(workers) != workers or workers < 1:
+        raise UserError(f"workers must be an integer >= 1, got {workers}")
+    if not bandwidth > 0:
+        raise UserError(f"bandwidth must be > 0 (bytes per second), got {bandwidth}")
+    if not ratio >= 1:
+        raise UserError(f"compression ratio must be >= 1, got {ratio}")
+
+
+def predict(profile, workers, bandwidth, latency=5e-6, ratio=1.0, fusion_bytes=64 << 20,
+            compress_s_per_byte=0.0):
+    """Predicted step time, scaling factor and network utilisation for ``workers`` workers on links
+    of ``bandwidth`` bytes/s (``float('inf')`` allowed). Returns a dict."""
+    check(workers, bandwidth, ratio)
+    compute = profile.forward_s + profile.backward_s
+    sizes = [b / ratio for b in profile.grad_bytes]
+    extra = [b * compress_s_per_byte for b in profile.grad_bytes]
+    ready = [r + e for r, e in zip(profile.ready_times(), extra)]
+    end = 0.0
+    wire = 0.0
+    for nbytes, r in fuse(sizes, ready, fusion_bytes):
+        start = max(r, end)
+        end = start + ring_allreduce_s(nbytes, workers, bandwidth, latency)
+        wire += 2.0 * (workers - 1) / workers * nbytes
+    step = max(compute, end) + profile.optimizer_s
+    base = compute + profile.optimizer_s
+    util = 0.0 if bandwidth == float("inf") or step == 0 else wire / (bandwidth * step)
+    return {"workers": workers, "bandwidth": bandwidth, "ratio": ratio, "step_s": step,
+            "scaling_factor": base / step if step else 1.0, "network_utilisation": util,
+            "comm_end_s": end, "wire_bytes": wire}
+
+
+def min_ratio(profile, workers, bandwidth, target_sf, latency=5e-6, fusion_bytes=64 << 20,
+              max_ratio=4096.0):
+    """The smallest compression ratio (to 1%) whose predicted scaling factor reaches ``target_sf``,
+    or None when even ``max_ratio`` does not (latency-bound)."""
+    if not 0 < target_sf <= 1:
+        raise UserError(f"target scaling factor must be in (0, 1], got {target_sf}")
+    sf = lambda c: predict(profile, workers, bandwidth, latency, c, fusion_bytes)["scaling_factor"]  # noqa
+    if sf(1.0) >= target_sf:
+        return 1.0
+    if sf(max_ratio) < target_sf:
+        return None
+    lo, hi = 1.0, max_ratio
+    while hi / lo > 1.01:
+        mid = (lo * hi) ** 0.5
+        lo, hi = (mid, hi) if sf(mid) < target_sf else (lo, mid)
+    return hi
+
+
+def profile_model(name, batch_size=32, image_size=224, repeats=3, **kwargs):
+    """Measure t_f, t_b, t_opt and the gradient sizes (in backward order) of zoo model ``name`` on
+    this machine's CPU at ``batch_size``. Vision models take ``image_size`` inputs."""
+    import time
+
+    import mxnet as mx
+    from mxnet import autograd, gluon
+
+    from ..model_zoo import get_model
+    net = get_model(name, **kwargs)
+    net.initialize(mx.init.Xavier())
+    x = mx.nd.random.uniform(shape=(batch_size, 3, image_size, image_size))
+    net(x[:1])
+    params = [p for p in net.collect_params().values() if p.grad_req != "null"]
+    trainer = gluon.Trainer(params, "sgd", {"learning_rate": 0.01, "momentum": 0.9})
+    tf, tb, to = [], [], []
+    for _ in range(repeats + 1):
+        mx.nd.waitall()
+        t0 = time.perf_counter()
+        with autograd.record():
+            y = net(x)
+            y.wait_to_read()
+            t1 = time.perf_counter()
+            loss = y.sum()
+        loss.backward()
+        mx.nd.waitall()
+        t2 = time.perf_counter()
+        trainer.step(batch_size)
+        mx.nd.waitall()
+        t3 = time.perf_counter()
+        tf.append(t1 - t0)
+        tb.append(t2 - t1)
+        to.append(t3 - t2)
+    med = lambda v: sorted(v[1:])[len(v[1:]) // 2]  # noqa: E731
+    sizes = [p.data().size * 4 for p in params][::-1]   # backward: last layer first
+    return StepProfile(med(tf), med(tb), sizes, med(to))

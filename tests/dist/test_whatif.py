@@ -1,0 +1,80 @@
+"""The what-if model against closed-form cases computed by hand."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gluon_suite.dist.whatif import StepProfile, fuse, min_ratio, predict, ring_allreduce_s
+from gluon_suite.utils import UserError
+
+MB = 1e6
+
+
+def test_ring_allreduce_formula():
+    # 4 workers, 100 MB at 1 GB/s, 10 us latency: 2*3/4*0.1 s + 6*10 us
+    assert ring_allreduce_s(100 * MB, 4, 1e9, 10e-6) == pytest.approx(0.15 + 60e-6)
+    assert ring_allreduce_s(100 * MB, 1, 1e9, 10e-6) == 0.0
+
+
+def test_no_overlap_all_gradients_ready_at_the_end():
+    # every tensor ready at the end of backward: step = compute + sum of bucket times + t_opt
+    p = StepProfile(0.1, 0.2, [10 * MB] * 3, optimizer_s=0.05, ready=[0.2, 0.2, 0.2])
+    r = predict(p, 2, 1e9, latency=0.0, fusion_bytes=10 * MB)
+    comm = 3 * (2 * 1 / 2 * 10 * MB / 1e9)          # three 10 MB buckets, 0.01 s each
+    assert r["step_s"] == pytest.approx(0.3 + comm + 0.05)
+    assert r["scaling_factor"] == pytest.approx(0.35 / (0.35 + comm))
+
+
+def test_full_overlap_when_communication_hides_in_backward():
+    # tensors ready early in backward; comm of each far shorter than what remains
+    p = StepProfile(0.1, 1.0, [1 * MB] * 4, ready=[0.1, 0.2, 0.3, 0.4])
+    r = predict(p, 8, 10e9, latency=1e-6, fusion_bytes=1 * MB)
+    assert r["step_s"] == pytest.approx(1.1) and r["scaling_factor"] == pytest.approx(1.0)
+
+
+def test_one_worker_and_infinite_bandwidth():
+    p = StepProfile(0.1, 0.2, [50 * MB] * 2, ready=[0.2, 0.2])
+    assert predict(p, 1, 1e6)["scaling_factor"] == 1.0
+    r = predict(p, 4, float("inf"), latency=1e-3, fusion_bytes=50 * MB)
+    # only latency is left: two buckets of 2(n-1)*alpha = 6 ms each, after backward ends
+    assert r["step_s"] == pytest.approx(0.3 + 2 * 6e-3)
+    assert r["network_utilisation"] == 0.0
+
+
+def test_compression_divides_bytes_and_fusion_groups_tensors():
+    assert fuse([4, 4, 4, 10], [1, 2, 3, 4], 8) == [(8, 2), (4, 3), (10, 4)]
+    p = StepProfile(0.0, 0.1, [80 * MB], ready=[0.1])
+    t1 = predict(p, 2, 1e9, latency=0.0)["step_s"] - 0.1
+    t8 = predict(p, 2, 1e9, latency=0.0, ratio=8)["step_s"] - 0.1
+    assert t1 == pytest.approx(0.08) and t8 == pytest.approx(0.01)
+
+
+def test_min_ratio_reaches_the_target():
+    p = StepProfile(0.03, 0.06, [1 * MB] * 100)
+    c = min_ratio(p, 8, 1.25e8, 0.9)                 # 1 Gbit/s
+    assert predict(p, 8, 1.25e8, ratio=c)["scaling_factor"] >= 0.9
+    assert predict(p, 8, 1.25e8, ratio=c / 1.05)["scaling_factor"] < 0.9
+    assert min_ratio(p, 8, 1.25e10, 0.9) == 1.0       # 100 Gbit/s: none needed
+
+
+@pytest.mark.parametrize("kwargs, match", [(dict(workers=0, bandwidth=1e9), "workers must be an integer >= 1"),
+                                           (dict(workers=2, bandwidth=0), "bandwidth must be > 0"),
+                                           (dict(workers=2, bandwidth=1e9, ratio=0.5), "ratio must be >= 1")])
+def test_bad_input(kwargs, match):
+    with pytest.raises(UserError, match=match):
+        predict(StepProfile(0.1, 0.1, [MB]), **kwargs)
+
+
+def test_cli_one_line_errors_and_table(tmp_path):
+    cli = os.path.join(os.path.dirname(sys.executable), "gluon-suite")
+    ok = subprocess.run([cli, "whatif", "--forward-ms", "30", "--backward-ms", "60", "--param-mb", "100",
+                         "--workers", "8", "--bandwidth-gbps", "1", "100", "--plot", str(tmp_path / "p.png")],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0 and "scaling" in ok.stdout and (tmp_path / "p.png").exists()
+    for args, needle in ((["--bandwidth-gbps", "-1"], "--bandwidth-gbps must be > 0"),
+                         (["--workers", "0"], "--workers must be >= 1"),
+                         (["--model", "resnet19"], "unknown model 'resnet19'")):
+        base = [] if "--model" in args else ["--forward-ms", "1", "--backward-ms", "1", "--param-mb", "1"]
+        p = subprocess.run([cli, "whatif", *base, *args], capture_output=True, text=True)
+        assert p.returncode == 1 and "Traceback" not in p.stderr and needle in p.stderr
