@@ -128,6 +128,55 @@ class Testbed:
         """Run ``cmd`` on host i to completion (``subprocess.run`` arguments)."""
         return subprocess.run(["ip", "netns", "exec", self.netns(i), *cmd], **kwargs)
 
+    def launch_horovod(self, cmd, env=None, stdout=None, stderr=None):
+        """Start ``cmd`` as one Horovod worker per host (rank i on host i) with Gloo rendezvous
+        through a server in the root namespace; no ssh. Returns the ``Popen`` list; the caller
+        waits for them (``wait_all``)."""
+        from horovod.runner.common.util.hosts import get_host_assignments, parse_hosts
+        from horovod.runner.http.http_server import RendezvousServer
+        n = self.hosts
+        names = [self.netns(i) for i in range(n)]
+        self._rendezvous = RendezvousServer()
+        port = self._rendezvous.start()
+        slots = get_host_assignments(parse_hosts(",".join(f"{h}:1" for h in names)), n)
+        self._rendezvous.init(slots)
+        procs = []
+        for i, slot in enumerate(slots):
+            host = names.index(slot.hostname)
+            e = dict(os.environ, **(env or {}))
+            e.update(HOROVOD_GLOO_RENDEZVOUS_ADDR=self.bridge_address, HOROVOD_GLOO_RENDEZVOUS_PORT=str(port),
+                     HOROVOD_CONTROLLER="gloo", HOROVOD_CPU_OPERATIONS="gloo",
+                     HOROVOD_GLOO_IFACE=self.interface(host), HOROVOD_HOSTNAME=slot.hostname,
+                     HOROVOD_RANK=str(slot.rank), HOROVOD_SIZE=str(slot.size),
+                     HOROVOD_LOCAL_RANK=str(slot.local_rank), HOROVOD_LOCAL_SIZE=str(slot.local_size),
+                     HOROVOD_CROSS_RANK=str(slot.cross_rank), HOROVOD_CROSS_SIZE=str(slot.cross_size))
+            procs.append(self.popen(host, list(cmd), env=e, stdout=stdout, stderr=stderr))
+        return procs
+
+    def wait_all(self, procs, timeout=None):
+        """Wait for the workers; if one fails, stop the others. Returns the exit codes."""
+        import time
+        deadline = None if timeout is None else time.time() + timeout
+        codes = [None] * len(procs)
+        try:
+            while None in codes:
+                for k, p in enumerate(procs):
+                    if codes[k] is None:
+                        codes[k] = p.poll()
+                if any(c not in (None, 0) for c in codes) or (deadline and time.time() > deadline):
+                    break
+                time.sleep(0.05)
+        finally:
+            for k, p in enumerate(procs):
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+                    codes[k] = p.returncode if codes[k] is None else codes[k]
+            if getattr(self, "_rendezvous", None) is not None:
+                self._rendezvous.stop()
+                self._rendezvous = None
+        return codes
+
     def exists(self):
         """Whether any of this testbed's namespaces still exist."""
         names = _sh("ip", "netns", "list", check=False).stdout
