@@ -39,7 +39,7 @@ DEFAULTS = {
     "compressor2": None, "ratio2": None, "min_size": 0, "compress_warmup": 0,
     "seed": 0, "out": "runs/classification", "resume": "none", "num_workers": 0,
     "progress": True, "publish": None, "publish_name": None, "publish_url": None, "card": None,
-    "stop_after_epochs": None,
+    "stop_after_epochs": None, "profile_comm": False, "link_mbit": None,
 }
 
 
@@ -164,7 +164,8 @@ def train_classification(config, comm, log=print):
         net.collect_params(), cfg["optimizer"], opt_params, algorithm=cfg["algorithm"],
         compressor=cfg["compressor"], ratio=cfg["ratio"], period=cfg["period"],
         compressor2=cfg["compressor2"], ratio2=cfg["ratio2"], min_size=int(cfg["min_size"]),
-        warmup_steps=int(cfg["compress_warmup"]), seed=int(cfg["seed"]), communicator=comm)
+        warmup_steps=int(cfg["compress_warmup"]), seed=int(cfg["seed"]), communicator=comm,
+        profile_comm=bool(cfg["profile_comm"]))
     net.hybridize(static_alloc=True)
 
     start_epoch, best_acc, history = 0, -1.0, []
@@ -198,7 +199,7 @@ def train_classification(config, comm, log=print):
         sampler = _ShardBatches(len(train), per_worker, rank, size, cfg["seed"], epoch)
         loader = gluon.data.DataLoader(train, batch_sampler=sampler, num_workers=int(cfg["num_workers"]))
         mix = alpha > 0 and epoch < int(cfg["epochs"]) - int(cfg["mixup_off_epochs"])
-        wire0, t0 = comm.stats.total_wire, time.time()
+        wire0, t0, sync0 = comm.stats.total_wire, time.time(), trainer.sync_seconds
         loss_sum = correct = seen = 0.0
         for x, y in progress(loader, total=len(sampler), desc=f"epoch {epoch + 1}/{cfg['epochs']}",
                              enabled=bool(cfg["progress"]) and rank == 0):
@@ -234,6 +235,12 @@ def train_classification(config, comm, log=print):
                "samples_per_s": round(seen * size / max(train_time, 1e-9), 1),
                "wire_bytes": wire, "dense_wire_bytes": dense_per_step * len(sampler),
                "elapsed_s": round(time.time() - t_start, 3)}
+        if cfg["profile_comm"]:
+            sync = trainer.sync_seconds - sync0
+            rec["sync_s"] = round(sync, 4)
+            rec["measured_scaling_factor"] = round((train_time - sync) / max(train_time, 1e-9), 4)
+            if cfg["link_mbit"]:  # bytes this worker's link carried while synchronising, vs its rate
+                rec["link_utilisation"] = round(wire / max(sync, 1e-9) / (float(cfg["link_mbit"]) * 1e6 / 8), 4)
         history.append(rec)
         # the resumable checkpoint: every rank its own model and trainer state, then rank 0 commits
         p_params, p_states, p_state = _ckpt_paths(out, rank)

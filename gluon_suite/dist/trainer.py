@@ -17,6 +17,7 @@ no pickle.
 """
 import contextlib
 import json
+import time
 import types
 from collections import OrderedDict
 
@@ -38,12 +39,14 @@ class DistributedTrainer(gluon.Trainer):
     ``cser`` or an ``Algorithm``), ``compressor``/``ratio``/``period``/``compressor2``/``ratio2``/
     ``min_size``/``warmup_steps``/``seed`` (see ``make_algorithm``) and ``communicator`` (default:
     Horovod under ``horovodrun``, else single-process). Bad names or values raise ValueError here,
-    before any training step.
+    before any training step. With ``profile_comm=True`` the time spent in the algorithm's
+    synchronisation (communication plus compression) is measured between barriers and summed in
+    ``sync_seconds`` (the barriers cost some overlap: use it to measure, not to train fast).
     """
 
     def __init__(self, params, optimizer, optimizer_params=None, algorithm="sync", compressor="none",
                  ratio=None, period=None, compressor2=None, ratio2=None, min_size=0,
-                 warmup_steps=0, seed=0, communicator=None, prefix=""):
+                 warmup_steps=0, seed=0, communicator=None, prefix="", profile_comm=False):
         self._algo = make_algorithm(algorithm, compressor=compressor, ratio=ratio, period=period,
                                     compressor2=compressor2, ratio2=ratio2, min_size=min_size,
                                     warmup_steps=warmup_steps, seed=seed)
@@ -57,6 +60,8 @@ class DistributedTrainer(gluon.Trainer):
         self._algo.check_optimizer(self._optimizer)
         self._step_count = 0
         self._bound = False
+        self._profile = bool(profile_comm)
+        self.sync_seconds = 0.0
         self._broadcast_initial()
 
     # --- properties ---------------------------------------------------------------------------
@@ -99,9 +104,21 @@ class DistributedTrainer(gluon.Trainer):
             self._bound = True
 
     # --- the step -------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _timed(self):
+        if not self._profile:
+            yield
+            return
+        mx.nd.waitall()
+        t0 = time.perf_counter()
+        yield
+        mx.nd.waitall()
+        self.sync_seconds += time.perf_counter() - t0
+
     def _allreduce_grads(self):
         self._bind()
-        self._algo.reduce_gradients(self._step_count)
+        with self._timed():
+            self._algo.reduce_gradients(self._step_count)
 
     def _update(self, ignore_stale_grad=False):
         self._bind()
@@ -115,7 +132,8 @@ class DistributedTrainer(gluon.Trainer):
             if self._algo.needs_update:
                 before = {i: p.data().copy() for i, p in self._algo.params}
             super()._update(ignore_stale_grad)
-            self._algo.after_update(before, self._step_count)
+            with self._timed():
+                self._algo.after_update(before, self._step_count)
         self._step_count += 1
 
     # --- evaluation on the averaged model -------------------------------------------------------

@@ -51,6 +51,9 @@ def build_parser():
     g.add_argument("--ratio2", type=float)
     g.add_argument("--min-size", type=int, help="tensors smaller than this go uncompressed")
     g.add_argument("--compress-warmup", type=int, help="first steps uncompressed")
+    g.add_argument("--profile-comm", action="store_true",
+                   help="measure synchronisation time: logs sync_s and the measured scaling factor")
+    g.add_argument("--link-mbit", type=float, help="link rate, to log link utilisation (with --profile-comm)")
     g = p.add_argument_group("run")
     g.add_argument("--seed", type=int)
     g.add_argument("--out", help="output folder")

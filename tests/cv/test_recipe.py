@@ -30,10 +30,13 @@ def run(args, **kw):
 
 def test_outputs_logs_and_checkpoints(tmp_path):
     out = tmp_path / "run"
-    p = run(TINY + ["--epochs", "2", "--out", str(out)])
+    p = run(TINY + ["--epochs", "2", "--out", str(out), "--profile-comm", "--link-mbit", "1000"])
     assert p.returncode == 0, p.stderr[-2000:]
     lines = [json.loads(l) for l in (out / "log.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in lines] == [1, 2]
+    # the measured side: synchronisation time, scaling factor, link utilisation
+    assert 0 <= lines[0]["sync_s"] <= lines[0]["epoch_time_s"]
+    assert 0 < lines[0]["measured_scaling_factor"] <= 1 and lines[0]["link_utilisation"] >= 0
     assert {"train_loss", "test_acc", "lr", "wire_bytes", "samples_per_s"} <= set(lines[0])
     assert (out / "summary.csv").read_text().splitlines()[0].startswith("epoch,")
     cfg = json.loads((out / "config.json").read_text())
