@@ -1,0 +1,184 @@
+"""Elastic training for MXNet/Gluon on Horovod's framework-neutral elastic core.
+
+Horovod Elastic ships for TensorFlow and PyTorch only; ``horovod.common.elastic`` (``State``,
+``run_fn``) is framework-neutral. This module adds what MXNet needs:
+
+- ``GluonState``: commits and restores parameters, the ``DistributedTrainer``'s optimizer state,
+  step count, an ``ElasticSampler``'s position and any counters; ``sync()`` broadcasts all of it
+  from rank 0 after every reset (a new worker starts from the current state); residuals of
+  error-feedback algorithms restart from zero after a resize (their invariant holds again).
+- ``ElasticSampler``: the epoch's shuffled order is fixed by (seed, epoch); after a resize the
+  *remaining* samples are re-sharded over the new workers, so none is repeated or skipped.
+- ``run(func)``: ``run_fn`` with the reset ``hvd.shutdown(); hvd.init()``, and MXNet's error for a
+  dead peer ("Horovod has been shut down", raised from a collective or a later read) translated
+  into ``HorovodInternalError`` so that the survivors restore the last commit instead of crashing.
+
+The learning rate follows the worker count through ``ElasticRamp`` (``GluonState`` tells it the
+new global batch on every reset). Launch with ``horovodrun --gloo --min-np/--max-np
+--host-discovery-script ... --network-interface lo`` (see docs/elastic.md).
+"""
+import functools
+
+import mxnet as mx
+import numpy as np
+from horovod.common.elastic import State, run_fn
+from horovod.common.exceptions import HorovodInternalError
+
+
+class ElasticSampler:
+    """Shuffled sample order of an epoch, sharded over the current workers by what is left."""
+
+    def __init__(self, num_samples, seed=0, shuffle=True):
+        self.n, self.seed, self.shuffle = int(num_samples), int(seed), shuffle
+        self.epoch, self.processed = 0, 0
+        self.rank, self.size = 0, 1
+        self._perm, self._perm_epoch = None, None
+
+    def set_epoch(self, epoch):
+        """Start ``epoch``: nothing processed yet."""
+        self.epoch, self.processed = int(epoch), 0
+
+    def reshard(self, rank, size):
+        """Shard the remaining samples of the epoch over ``size`` workers."""
+        self.rank, self.size = int(rank), int(size)
+
+    def order(self):
+        """The epoch's full sample order (the same on every worker)."""
+        if self._perm_epoch != self.epoch:
+            rs = np.random.RandomState((self.seed * 1_000_003 + self.epoch) % 2 ** 31)
+            self._perm = rs.permutation(self.n) if self.shuffle else np.arange(self.n)
+            self._perm_epoch = self.epoch
+        return self._perm
+
+    def next_batch(self, batch_size):
+        """This worker's indices for the next global step, and the global step's sample count;
+        ``(None, 0)`` when the epoch is done. Call ``advance(count)`` after the step."""
+        rest = self.order()[self.processed:]
+        if len(rest) == 0:
+            return None, 0
+        glob = rest[:batch_size * self.size]
+        return glob[self.rank::self.size], len(glob)
+
+    def advance(self, count):
+        """Mark ``count`` more samples of the epoch as processed (by all workers together)."""
+        self.processed += int(count)
+
+    def state_dict(self):
+        """JSON-ready position."""
+        return {"epoch": self.epoch, "processed": self.processed}
+
+    def load_state_dict(self, d):
+        """Restore the position."""
+        self.epoch, self.processed = int(d["epoch"]), int(d["processed"])
+
+
+class GluonState(State):
+    """Elastic state of a Gluon training job: ``net``'s parameters, ``trainer`` (a
+    ``DistributedTrainer``) state, ``sampler`` position and ``counters`` (JSON-ready values exposed
+    as attributes, e.g. ``epoch``, ``step``). ``batch_size`` is per worker (used to tell an
+    ``ElasticRamp`` schedule the new global batch)."""
+
+    def __init__(self, net, trainer, sampler=None, batch_size=None, **counters):
+        import horovod.mxnet as hvd
+        self._hvd, self.net, self.trainer, self.sampler = hvd, net, trainer, sampler
+        self.batch_size = batch_size
+        self._names = sorted(net.collect_params().keys())
+        self._counters = dict(counters)
+        for k, v in counters.items():
+            setattr(self, k, v)
+        self.resets = 0
+        super().__init__(bcast_object=self._bcast_object_json, get_rank=hvd.rank)
+        self.save()
+
+    # JSON broadcast (never pickle): the State base uses it for host-update messages too
+    def _bcast_object_json(self, obj):
+        return self.trainer.communicator.broadcast_object(
+            obj if not isinstance(obj, tuple) else list(obj), name=f"elastic.obj.{self.resets}")
+
+    def _params(self):
+        p = self.net.collect_params()
+        return [p[n] for n in self._names]
+
+    def _opt_arrays(self):
+        upd = self.trainer._updaters[0]
+        out = []
+        for i in sorted(upd.states):
+            s = upd.states[i]
+            out.extend([s] if isinstance(s, mx.nd.NDArray) else [a for a in (s or ()) if isinstance(a, mx.nd.NDArray)])
+        return out
+
+    def save(self):
+        """Copy the current state to host memory (the commit point)."""
+        self._saved_params = [p.data().copy() for p in self._params()]
+        self._saved_opt = [a.copy() for a in self._opt_arrays()]
+        opt = self.trainer._optimizer
+        self._saved_meta = {"counters": {k: getattr(self, k) for k in self._counters},
+                            "sampler": self.sampler.state_dict() if self.sampler else None,
+                            "step_count": self.trainer._step_count, "num_update": opt.num_update,
+                            "index_update_count": dict(opt._index_update_count)}
+
+    def restore(self):
+        """Go back to the last commit."""
+        for p, a in zip(self._params(), self._saved_params):
+            p.set_data(a.copy())
+        for dst, src in zip(self._opt_arrays(), self._saved_opt):
+            dst[:] = src
+        self._apply_meta(self._saved_meta)
+
+    def _apply_meta(self, meta):
+        for k, v in meta["counters"].items():
+            setattr(self, k, v)
+        if self.sampler and meta["sampler"]:
+            self.sampler.load_state_dict(meta["sampler"])
+        self.trainer._step_count = meta["step_count"]
+        opt = self.trainer._optimizer
+        opt.num_update = meta["num_update"]
+        opt._index_update_count.clear()
+        opt._index_update_count.update({int(k): v for k, v in meta["index_update_count"].items()})
+
+    def sync(self):
+        """Make every worker hold rank 0's committed state (new workers included)."""
+        from .comm import HorovodCommunicator
+        comm = HorovodCommunicator()
+        self.trainer._comm = comm
+        self.trainer._algo.comm = comm
+        tag = f"elastic.{self.resets}"
+        for k, p in enumerate(self._params()):
+            comm.broadcast_(p.data(), 0, name=f"{tag}.p{k}")
+        # optimizer states exist on a worker only after its first update: broadcast their layout
+        n_opt = comm.broadcast_object(len(self._opt_arrays()), name=f"{tag}.nopt")
+        if len(self._opt_arrays()) == n_opt:
+            for k, a in enumerate(self._opt_arrays()):
+                comm.broadcast_(a, 0, name=f"{tag}.o{k}")
+        for key, arr in self.trainer._algo.state_arrays().items():
+            arr[:] = 0  # error-feedback residuals restart after a resize
+        meta = comm.broadcast_object({**self._saved_meta, "index_update_count": {
+            str(k): v for k, v in self._saved_meta["index_update_count"].items()}}, name=f"{tag}.meta")
+        self._apply_meta(meta)
+        if self.sampler:
+            self.sampler.reshard(comm.rank, comm.size)
+        sched = getattr(self.trainer._optimizer, "lr_scheduler", None)
+        if sched is not None and hasattr(sched, "set_global_batch") and self.batch_size:
+            # the new batch applies from the next update on: that update is the ramp's first step
+            sched.set_global_batch(self.batch_size * comm.size, self.trainer._optimizer.num_update + 1)
+        mx.nd.waitall()
+        self.save()
+        self.resets += 1
+
+
+def _reset():
+    import horovod.mxnet as hvd
+    hvd.shutdown()
+    hvd.init()
+
+
+def run(func):
+    """Decorator: run ``func(state, ...)`` elastically (see the module docstring)."""
+    @functools.wraps(func)
+    def translated(state, *args, **kwargs):
+        try:
+            return func(state, *args, **kwargs)
+        except mx.base.MXNetError as exc:
+            # a peer died: MXNet surfaces Horovod's shutdown as its own error
+            raise HorovodInternalError(" ".join(str(exc).split())[:300]) from None
+    return run_fn(translated, _reset)
