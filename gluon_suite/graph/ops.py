@@ -104,23 +104,6 @@ class _SpMMe(mx.operator.CustomOp):
         self.assign(in_grad[1], req[1], mx.nd.array(de))
 
 
-@mx.operator.register("gs_spmm_e")
-class _SpMMeProp(mx.operator.CustomOpProp):
-    def __init__(self, key):
-        super().__init__(need_top_grad=True)
-        self.key = key
-
-    def list_arguments(self):
-        return ["x", "e"]
-
-    def infer_shape(self, in_shape):
-        t = _TOPOLOGIES[self.key]
-        return in_shape, [[t.num_dst] + list(in_shape[0][1:])], []
-
-    def create_operator(self, ctx, shapes, dtypes):
-        return _SpMMe(self.key)
-
-
 class _SegmentMax(mx.operator.CustomOp):
     def __init__(self, key):
         super().__init__()
@@ -148,22 +131,6 @@ class _SegmentMax(mx.operator.CustomOp):
         idx = np.nonzero(valid)
         np.add.at(dm, (self.arg[valid],) + idx[1:], dy[valid])
         self.assign(in_grad[0], req[0], mx.nd.array(dm))
-
-
-@mx.operator.register("gs_segment_max")
-class _SegmentMaxProp(mx.operator.CustomOpProp):
-    def __init__(self, key):
-        super().__init__(need_top_grad=True)
-        self.key = key
-
-    def list_arguments(self):
-        return ["m"]
-
-    def infer_shape(self, in_shape):
-        return in_shape, [[_TOPOLOGIES[self.key].num_dst] + list(in_shape[0][1:])], []
-
-    def create_operator(self, ctx, shapes, dtypes):
-        return _SegmentMax(self.key)
 
 
 class _EdgeSoftmax(mx.operator.CustomOp):
@@ -194,25 +161,6 @@ class _EdgeSoftmax(mx.operator.CustomOp):
         self.assign(in_grad[0], req[0], mx.nd.array(ds))
 
 
-@mx.operator.register("gs_edge_softmax")
-class _EdgeSoftmaxProp(mx.operator.CustomOpProp):
-    def __init__(self, key):
-        super().__init__(need_top_grad=True)
-        self.key = key
-
-    def list_arguments(self):
-        return ["s"]
-
-    def list_outputs(self):
-        return ["output"]
-
-    def infer_shape(self, in_shape):
-        return in_shape, in_shape, []
-
-    def create_operator(self, ctx, shapes, dtypes):
-        return _EdgeSoftmax(self.key)
-
-
 class _SegmentSum(mx.operator.CustomOp):
     def __init__(self, key):
         super().__init__()
@@ -231,20 +179,34 @@ class _SegmentSum(mx.operator.CustomOp):
         self.assign(in_grad[0], req[0], mx.nd.array(dy[self.t.dst]))
 
 
-@mx.operator.register("gs_segment_sum")
-class _SegmentSumProp(mx.operator.CustomOpProp):
-    def __init__(self, key):
-        super().__init__(need_top_grad=True)
-        self.key = key
+def _register(name, op_cls, arguments, out_shape):
+    """Register ``op_cls`` as MXNet custom operator ``name`` taking ``arguments`` and a topology
+    ``key``; ``out_shape(topology, in_shapes)`` gives the output shape."""
+    class Prop(mx.operator.CustomOpProp):
+        def __init__(self, key):
+            super().__init__(need_top_grad=True)
+            self.key = key
 
-    def list_arguments(self):
-        return ["m"]
+        def list_arguments(self):
+            return list(arguments)
 
-    def infer_shape(self, in_shape):
-        return in_shape, [[_TOPOLOGIES[self.key].num_dst] + list(in_shape[0][1:])], []
+        def infer_shape(self, in_shape):
+            return in_shape, [out_shape(_TOPOLOGIES[self.key], in_shape)], []
 
-    def create_operator(self, ctx, shapes, dtypes):
-        return _SegmentSum(self.key)
+        def create_operator(self, ctx, shapes, dtypes):
+            return op_cls(self.key)
+    Prop.__name__ = op_cls.__name__ + "Prop"
+    mx.operator.register(name)(Prop)
+
+
+def _per_destination(t, in_shape):
+    return [t.num_dst] + list(in_shape[0][1:])
+
+
+_register("gs_spmm_e", _SpMMe, ("x", "e"), _per_destination)
+_register("gs_segment_max", _SegmentMax, ("m",), _per_destination)
+_register("gs_segment_sum", _SegmentSum, ("m",), _per_destination)
+_register("gs_edge_softmax", _EdgeSoftmax, ("s",), lambda t, in_shape: list(in_shape[0]))
 
 
 def segment_sum(key, m):

@@ -1,4 +1,5 @@
-"""GNN layers learn the standard small tasks; batching, readouts and data loaders behave."""
+"""GNN layers learn the standard small tasks (graph classification with GIN: tests/graph/
+test_recipes.py); batching, readouts and data loaders behave."""
 import mxnet as mx
 import numpy as np
 import pytest
@@ -6,7 +7,7 @@ from mxnet import autograd, gluon
 
 from gluon_suite.graph import Graph, GraphError, batch, max_nodes, mean_nodes, sum_nodes, unbatch
 from gluon_suite.graph.data import karate_club, load_linqs, load_tu, sbm_graph
-from gluon_suite.graph.nn import GATConv, GINConv, GraphConv, SAGEConv
+from gluon_suite.graph.nn import GATConv, GraphConv, SAGEConv
 
 
 def _train_nodes(model, g, feat, labels, train_idx, epochs, lr=0.01):
@@ -66,68 +67,6 @@ def test_node_classification_on_noisy_sbm(kind):
     pred = _train_nodes(TwoLayer(kind, 16, 16, 3), g, g.ndata["feat"], labels, train, 80)
     acc = (pred[test] == labels.asnumpy()[test]).mean()
     assert acc >= 0.9, (kind, acc)
-
-
-def _family(kind, size, rs):
-    import networkx as nx
-    if kind == 0:
-        nxg = nx.cycle_graph(size)
-    elif kind == 1:
-        nxg = nx.star_graph(size - 1)
-    elif kind == 2:
-        nxg = nx.grid_2d_graph(2, max(2, size // 2))
-    else:
-        nxg = nx.random_tree(size, seed=int(rs.randint(1 << 30))) if hasattr(nx, "random_tree") \
-            else nx.random_labeled_tree(size, seed=int(rs.randint(1 << 30)))
-    g = Graph.from_networkx(nxg)
-    g.ndata["feat"] = mx.nd.ones((g.num_nodes(), 1))
-    return g
-
-
-class GIN(gluon.Block):
-    def __init__(self, hid=32, classes=4):
-        super().__init__()
-        with self.name_scope():
-            self.c1 = GINConv(self._mlp(1, hid), learn_eps=True)
-            self.c2 = GINConv(self._mlp(hid, hid), learn_eps=True)
-            self.out = gluon.nn.Dense(classes, in_units=1 + 2 * hid)
-
-    @staticmethod
-    def _mlp(i, o):
-        m = gluon.nn.HybridSequential()
-        m.add(gluon.nn.Dense(o, in_units=i, activation="relu"), gluon.nn.Dense(o, in_units=o, activation="relu"))
-        return m
-
-    def forward(self, bg, x):
-        h1 = self.c1(bg, x)
-        h2 = self.c2(bg, h1)
-        # sum readout of every layer (GIN's jumping-knowledge readout)
-        return self.out(mx.nd.concat(sum_nodes(bg, x), sum_nodes(bg, h1), sum_nodes(bg, h2), dim=1))
-
-
-def test_gin_classifies_graph_families():
-    mx.random.seed(0)
-    rs = np.random.RandomState(0)
-    data = [(_family(k, int(rs.randint(6, 14)), rs), k) for _ in range(40) for k in range(4)]
-    rs.shuffle(data)
-    train, test = data[:120], data[120:]
-    model = GIN()
-    model.initialize(mx.init.Xavier())
-    tr = gluon.Trainer(model.collect_params(), "adam", {"learning_rate": 0.01})
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    for epoch in range(40):
-        for i in range(0, len(train), 20):
-            chunk = train[i:i + 20]
-            bg = batch([g for g, _ in chunk])
-            y = mx.nd.array([k for _, k in chunk])
-            with autograd.record():
-                loss = loss_fn(model(bg, bg.ndata["feat"]), y).mean()
-            loss.backward()
-            tr.step(1)
-    bg = batch([g for g, _ in test])
-    pred = model(bg, bg.ndata["feat"]).argmax(axis=1).asnumpy()
-    acc = (pred == np.array([k for _, k in test])).mean()
-    assert acc >= 0.9, acc
 
 
 def test_batch_unbatch_and_readouts():
