@@ -72,11 +72,15 @@ def _parallel(fn, n):
     list(_POOL.map(fn, range(n)))
 
 
-class _SpMMe(mx.operator.CustomOp):
+class _GraphOp(mx.operator.CustomOp):
+    """A custom operator bound to a registered graph topology."""
+
     def __init__(self, key):
         super().__init__()
         self.t = _TOPOLOGIES[key]
 
+
+class _SpMMe(_GraphOp):
     def forward(self, is_train, req, in_data, out_data, aux):
         x, e = in_data[0].asnumpy(), in_data[1].asnumpy()
         out = np.empty((self.t.num_dst,) + x.shape[1:], np.float32)
@@ -104,11 +108,7 @@ class _SpMMe(mx.operator.CustomOp):
         self.assign(in_grad[1], req[1], mx.nd.array(de))
 
 
-class _SegmentMax(mx.operator.CustomOp):
-    def __init__(self, key):
-        super().__init__()
-        self.t = _TOPOLOGIES[key]
-
+class _SegmentMax(_GraphOp):
     def forward(self, is_train, req, in_data, out_data, aux):
         m = in_data[0].asnumpy()
         t = self.t
@@ -133,11 +133,7 @@ class _SegmentMax(mx.operator.CustomOp):
         self.assign(in_grad[0], req[0], mx.nd.array(dm))
 
 
-class _EdgeSoftmax(mx.operator.CustomOp):
-    def __init__(self, key):
-        super().__init__()
-        self.t = _TOPOLOGIES[key]
-
+class _EdgeSoftmax(_GraphOp):
     def forward(self, is_train, req, in_data, out_data, aux):
         t = self.t
         s = in_data[0].asnumpy()
@@ -161,11 +157,7 @@ class _EdgeSoftmax(mx.operator.CustomOp):
         self.assign(in_grad[0], req[0], mx.nd.array(ds))
 
 
-class _SegmentSum(mx.operator.CustomOp):
-    def __init__(self, key):
-        super().__init__()
-        self.t = _TOPOLOGIES[key]
-
+class _SegmentSum(_GraphOp):
     def forward(self, is_train, req, in_data, out_data, aux):
         m = in_data[0].asnumpy()
         t = self.t

@@ -32,6 +32,15 @@ def _merge(defaults, config):
     return cfg
 
 
+def _record(history, logger, log, epoch, loss, acc, t0):
+    """Append, log and print one evaluation record."""
+    rec = {"epoch": epoch + 1, "loss": float(loss.asscalar()), "test_acc": float(acc),
+           "elapsed_s": round(time.time() - t0, 3)}
+    history.append(rec)
+    logger.log(**rec)
+    log(f"epoch {epoch + 1:4d}  loss {rec['loss']:.4f}  test acc {rec['test_acc']:.4f}")
+
+
 def _save_averaged(net, trainer, comm, out):
     """Every worker joins the averaging (a collective); rank 0 writes the model."""
     with trainer.averaged():
@@ -106,12 +115,7 @@ def train_node_classification(config, comm, log=print):
         if (epoch + 1) % 10 == 0 or epoch + 1 == cfg["epochs"]:
             with trainer.averaged():
                 pred = net(g, feat).argmax(axis=1).asnumpy()
-            acc = float((pred[test] == labels.asnumpy()[test]).mean())
-            rec = {"epoch": epoch + 1, "loss": float(loss.asscalar()), "test_acc": acc,
-                   "elapsed_s": round(time.time() - t0, 3)}
-            history.append(rec)
-            logger.log(**rec)
-            log(f"epoch {epoch + 1:4d}  loss {rec['loss']:.4f}  test acc {acc:.4f}")
+            _record(history, logger, log, epoch, loss, (pred[test] == labels.asnumpy()[test]).mean(), t0)
     logger.close()
     _save_averaged(net, trainer, comm, cfg["out"])
     if comm.rank == 0:
@@ -151,6 +155,7 @@ def train_graph_classification(config, comm, log=print):
                                  period=cfg["period"], communicator=comm)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     B = cfg["batch_size"] * comm.size
+    test_bg = batch([graphs[j] for j in test])  # built once, evaluated every 10 epochs
     history, t0 = [], time.time()
     os.makedirs(cfg["out"], exist_ok=True)
     logger = JsonLinesLogger(os.path.join(cfg["out"], "log.jsonl") if comm.rank == 0 else None, mode="w")
@@ -164,15 +169,9 @@ def train_graph_classification(config, comm, log=print):
             loss.backward()
             trainer.step(1)
         if (epoch + 1) % 10 == 0 or epoch + 1 == cfg["epochs"]:
-            bg = batch([graphs[j] for j in test])
             with trainer.averaged():
-                pred = net(bg, bg.ndata["feat"]).argmax(axis=1).asnumpy()
-            acc = float((pred == labels[test]).mean())
-            rec = {"epoch": epoch + 1, "loss": float(loss.asscalar()), "test_acc": acc,
-                   "elapsed_s": round(time.time() - t0, 3)}
-            history.append(rec)
-            logger.log(**rec)
-            log(f"epoch {epoch + 1:4d}  loss {rec['loss']:.4f}  test acc {acc:.4f}")
+                pred = net(test_bg, test_bg.ndata["feat"]).argmax(axis=1).asnumpy()
+            _record(history, logger, log, epoch, loss, (pred == labels[test]).mean(), t0)
     logger.close()
     _save_averaged(net, trainer, comm, cfg["out"])
     return {"test_acc": history[-1]["test_acc"], "history": history}
