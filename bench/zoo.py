@@ -8,6 +8,7 @@ HTTP server. Writes bench/results/zoo.json and prints a table.
 import functools
 import http.server
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -18,13 +19,15 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 
 class ThrottledHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves files at about ``rate`` bytes/s (a 1 Gbit/s link by default)."""
-    rate = 125e6
+    """Serves files at about ``rate`` bytes/s (0: as fast as it can)."""
+    rate = 0
 
     def log_message(self, *args):
         pass
 
     def copyfile(self, source, outputfile):
+        if not self.rate:
+            return super().copyfile(source, outputfile)
         t0, sent = time.perf_counter(), 0
         for chunk in iter(lambda: source.read(1 << 18), b""):
             outputfile.write(chunk)
@@ -32,6 +35,15 @@ class ThrottledHandler(http.server.SimpleHTTPRequestHandler):
             ahead = sent / self.rate - (time.perf_counter() - t0)
             if ahead > 0:
                 time.sleep(ahead)
+
+
+def serve(directory, rate):
+    """Serve ``directory`` on a free loopback port (printed on stdout) until killed."""
+    ThrottledHandler.rate = float(rate)
+    httpd = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(ThrottledHandler, directory=directory))
+    print(httpd.server_address[1], flush=True)
+    httpd.serve_forever()
 
 
 def median_time(fn, reps):
@@ -70,23 +82,23 @@ def main():
     write_json(card, {"name": "bench_mlp", "architecture": "6x Dense(2048)", "command": "bench/zoo.py",
                       "hyperparameters": {}, "metric": {}, "training_log": "-"})
     store = os.path.join(tmp, "store")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=store)
-    http.server.SimpleHTTPRequestHandler.log_message = lambda *a: None
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    os.makedirs(store)
+    # the static servers run as their own processes, as a real one would (an in-process server
+    # would share the interpreter lock with the client being measured)
+    servers, url = [], None
+    for rate in (0, 125e6):
+        p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", store, str(rate)],
+                             stdout=subprocess.PIPE, text=True)
+        servers.append((p, f"http://127.0.0.1:{int(p.stdout.readline())}"))
+    url, turl = servers[0][1], servers[1][1]
     rec = publish(ckpt, "bench_mlp", card, store, url=url)
     size_mb = rec["size"] / 1e6
 
     # download throughput: plain requests stream vs the store (fresh cache each time), alternating;
-    # once from a plain loopback server (CPU-bound: both ends share 2 cores) and once from a server
-    # limited to 1 Gbit/s
+    # once from an unlimited loopback server (CPU-bound: server, client and hash share the cores)
+    # and once from a server limited to 1 Gbit/s
     import numpy as np
     from gluon_suite.model_zoo.store import checkpoint_path
-    throttled = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(ThrottledHandler, directory=store))
-    threading.Thread(target=throttled.serve_forever, daemon=True).start()
-    turl = f"http://127.0.0.1:{throttled.server_address[1]}"
     download = {}
     for label, base, reps in (("loopback", url, 9), ("1gbit", turl, 3)):
         os.environ["GLUON_SUITE_REPO"] = base
@@ -95,9 +107,12 @@ def main():
             out = os.path.join(tmp, f"plain{i}.bin")
             t0 = time.perf_counter()
             with requests.get(f"{base}/{rec['file_name']}", stream=True) as r, open(out, "wb") as f:
+                r.raise_for_status()
                 for chunk in r.iter_content(1 << 20):
                     f.write(chunk)
             plain.append(time.perf_counter() - t0)
+            assert os.path.getsize(out) == rec["size"], "the plain stream got a different file"
+
             os.unlink(out)
             purge()
             os.sync()  # start both from a clean page-cache writeback state
@@ -109,7 +124,6 @@ def main():
         download[label] = {"plain_requests_s": p_s, "store_s": o_s, "plain_MBps": size_mb / p_s,
                            "store_MBps": size_mb / o_s, "ratio": p_s / o_s}
     del os.environ["GLUON_SUITE_REPO"]
-    throttled.shutdown()
 
     # warm cache: get_model(pretrained=True) vs building + load_parameters on the cached file
     path = checkpoint_path("bench_mlp")
@@ -123,16 +137,31 @@ def main():
         warm.append(median_time(lambda: get_model("bench_mlp", pretrained=True), 1))
         bare_t.append(median_time(bare, 1))
     warm_s, bare_s = float(np.median(warm)), float(np.median(bare_t))
-    httpd.shutdown()
+    for p, _ in servers:
+        p.kill()
+        p.wait()
+
+    # the floor on a CPU-bound link: SHA-256 of the file alone, from memory
+    import hashlib
+    data = memoryview(open(path, "rb").read())
+    hash_t = []
+    for _ in range(5):
+        h, t0 = hashlib.sha256(), time.perf_counter()
+        for i in range(0, len(data), 1 << 20):
+            h.update(data[i:i + (1 << 20)])
+        hash_t.append(time.perf_counter() - t0)
+    hash_s = float(np.median(hash_t))
 
     result = {"benchmark": "zoo", "date": time.strftime("%Y-%m-%d"), "checkpoint_mb": size_mb,
               "cpu_count": os.cpu_count(),
               "download": download,
               "download_note": "store time includes the streamed sha256 check, lock and atomic rename",
+              "sha256_alone_s": hash_s, "sha256_alone_MBps": size_mb / hash_s,
               "warm_cache": {"get_model_pretrained_s": warm_s, "bare_load_parameters_s": bare_s,
                              "ratio": warm_s / bare_s}}
     write_json(os.path.join(HERE, "results", "zoo.json"), result)
     w = result["warm_cache"]
+    print(f"sha256 of the file alone, from memory: {hash_s * 1e3:.0f} ms ({size_mb / hash_s:.0f} MB/s)")
     print(f"checkpoint {size_mb:.1f} MB on a loopback HTTP server")
     for label, d in download.items():
         print(f"download ({label}): store {d['store_MBps']:.0f} MB/s vs plain requests "
@@ -143,4 +172,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--serve"]:
+        serve(sys.argv[2], sys.argv[3])
+    else:
+        main()

@@ -217,10 +217,19 @@ def _stream(url, dest, model):
                 raise ZooError(f"model '{model}': download of {url} failed with HTTP {r.status_code} "
                                f"{r.reason}; check GLUON_SUITE_REPO and that the store holds this file")
             total = int(r.headers.get("content-length") or 0) or None
+            r.raw.decode_content = True  # a gzip-encoded response is hashed as the file it carries
+            # two reusable buffers: the socket fills one while the helper thread writes and hashes
+            # the other (no per-chunk allocation, no copies beyond the kernel's)
+            bufs, k = (bytearray(_CHUNK), bytearray(_CHUNK)), 0
             with _progress(total, os.path.basename(parsed.path)) as bar:
-                for chunk in r.iter_content(_CHUNK):
-                    dest.write(chunk)
-                    bar.update(len(chunk))
+                while True:
+                    view = memoryview(bufs[k])
+                    n = r.raw.readinto(view)
+                    if not n:
+                        break
+                    dest.write(view[:n])
+                    bar.update(n)
+                    k ^= 1
     except requests.exceptions.Timeout:
         raise _Retry("timed out (the server stalled)") from None
     except requests.exceptions.ConnectionError as exc:
@@ -230,9 +239,9 @@ def _stream(url, dest, model):
 
 
 class _HashingWriter:
-    """A file wrapper that hashes what is written, so a download is verified as it streams. The
-    hash of chunk k runs on a helper thread (hashlib releases the GIL) while chunk k+1 arrives, so
-    verification costs almost nothing on top of the transfer."""
+    """A file wrapper that writes and hashes on a helper thread (file writes and hashlib release the
+    GIL), so chunk k is stored and verified while chunk k+1 arrives. A caller that passes a reusable
+    buffer must alternate between two: ``write`` returns once the *previous* chunk is done."""
 
     def __init__(self, f, algo):
         from concurrent.futures import ThreadPoolExecutor
@@ -240,18 +249,26 @@ class _HashingWriter:
         self._pool = ThreadPoolExecutor(max_workers=1)
         self._pending = None
 
+    def _store(self, chunk):
+        view = memoryview(chunk)
+        while view:  # an unbuffered file may take a chunk in several writes
+            view = view[self.f.write(view):]
+        self.h.update(chunk)
+
     def write(self, chunk):
-        self.f.write(chunk)
+        self.flush()
         self.n += len(chunk)
+        self._pending = self._pool.submit(self._store, chunk)
+
+    def flush(self):
+        """Wait until everything written so far is stored and hashed."""
         if self._pending is not None:
-            self._pending.result()
-        self._pending = self._pool.submit(self.h.update, chunk)
+            pending, self._pending = self._pending, None
+            pending.result()
 
     def hexdigest(self):
-        """The digest of everything written (waits for the last chunk)."""
-        if self._pending is not None:
-            self._pending.result()
-            self._pending = None
+        """The digest of everything written."""
+        self.flush()
         self._pool.shutdown()
         return self.h.hexdigest()
 
@@ -272,10 +289,12 @@ def download(url, path, model, expect=None):
         try:
             # no fsync: a cached file is checked (size, stamp, hash) before every use
             with atomic_path(path, durable=False) as tmp:
-                with open(tmp, "wb") as f:
+                with open(tmp, "wb", buffering=0) as f:
                     w = _HashingWriter(f, _algo(expect) if expect else "sha256")
-                    _stream(url, w, model)
-                digest = w.hexdigest()
+                    try:
+                        _stream(url, w, model)
+                    finally:
+                        digest = w.hexdigest()  # the helper thread is done before the file closes
                 if expect is not None:
                     _check_download(w.n, digest, expect, url, model)
             if expect is not None:
