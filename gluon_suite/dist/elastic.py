@@ -52,12 +52,20 @@ class ElasticSampler:
 
     def next_batch(self, batch_size):
         """This worker's indices for the next global step, and the global step's sample count;
-        ``(None, 0)`` when the epoch is done. Call ``advance(count)`` after the step."""
+        ``(None, 0)`` when the epoch is done. Step the trainer with ``step_size(count)`` and call
+        ``advance(count)`` after the step."""
         rest = self.order()[self.processed:]
         if len(rest) == 0:
             return None, 0
         glob = rest[:batch_size * self.size]
         return glob[self.rank::self.size], len(glob)
+
+    def step_size(self, count):
+        """The ``batch_size`` to pass to ``trainer.step`` for a global step of ``count`` samples:
+        ``count / size``. At the end of an epoch the workers' shares may differ by one sample;
+        normalising every worker's gradient sum by the same number keeps the averaged gradient
+        the mean over the global batch, and identical on every worker."""
+        return count / self.size
 
     def advance(self, count):
         """Mark ``count`` more samples of the epoch as processed (by all workers together)."""
@@ -87,17 +95,32 @@ class GluonState(State):
         for k, v in counters.items():
             setattr(self, k, v)
         self.resets = 0
+        self._create_optimizer_states()
         super().__init__(bcast_object=self._bcast_object_json, get_rank=hvd.rank)
         self.save()
 
-    # JSON broadcast (never pickle): the State base uses it for host-update messages too
+    # JSON broadcast (never pickle): the State base uses it for host-update messages too. Names
+    # are fixed (never numbered per reset): a worker that joins late must use the same names.
     def _bcast_object_json(self, obj):
         return self.trainer.communicator.broadcast_object(
-            obj if not isinstance(obj, tuple) else list(obj), name=f"elastic.obj.{self.resets}")
+            obj if not isinstance(obj, tuple) else list(obj), name="elastic.obj")
+
+    def _schedule(self):
+        return getattr(self.trainer._optimizer, "lr_scheduler", None)
 
     def _params(self):
         p = self.net.collect_params()
         return [p[n] for n in self._names]
+
+    def _create_optimizer_states(self):
+        # the optimizer creates its state (momentum, moments) at a parameter's first update; a
+        # worker that joins a running job has none yet, so create them all now, as the updater
+        # would, and every worker holds the same list of arrays to broadcast
+        upd, opt = self.trainer._updaters[0], self.trainer._optimizer
+        for i, p in enumerate(self.trainer._params):
+            if p.grad_req != "null" and i not in upd.states:
+                upd.states[i] = opt.create_state_multi_precision(i, p.data())
+                upd.states_synced[i] = True
 
     def _opt_arrays(self):
         upd = self.trainer._updaters[0]
@@ -115,7 +138,9 @@ class GluonState(State):
         self._saved_meta = {"counters": {k: getattr(self, k) for k in self._counters},
                             "sampler": self.sampler.state_dict() if self.sampler else None,
                             "step_count": self.trainer._step_count, "num_update": opt.num_update,
-                            "index_update_count": dict(opt._index_update_count)}
+                            "index_update_count": dict(opt._index_update_count),
+                            "schedule": self._schedule().state_dict()
+                            if hasattr(self._schedule(), "state_dict") else None}
 
     def restore(self):
         """Go back to the last commit."""
@@ -135,35 +160,45 @@ class GluonState(State):
         opt.num_update = meta["num_update"]
         opt._index_update_count.clear()
         opt._index_update_count.update({int(k): v for k, v in meta["index_update_count"].items()})
+        if meta.get("schedule") is not None:
+            self._schedule().load_state_dict(meta["schedule"])
 
     def sync(self):
         """Make every worker hold rank 0's committed state (new workers included)."""
+        comm = self._adopt_world()
+        for k, p in enumerate(self._params()):
+            comm.broadcast_(p.data(), 0, name=f"elastic.p{k}")
+        for k, a in enumerate(self._opt_arrays()):  # the same list everywhere (created up front)
+            comm.broadcast_(a, 0, name=f"elastic.o{k}")
+        for key, arr in self.trainer._algo.state_arrays().items():
+            arr[:] = 0  # error-feedback residuals restart after a resize
+        meta = comm.broadcast_object({**self._saved_meta, "index_update_count": {
+            str(k): v for k, v in self._saved_meta["index_update_count"].items()}}, name="elastic.meta")
+        self._apply_meta(meta)
+        self._adopt_world()
+        mx.nd.waitall()
+        self.save()
+        self.resets += 1
+
+    def reset(self):
+        """After Horovod re-initialised (before ``sync``, which Horovod skips when workers only
+        left): take the new world over."""
+        self._adopt_world()
+
+    def _adopt_world(self):
+        """Point the trainer at the current Horovod world, re-shard the sampler and tell the
+        schedule the new global batch (idempotent)."""
         from .comm import HorovodCommunicator
         comm = HorovodCommunicator()
         self.trainer._comm = comm
         self.trainer._algo.comm = comm
-        tag = f"elastic.{self.resets}"
-        for k, p in enumerate(self._params()):
-            comm.broadcast_(p.data(), 0, name=f"{tag}.p{k}")
-        # optimizer states exist on a worker only after its first update: broadcast their layout
-        n_opt = comm.broadcast_object(len(self._opt_arrays()), name=f"{tag}.nopt")
-        if len(self._opt_arrays()) == n_opt:
-            for k, a in enumerate(self._opt_arrays()):
-                comm.broadcast_(a, 0, name=f"{tag}.o{k}")
-        for key, arr in self.trainer._algo.state_arrays().items():
-            arr[:] = 0  # error-feedback residuals restart after a resize
-        meta = comm.broadcast_object({**self._saved_meta, "index_update_count": {
-            str(k): v for k, v in self._saved_meta["index_update_count"].items()}}, name=f"{tag}.meta")
-        self._apply_meta(meta)
         if self.sampler:
             self.sampler.reshard(comm.rank, comm.size)
-        sched = getattr(self.trainer._optimizer, "lr_scheduler", None)
+        sched = self._schedule()
         if sched is not None and hasattr(sched, "set_global_batch") and self.batch_size:
             # the new batch applies from the next update on: that update is the ramp's first step
             sched.set_global_batch(self.batch_size * comm.size, self.trainer._optimizer.num_update + 1)
-        mx.nd.waitall()
-        self.save()
-        self.resets += 1
+        return comm
 
 
 def _reset():

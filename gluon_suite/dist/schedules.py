@@ -149,7 +149,7 @@ class ElasticRamp(LRScheduler):
         step it was asked about)."""
         if batch < 1:
             raise ValueError(f"global batch must be >= 1, got {batch}")
-        if batch == self.batch and self.t0 is None:
+        if batch == self.batch:  # nothing changed (also: a repeated call never restarts a ramp)
             return
         t0 = self.last_t if step is None else step
         self.lr0 = self(t0) if t0 > 0 else self.target(1)

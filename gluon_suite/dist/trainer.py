@@ -18,6 +18,7 @@ no pickle.
 import contextlib
 import json
 import time
+import os
 import types
 from collections import OrderedDict
 
@@ -83,7 +84,9 @@ class DistributedTrainer(gluon.Trainer):
     # --- initial broadcast --------------------------------------------------------------------
     def _broadcast_initial(self):
         comm = self._comm
-        if comm.size == 1:
+        if comm.size == 1 or os.environ.get("HOROVOD_ELASTIC") == "1":
+            # elastic jobs: GluonState.sync() broadcasts everything on every (re)start; a broadcast
+            # here would be matched by no other worker when this one joins a running job
             return
         for i, p in enumerate(self._params):
             name = f"{self._prefix}init.{i}"

@@ -1,5 +1,6 @@
 """Worker of tests/dist/test_elastic.py: an elastic digits MLP job; with KILL=1 the worker of
-rank 2 kills itself with SIGKILL in the middle of epoch 2 (once)."""
+rank 2 kills itself with SIGKILL in the middle of epoch 2 (once); with ADD=1 rank 0 adds the host
+ADD_HOST to the discovery file in the middle of epoch 2 (once)."""
 import json, os, signal, sys
 import mxnet as mx, numpy as np
 from mxnet import autograd, gluon
@@ -10,6 +11,8 @@ from gluon_suite.dist.elastic import ElasticSampler, GluonState, run
 from gluon_suite.dist.schedules import ElasticRamp
 
 OUT = os.environ["OUT"]; E = 3; B = 16
+if os.environ.get("HANG_DUMP"):
+    import faulthandler; faulthandler.dump_traceback_later(int(os.environ["HANG_DUMP"]), repeat=False)
 hvd.init()
 xtr, ytr = load_digits("train"); xte, yte = load_digits("test")
 xtr, xte = xtr.reshape(len(xtr), -1), xte.reshape(len(xte), -1)
@@ -24,8 +27,17 @@ sampler = ElasticSampler(len(ytr), seed=1)
 state = GluonState(net, tr, sampler, batch_size=B, epoch=0, seen=[], cur=[], sizes=[], lrs=[])
 loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
 
+joins = []  # after every (re)start: epoch, position and the largest parameter gap to rank 0
+
+
 @run
 def train(state):
+    flat = np.concatenate([p.data().asnumpy().ravel() for _, p in sorted(net.collect_params().items())])
+    ref = mx.nd.array(flat)
+    hvd.broadcast_(ref, 0, name="join.check")
+    joins.append({"size": hvd.size(), "epoch": state.epoch, "processed": sampler.processed,
+                  "num_update": tr._optimizer.num_update, "steps_done": len(state.lrs),
+                  "max_param_diff_to_rank0": float(np.abs(ref.asnumpy() - flat).max())})
     while state.epoch < E:
         if sampler.epoch != state.epoch:
             sampler.set_epoch(state.epoch)
@@ -37,8 +49,10 @@ def train(state):
             with autograd.record():
                 loss = loss_fn(net(mx.nd.array(xtr[idx])), mx.nd.array(ytr[idx]))
             loss.backward()
-            tr.step(len(idx))
+            tr.step(sampler.step_size(cnt))
             mx.nd.waitall()
+            if os.environ.get("STEP_SLEEP"):
+                import time; time.sleep(float(os.environ["STEP_SLEEP"]))
             sampler.advance(cnt)
             state.cur = state.cur + glob.tolist()
             state.sizes = state.sizes + [hvd.size()]
@@ -47,6 +61,16 @@ def train(state):
                     and not os.path.exists(OUT + "/killed"):
                 open(OUT + "/killed", "w").close()
                 os.kill(os.getpid(), signal.SIGKILL)
+            if os.environ.get("ADD") == "1" and state.epoch == 1 and hvd.size() == 2 and sampler.processed > 400:
+                if hvd.rank() == 0:
+                    with open(OUT + "/hosts.txt", "a") as f:
+                        f.write(os.environ["ADD_HOST"] + ":1\n")
+                # every worker waits (committed) until Horovod reports the new host: the join then
+                # happens at this step on every run, however slowly the new process starts
+                state.commit()
+                while True:
+                    state.check_host_updates()
+                    import time; time.sleep(0.2)
             state.commit()
         state.seen = state.seen + [state.cur]
         state.cur = []
@@ -59,6 +83,6 @@ acc = float((net(mx.nd.array(xte)).argmax(axis=1).asnumpy() == yte).mean())
 flat = np.concatenate([p.data().asnumpy().ravel() for _, p in sorted(net.collect_params().items())])
 ref = mx.nd.array(flat); hvd.broadcast_(ref, 0, name="final.check")
 json.dump({"rank": hvd.rank(), "size": hvd.size(), "acc": acc, "seen": state.seen, "sizes": state.sizes,
-           "lrs": state.lrs,
+           "lrs": state.lrs, "joins": joins,
            "max_param_diff_to_rank0": float(np.abs(ref.asnumpy() - flat).max())},
           open(f"{OUT}/rank{hvd.rank()}.json", "w"))

@@ -1,5 +1,6 @@
 """Elastic training on real `horovodrun` elastic jobs on loopback: a worker killed with SIGKILL
-mid-epoch, the job finishes on the survivors with every sample of every epoch seen once."""
+mid-epoch (the job finishes on the survivors with every sample of every epoch seen once) and a
+worker added by the discovery script mid-run (it starts from the current state)."""
 import json
 import os
 import socket
@@ -14,28 +15,59 @@ from ..conftest import HOROVODRUN, REPO
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_job(tmp_path, kill):
-    out = tmp_path / ("killed" if kill else "full")
+def run_job(tmp_path, kill=False, add=False):
+    out = tmp_path / ("killed" if kill else "added" if add else "full")
     out.mkdir()
     # one slot per host name: Horovod blacklists a failed *host*, so the names must differ
-    (out / "hosts.txt").write_text(f"localhost:1\n127.0.0.1:1\n{socket.gethostname()}:1\n")
+    names = ["localhost", "127.0.0.1", socket.gethostname()]
+    start = names[:2] if add else names
+    (out / "hosts.txt").write_text("".join(f"{h}:1\n" for h in start))
     disc = out / "discover.sh"
     disc.write_text(f"#!/bin/sh\ncat {out / 'hosts.txt'}\n")
     disc.chmod(0o755)
-    env = dict(os.environ, OUT=str(out), KILL="1" if kill else "0", OMP_NUM_THREADS="1",
-               MXNET_CPU_WORKER_NTHREADS="1", PYTHONPATH=REPO)
-    p = subprocess.run([HOROVODRUN, "-np", "3", "--min-np", "2", "--max-np", "3", "--host-discovery-script",
-                        str(disc), "--network-interface", "lo", "--gloo", sys.executable,
-                        os.path.join(HERE, "_elastic_job.py")], env=env, capture_output=True, text=True,
-                       timeout=600)
+    env = dict(os.environ, OUT=str(out), KILL="1" if kill else "0", ADD="1" if add else "0",
+               ADD_HOST=names[2], OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1", PYTHONPATH=REPO)
+    p = subprocess.run([HOROVODRUN, "-np", str(len(start)), "--min-np", "2", "--max-np", "3",
+                        "--host-discovery-script", str(disc), "--network-interface", "lo", "--gloo",
+                        sys.executable, os.path.join(HERE, "_elastic_job.py")], env=env,
+                       capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     return out, [json.load(open(f)) for f in sorted(out.glob("rank*.json"))]
+
+
+@pytest.mark.horovod
+def test_worker_added_mid_run_starts_from_the_current_state(tmp_path):
+    out, res = run_job(tmp_path, add=True)
+    assert len(res) == 3 and all(r["size"] == 3 for r in res)          # the job grew to 3
+    new = res[2]
+    assert len(new["joins"]) == 1                                      # the newcomer started once ...
+    join = new["joins"][0]
+    old_join = res[0]["joins"][-1]                                     # ... where the others resumed
+    assert join["size"] == old_join["size"] == 3
+    # the state it received before its first step: epoch (mid epoch 2), sample position, updates
+    assert (join["epoch"], join["processed"], join["num_update"]) == \
+        (old_join["epoch"], old_join["processed"], old_join["num_update"])
+    assert join["epoch"] == 1 and 0 < join["processed"] < 1438 and join["num_update"] == join["steps_done"] > 0
+    for r in res:
+        assert all(j["max_param_diff_to_rank0"] == 0.0 for j in r["joins"])   # identical after each reset
+        assert r["max_param_diff_to_rank0"] == 0.0                            # and at the end
+        assert len(r["seen"]) == 3                                            # epoch counter right
+        for epoch in r["seen"]:
+            assert sorted(epoch) == list(range(1438))                         # every sample once
+    # the learning rate ramps from the 2- to the 3-worker value over K = 5 steps
+    lrs = np.array(res[0]["lrs"])
+    small, big, K = 0.05 * 2 / 3, 0.05, 5
+    t = join["steps_done"]
+    assert np.allclose(lrs[:t], small) and np.allclose(lrs[t + K - 1:], big)
+    ramp = lrs[t - 1:t + K]
+    assert np.all(np.diff(ramp) > 0) and np.diff(ramp).max() <= (big - small) / K + 1e-9
+    assert np.allclose(new["lrs"], lrs)                                        # the newcomer's too
 
 
 @pytest.mark.long
 @pytest.mark.horovod
 def test_sigkill_mid_epoch_finishes_on_two_with_every_sample_once(tmp_path):
-    full_dir, full = run_job(tmp_path, kill=False)
+    full_dir, full = run_job(tmp_path)
     out, res = run_job(tmp_path, kill=True)
     assert (out / "killed").exists()
     assert len(res) == 2 and all(r["size"] == 2 for r in res)          # finished on the survivors
