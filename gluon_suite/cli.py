@@ -196,6 +196,11 @@ def _cmd_whatif(args):
     return 0
 
 
+def _cmd_launch(args):
+    from .dist.launch import launch
+    return launch(args)
+
+
 def build_parser():
     """The argument parser of ``gluon-suite``."""
     p = argparse.ArgumentParser(prog="gluon-suite", description=__doc__.split("\n")[0])
@@ -231,6 +236,15 @@ def build_parser():
     zr = zsub.add_parser("purge", help="delete the checkpoint cache")
     zr.add_argument("--root", help=root_help)
     zr.set_defaults(func=_cmd_zoo_purge)
+
+    pl = sub.add_parser("launch", help="start a (possibly elastic) Horovod job, with checks and one-line errors",
+                        description="Start a Horovod job over Gloo; elastic with --min-np/--max-np and a "
+                        "host-discovery script. Example: gluon-suite launch --min-np 2 --max-np 3 "
+                        "--host-discovery-script scripts/dist/discover_hosts.sh --network-interface lo "
+                        "-- python scripts/cv/train_classification.py --elastic")
+    from .dist.launch import add_arguments
+    add_arguments(pl)
+    pl.set_defaults(func=_cmd_launch)
 
     pw = sub.add_parser("whatif", help="predict scaling factor and needed compression for a model on a network")
     pw.add_argument("--model", help="zoo model to profile on this CPU (or give the compute times)")

@@ -40,7 +40,9 @@ DEFAULTS = {
     "seed": 0, "out": "runs/classification", "resume": "none", "num_workers": 0,
     "progress": True, "publish": None, "publish_name": None, "publish_url": None, "card": None,
     "stop_after_epochs": None, "profile_comm": False, "link_mbit": None,
+    "elastic": False, "commit_every": 20, "ramp_steps": 50, "ref_workers": None,
 }
+_VIRTUAL = 1000  # elastic schedules run over epochs: this many virtual steps per epoch
 
 
 def check_config(cfg, comm):
@@ -65,6 +67,16 @@ def check_config(cfg, comm):
         raise UserError(f"--resume takes none, auto or a run folder; {cfg['resume']} is none of these")
     if not 0 <= float(cfg["label_smoothing"]) < 1 or float(cfg["mixup"]) < 0:
         raise UserError("label_smoothing must be in [0, 1) and mixup (the Beta alpha) >= 0")
+    if cfg["elastic"]:
+        if os.environ.get("HOROVOD_ELASTIC") != "1":
+            raise UserError("--elastic needs an elastic launch: gluon-suite launch --min-np N --max-np M "
+                            "--host-discovery-script S -- python scripts/cv/train_classification.py --elastic")
+        if cfg["global_batch_size"]:
+            raise UserError("--elastic keeps the per-worker batch fixed (the global batch follows the "
+                            "worker count); use --batch-size, not --global-batch-size")
+        for key in ("commit_every", "ramp_steps"):
+            if int(cfg[key]) < 1:
+                raise UserError(f"{key} must be >= 1, got {cfg[key]}")
     resolve(cfg["model"])  # unknown model: error with close matches now, not after loading data
     return per_worker
 
@@ -115,6 +127,113 @@ def _evaluate(net, test, comm, batch=256):
     return float(counts[0] / max(counts[1], 1))
 
 
+def _forward_backward(net, loss_fn, x, y, classes, smooth, alpha):
+    """Forward (with label smoothing and mixup when asked) and backward; returns (output, loss)."""
+    target = y
+    if smooth or alpha:
+        target = mx.nd.one_hot(y, classes, on_value=1 - smooth + smooth / classes, off_value=smooth / classes)
+    if alpha:
+        lam = float(np.random.beta(alpha, alpha))
+        x = lam * x + (1 - lam) * x[::-1]
+        target = lam * target + (1 - lam) * target[::-1]
+    with autograd.record():
+        outp = net(x)
+        loss = loss_fn(outp, target)
+    loss.backward()
+    return outp, loss
+
+
+def _train_elastic(cfg, net, trainer, sampler, train, test, classes, per_worker, log):
+    """The elastic form of the recipe: workers may join, leave or die (``--elastic``).
+
+    The job state (model, optimizer, schedule, sample position, counters) is committed every
+    ``commit_every`` steps and at each epoch end and restored/broadcast on every resize. Whoever
+    is rank 0 at an epoch's end writes the log line and the checkpoint (``last.rank0.*`` and
+    ``state.json`` with ``"elastic": true``), which ``--resume`` accepts with any worker count.
+    """
+    from mxnet.gluon.data.dataloader import default_batchify_fn
+
+    from ..dist.elastic import train_elastic
+    out = cfg["out"]
+    smooth, alpha = float(cfg["label_smoothing"]), float(cfg["mixup"])
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=not (smooth or alpha))
+    counters = {"loss_sum": 0.0, "correct": 0.0, "seen": 0.0, "best_acc": -1.0, "history": [],
+                "sizes": []}
+    start = {}
+    resume = _resume_folder(cfg)
+    if resume:
+        with open(os.path.join(resume, "state.json"), encoding="utf-8") as f:
+            saved = json.load(f)
+        if not saved.get("elastic"):
+            raise UserError(f"{resume} is not an elastic run's checkpoint; resume it without --elastic")
+        net.load_parameters(os.path.join(resume, "last.rank0.params"))
+        trainer.load_states(os.path.join(resume, "last.rank0.states"))
+        counters.update(best_acc=saved["best_acc"], history=saved["history"])
+        start = {"epoch": saved["epoch"], "step": saved["step"]}
+        if trainer.communicator.rank == 0:
+            log(f"resumed from {resume} after epoch {saved['epoch']}")
+    elif trainer.communicator.rank == 0:
+        for f in ("log.jsonl", "summary.csv", "state.json"):
+            if os.path.exists(os.path.join(out, f)):
+                os.unlink(os.path.join(out, f))
+    t_start = time.time()
+
+    def train_step(state, idx, step_size):
+        if not state.sizes or state.sizes[-1][1] != trainer.communicator.size:
+            state.sizes = state.sizes + [[state.step, trainer.communicator.size]]
+        _seed(cfg["seed"], state.step, trainer.communicator.rank)
+        x, y = default_batchify_fn([train[int(i)] for i in idx])
+        mix = alpha if state.epoch < int(cfg["epochs"]) - int(cfg["mixup_off_epochs"]) else 0
+        outp, loss = _forward_backward(net, loss_fn, x, y, classes, smooth, mix)
+        trainer.step(step_size)
+        state.loss_sum += float(loss.sum().asscalar())
+        state.correct += float((outp.argmax(axis=1) == y.astype("float32")).sum().asscalar())
+        state.seen += len(idx)
+
+    def end_epoch(state):
+        comm = trainer.communicator
+        with trainer.averaged():
+            acc = _evaluate(net, test, comm)
+        state.best_acc = max(state.best_acc, acc)
+        seen = comm.allreduce(mx.nd.array([state.loss_sum, state.correct, state.seen], dtype="float64"),
+                              average=False, name="elastic.epoch.stats").asnumpy()
+        rec = {"epoch": state.epoch + 1, "train_loss": seen[0] / max(seen[2], 1),
+               "train_acc": seen[1] / max(seen[2], 1), "test_acc": acc, "best_acc": state.best_acc,
+               "lr": trainer.learning_rate, "workers": comm.size, "global_batch": per_worker * comm.size,
+               "step": state.step, "elapsed_s": round(time.time() - t_start, 3)}
+        state.history = state.history + [rec]
+        state.loss_sum = state.correct = state.seen = 0.0
+        if comm.rank == 0:
+            if acc >= state.best_acc:
+                with atomic_path(os.path.join(out, "best.params")) as tmp:
+                    net.save_parameters(tmp)
+            with atomic_path(os.path.join(out, "last.rank0.params")) as tmp:
+                net.save_parameters(tmp)
+            trainer.save_states(os.path.join(out, "last.rank0.states"))
+            write_json(os.path.join(out, "state.json"), {
+                "epoch": state.epoch + 1, "step": state.step, "best_acc": state.best_acc,
+                "history": state.history, "elastic": True, "workers": comm.size})
+            logger = JsonLinesLogger(os.path.join(out, "log.jsonl"), mode="a")
+            logger.log(**rec)
+            logger.close()
+            CsvSummary(os.path.join(out, "summary.csv")).add(**rec)
+            log(f"epoch {rec['epoch']:3d}  loss {rec['train_loss']:.4f}  test {acc:.4f}  lr {rec['lr']:.4g}  "
+                f"{comm.size} worker(s), global batch {rec['global_batch']}")
+
+    if start:
+        sampler.set_epoch(start["epoch"])
+    state = train_elastic(net, trainer, len(train), per_worker, int(cfg["epochs"]), train_step, end_epoch,
+                          seed=int(cfg["seed"]), commit_every=int(cfg["commit_every"]),
+                          counters=counters, sampler=sampler, start=start)
+    result = {"best_acc": state.best_acc, "final_acc": state.history[-1]["test_acc"] if state.history else None,
+              "history": state.history, "out": out, "published": None, "sizes": state.sizes,
+              "rank": trainer.communicator.rank, "workers": trainer.communicator.size}
+    if trainer.communicator.rank == 0 and cfg["publish"]:
+        result["published"] = publish_run(cfg, state.best_acc, trainer.communicator.size)
+        log(f"published {result['published']['file_name']} into {cfg['publish']}")
+    return result
+
+
 def _ckpt_paths(out, rank):
     return (os.path.join(out, f"last.rank{rank}.params"), os.path.join(out, f"last.rank{rank}.states"),
             os.path.join(out, "state.json"))
@@ -157,7 +276,20 @@ def train_classification(config, comm, log=print):
     if not cfg["wd_on_bn_bias"]:
         exclude_from_weight_decay(net.collect_params())
     steps_per_epoch = len(train) // (per_worker * size)
-    opt_params = {"lr_scheduler": _schedule(cfg, steps_per_epoch), "wd": float(cfg["wd"])}
+    sampler = None
+    if cfg["elastic"]:
+        # Dynamic SGD: the schedule runs over epochs (the same on every worker whatever their
+        # number) and is scaled by global batch / reference batch, ramping over K steps on a resize
+        from ..dist.elastic import ElasticSampler, progress_of
+        from ..dist.schedules import ElasticRamp
+        sampler = ElasticSampler(len(train), seed=int(cfg["seed"]))
+        over_epochs = _schedule(cfg, _VIRTUAL)
+        sched = ElasticRamp(lambda t: over_epochs(int(progress_of(sampler) * _VIRTUAL) + 1),
+                            ref_batch=per_worker * int(cfg["ref_workers"] or size),
+                            ramp_steps=int(cfg["ramp_steps"]), global_batch=per_worker * size)
+    else:
+        sched = _schedule(cfg, steps_per_epoch)
+    opt_params = {"lr_scheduler": sched, "wd": float(cfg["wd"])}
     if cfg["optimizer"] in ("sgd", "nag"):
         opt_params["momentum"] = float(cfg["momentum"])
     trainer = DistributedTrainer(
@@ -167,6 +299,8 @@ def train_classification(config, comm, log=print):
         warmup_steps=int(cfg["compress_warmup"]), seed=int(cfg["seed"]), communicator=comm,
         profile_comm=bool(cfg["profile_comm"]))
     net.hybridize(static_alloc=True)
+    if cfg["elastic"]:
+        return _train_elastic(cfg, net, trainer, sampler, train, test, classes, per_worker, log)
 
     start_epoch, best_acc, history = 0, -1.0, []
     resume = _resume_folder(cfg)
@@ -203,18 +337,7 @@ def train_classification(config, comm, log=print):
         loss_sum = correct = seen = 0.0
         for x, y in progress(loader, total=len(sampler), desc=f"epoch {epoch + 1}/{cfg['epochs']}",
                              enabled=bool(cfg["progress"]) and rank == 0):
-            target = y
-            if smooth or alpha:
-                target = mx.nd.one_hot(y, classes, on_value=1 - smooth + smooth / classes,
-                                       off_value=smooth / classes)
-            if mix:
-                lam = float(np.random.beta(alpha, alpha))
-                x = lam * x + (1 - lam) * x[::-1]
-                target = lam * target + (1 - lam) * target[::-1]
-            with autograd.record():
-                outp = net(x)
-                loss = loss_fn(outp, target)
-            loss.backward()
+            outp, loss = _forward_backward(net, loss_fn, x, y, classes, smooth, alpha if mix else 0)
             trainer.step(per_worker)
             loss_sum += float(loss.sum().asscalar())
             correct += float((outp.argmax(axis=1) == y.astype("float32")).sum().asscalar())

@@ -217,3 +217,60 @@ def run(func):
             # a peer died: MXNet surfaces Horovod's shutdown as its own error
             raise HorovodInternalError(" ".join(str(exc).split())[:300]) from None
     return run_fn(translated, _reset)
+
+
+def progress_of(sampler):
+    """Training progress in epochs (``epoch + processed / n``): the same on every worker whatever
+    their number, so a schedule of it (cosine over epochs, warm-up) needs no step count."""
+    return sampler.epoch + sampler.processed / max(sampler.n, 1)
+
+
+def train_elastic(net, trainer, num_samples, batch_size, epochs, train_step, end_epoch=None,
+                  seed=0, commit_every=20, max_steps=None, counters=None, sampler=None, start=None):
+    """The epoch loop of an elastic job, shared by the recipes.
+
+    Every global step takes this worker's share of the next ``batch_size x workers`` samples of the
+    epoch's shuffled order (``ElasticSampler``) and calls ``train_step(state, idx, step_size)``,
+    which runs forward/backward and ``trainer.step(step_size)``. The state is committed every
+    ``commit_every`` steps and after ``end_epoch(state)`` (evaluation, logs, checkpoints: collectives
+    are allowed there), which runs once per epoch. Training stops after ``epochs`` epochs or
+    ``max_steps`` global steps. ``counters`` (JSON-ready values) become attributes of the returned
+    ``GluonState`` and are committed and restored with it; ``epoch`` and ``step`` are always there.
+    Pass ``sampler`` to build it first (e.g. for a schedule of ``progress_of(sampler)``) and
+    ``start`` (``{"epoch": e, "step": s}``) to continue a run resumed from a checkpoint.
+
+    Run under ``horovodrun`` elastic (``gluon-suite launch --min-np ... --max-np ...``). A schedule
+    that is an ``ElasticRamp`` follows the worker count; base it on ``progress_of(state.sampler)``.
+    """
+    sampler = sampler or ElasticSampler(num_samples, seed=seed)
+    start = start or {}
+    state = GluonState(net, trainer, sampler, batch_size=batch_size, epoch=int(start.get("epoch", 0)),
+                       step=int(start.get("step", 0)), **(counters or {}))
+
+    def done():
+        return state.epoch >= epochs or (max_steps is not None and state.step >= max_steps)
+
+    @run
+    def loop(state):
+        while not done():
+            if sampler.epoch != state.epoch:
+                sampler.set_epoch(state.epoch)
+            while not done():
+                idx, count = sampler.next_batch(batch_size)
+                if idx is None:
+                    break
+                train_step(state, idx, sampler.step_size(count))
+                sampler.advance(count)
+                state.step += 1
+                if commit_every and state.step % int(commit_every) == 0:
+                    state.commit()
+            if sampler.processed >= sampler.n or done():
+                if end_epoch is not None:
+                    end_epoch(state)
+                if sampler.processed >= sampler.n:
+                    state.epoch += 1
+                    sampler.set_epoch(state.epoch)
+                state.commit()
+
+    loop(state)
+    return state

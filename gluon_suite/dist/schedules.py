@@ -167,9 +167,11 @@ class ElasticRamp(LRScheduler):
 
     def state_dict(self):
         """JSON-ready state: current batch and the ramp's anchor."""
-        return {"batch": self.batch, "t0": self.t0, "lr0": self.lr0, "last_t": self.last_t}
+        return {"batch": self.batch, "ref_batch": self.ref_batch, "t0": self.t0, "lr0": self.lr0,
+                "last_t": self.last_t}
 
     def load_state_dict(self, state):
         """Restore what ``state_dict`` returned."""
         self.batch, self.t0, self.lr0 = state["batch"], state["t0"], state["lr0"]
+        self.ref_batch = state.get("ref_batch", self.ref_batch)
         self.last_t = state.get("last_t", 0)

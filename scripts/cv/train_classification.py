@@ -54,6 +54,13 @@ def build_parser():
     g.add_argument("--profile-comm", action="store_true",
                    help="measure synchronisation time: logs sync_s and the measured scaling factor")
     g.add_argument("--link-mbit", type=float, help="link rate, to log link utilisation (with --profile-comm)")
+    g = p.add_argument_group("elastic (launch with gluon-suite launch --min-np/--max-np, see docs/elastic.md)")
+    g.add_argument("--elastic", action="store_true",
+                   help="workers may join, leave or die; the LR follows the worker count smoothly")
+    g.add_argument("--commit-every", type=int, help="steps between commits of the job state (default 20)")
+    g.add_argument("--ramp-steps", type=int, help="steps over which the LR moves to a new worker count (default 50)")
+    g.add_argument("--ref-workers", type=int,
+                   help="worker count --lr is meant for (default: the count the job starts with)")
     g = p.add_argument_group("run")
     g.add_argument("--seed", type=int)
     g.add_argument("--out", help="output folder")
@@ -89,8 +96,15 @@ def main(argv=None):
     from gluon_suite.cv.recipe import train_classification
     from gluon_suite.dist import get_communicator
     comm = get_communicator()
-    log = (lambda msg: print(msg, flush=True)) if comm.rank == 0 else (lambda msg: None)
+    elastic = bool(config.get("elastic"))
+    # elastic: whoever is rank 0 when something is logged prints it (the recipe checks the rank)
+    log = (lambda msg: print(msg, flush=True)) if comm.rank == 0 or elastic else (lambda msg: None)
     res = train_classification(config, comm, log=log)
+    if elastic:
+        if res["rank"] == 0:
+            sizes = " -> ".join(str(n) for _, n in res["sizes"])
+            print(f"workers over the run: {sizes}; best test accuracy {res['best_acc']:.4f}")
+        return 0
     if comm.rank == 0:
         last = res["history"][-1] if res["history"] else None
         if last and comm.size > 1:

@@ -1,0 +1,113 @@
+"""`gluon-suite launch`: bad worker counts and discovery scripts give one line before anything
+starts (no hang); a job left with fewer than --min-np workers stops with one line; malformed
+discovery output met mid-run is reported and ignored while the job goes on."""
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from gluon_suite.dist.launch import check_sizes, parse_hosts
+from gluon_suite.utils import UserError
+
+from ..conftest import REPO
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLI = os.path.join(os.path.dirname(sys.executable), "gluon-suite")
+
+
+def script(tmp_path, name, body):
+    p = tmp_path / name
+    p.write_text("#!/bin/sh\n" + body)
+    p.chmod(0o755)
+    return str(p)
+
+
+def launch(args, timeout=60, **env):
+    return subprocess.run([CLI, "launch", *args], capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, PYTHONPATH=REPO, OMP_NUM_THREADS="1",
+                                   MXNET_CPU_WORKER_NTHREADS="1", **env))
+
+
+def one_line_error(p):
+    assert p.returncode != 0
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), p.stderr
+    assert "Traceback" not in p.stdout + p.stderr
+    return lines[0]
+
+
+def test_parse_hosts_against_hand_written_lists():
+    assert parse_hosts("a:2\n\nb\n a:1 \n", "s") == {"a": 3, "b": 1}
+    for bad, line in (("localhost:2\nhello world\n", 2), ("x:0\n", 1), ("x:-1\n", 1), ("h:2:3", 1)):
+        with pytest.raises(UserError, match=f"on line {line}"):
+            parse_hosts(bad, "s")
+
+
+def test_check_sizes():
+    assert check_sizes(None, 2, 4) == (2, 2, 4)
+    assert check_sizes(3, 2, 4) == (3, 2, 4)
+    with pytest.raises(UserError, match="--min-np 3 is larger than --max-np 2"):
+        check_sizes(None, 3, 2)
+    with pytest.raises(UserError, match="-np 5 must lie between"):
+        check_sizes(5, 2, 4)
+    with pytest.raises(UserError, match="--min-np must be >= 1"):
+        check_sizes(None, 0, 4)
+
+
+@pytest.mark.horovod
+def test_bad_input_is_one_line_before_anything_starts(tmp_path):
+    good = script(tmp_path, "good.sh", "echo localhost:1\necho 127.0.0.1:1\n")
+    cases = [
+        (["--min-np", "3", "--max-np", "2", "--host-discovery-script", good], "larger than --max-np"),
+        (["--min-np", "2", "--max-np", "3", "--host-discovery-script",
+          script(tmp_path, "garbage.sh", "echo 'hello world!!'\n")], "printed 'hello world!!' on line 1"),
+        (["--min-np", "2", "--max-np", "3", "--host-discovery-script",
+          script(tmp_path, "fail.sh", "echo 'scheduler unreachable' >&2\nexit 3\n")],
+         "failed (exit 3: scheduler unreachable)"),
+        (["--min-np", "3", "--max-np", "4", "--host-discovery-script", good], "lists 2 slot(s); --min-np 3"),
+        (["--min-np", "2", "--max-np", "3"], "needs --host-discovery-script"),
+    ]
+    for args, expected in cases:
+        p = launch([*args, "--network-interface", "lo", "--", sys.executable, "-c", "pass"], timeout=60)
+        assert expected in one_line_error(p), (args, p.stderr)
+    assert "no command to launch" in one_line_error(launch(["-np", "2"]))
+
+
+def _hosts(tmp_path, n):
+    names = ["localhost", "127.0.0.1", socket.gethostname()][:n]
+    (tmp_path / "hosts.txt").write_text("".join(f"{h}:1\n" for h in names))
+    return script(tmp_path, "discover.sh", f"cat {tmp_path / 'hosts.txt'}\n")
+
+
+@pytest.mark.horovod
+def test_fewer_than_min_np_left_stops_with_one_line(tmp_path):
+    disc = _hosts(tmp_path, 3)
+    # the worker of rank 2 dies (SIGKILL) mid-run; with --min-np 3 nobody can replace it
+    p = launch(["-np", "3", "--min-np", "3", "--max-np", "3", "--elastic-timeout", "5",
+                "--host-discovery-script", disc, "--network-interface", "lo", "--",
+                sys.executable, os.path.join(HERE, "_elastic_job.py")], timeout=300,
+               OUT=str(tmp_path), KILL="1")
+    assert (tmp_path / "killed").exists()
+    msg = one_line_error(p)
+    assert "fewer than --min-np 3 workers were left for 5 s" in msg
+
+
+@pytest.mark.horovod
+def test_malformed_discovery_output_mid_run_is_reported_and_ignored(tmp_path):
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("localhost:1\n127.0.0.1:1\n")
+    count = tmp_path / "calls"
+    # good for the first two calls (the launcher's check and Horovod's first), garbage afterwards
+    disc = script(tmp_path, "discover.sh",
+                  f"echo x >> {count}\nif [ $(wc -l < {count}) -le 2 ]; then cat {hosts}; "
+                  "else echo 'oops: not a host list'; fi\n")
+    p = launch(["--min-np", "2", "--max-np", "3", "--host-discovery-script", disc,
+                "--network-interface", "lo", "--", sys.executable, os.path.join(HERE, "_elastic_job.py")],
+               timeout=300, OUT=str(tmp_path), STEP_SLEEP="0.01")
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert len(count.read_text().split()) > 3                      # Horovod kept asking during the run
+    assert "printed 'oops: not a host list' on line 1" in p.stdout + p.stderr
+    assert "ignored; keeping the last good host list" in p.stdout + p.stderr
+    assert len(list(tmp_path.glob("rank*.json"))) == 2             # both workers finished
