@@ -42,11 +42,11 @@ def unbatch(bg):
 
 def _graph_topology(bg):
     sizes = getattr(bg, "batch_num_nodes", [bg.num_nodes()])
-    key = bg._cache.get("readout")
-    if key is None:
+    topo = bg._cache.get("readout")
+    if topo is None:
         gid = np.repeat(np.arange(len(sizes)), sizes)
-        key = bg._cache["readout"] = ops.topology(np.arange(bg.num_nodes()), gid, bg.num_nodes(), len(sizes))
-    return key, np.asarray(sizes, np.float32)
+        topo = bg._cache["readout"] = ops.topology(np.arange(bg.num_nodes()), gid, bg.num_nodes(), len(sizes))
+    return topo.key, np.asarray(sizes, np.float32)
 
 
 def readout_nodes(bg, feat, op="sum"):

@@ -173,13 +173,17 @@ class Graph:
     def _dst_nd(self):
         return self._get("dst_nd", lambda: mx.nd.array(self._dst, dtype="int64"))
 
-    def _topo(self):
+    def _topology(self):
         return self._get("topo", lambda: ops.topology(self._src, self._dst, self._n, self._n))
+
+    def _topo(self):
+        """The key of this graph's topology for the custom operators (alive as long as the graph)."""
+        return self._topology().key
 
     def adj(self):
         """The (dst x src) adjacency as an MXNet CSR matrix (parallel edges add up)."""
         def build():
-            csr = ops._TOPOLOGIES[self._topo()].csr(np.ones(len(self._src), np.float32))
+            csr = self._topology().csr(np.ones(len(self._src), np.float32))
             csr.sum_duplicates()
             return mx.nd.sparse.csr_matrix((csr.data, csr.indices, csr.indptr), shape=csr.shape)
         return self._get("adj", build)
