@@ -1,6 +1,14 @@
 """Training recipes for graphs (node and graph classification), on one process or many: node
 classification shards the training nodes (or sampled seed batches) over workers, graph
-classification shards the graphs; gradients go through ``DistributedTrainer`` with any algorithm."""
+classification shards the graphs; gradients go through ``DistributedTrainer`` with any algorithm.
+
+Checkpoints: after every epoch each rank writes ``last.rank{R}.params`` and its trainer state
+``last.rank{R}.states``, then rank 0 commits ``state.json`` (epoch, history, worker count).
+``resume`` is ``none``, ``auto`` (continue ``out`` if it holds a checkpoint) or a run folder. Every
+epoch reseeds MXNet's generator and the neighbour sampler from (seed, epoch, rank), so a resumed
+run continues exactly as the uninterrupted run would; it must use the same number of workers.
+"""
+import json
 import os
 import time
 
@@ -18,10 +26,12 @@ from .sampling import sample_blocks
 NODE_DEFAULTS = {"dataset": "sbm", "data_dir": None, "name": "cora", "model": "gcn", "hidden": 16,
                  "epochs": 100, "lr": 0.01, "wd": 5e-4, "dropout": 0.5, "sampled": False,
                  "fanouts": [10, 10], "batch_size": 64, "seed": 0, "out": "runs/graph_node",
-                 "algorithm": "sync", "compressor": "none", "ratio": None, "period": None}
+                 "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
+                 "resume": "none", "stop_after_epochs": None}
 GRAPH_DEFAULTS = {"dataset": "families", "data_dir": None, "name": "MUTAG", "model": "gin", "hidden": 32,
                   "epochs": 40, "lr": 0.01, "batch_size": 20, "seed": 0, "out": "runs/graph_cls",
-                  "algorithm": "sync", "compressor": "none", "ratio": None, "period": None}
+                  "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
+                  "resume": "none", "stop_after_epochs": None}
 
 
 def _merge(defaults, config):
@@ -29,11 +39,79 @@ def _merge(defaults, config):
     bad = set(cfg) - set(defaults)
     if bad:
         raise UserError(f"unknown option(s) {', '.join(sorted(bad))}")
+    if int(cfg["epochs"]) < 1:
+        raise UserError(f"epochs must be >= 1, got {cfg['epochs']}")
+    if cfg["resume"] not in ("none", "auto") and not os.path.isdir(cfg["resume"]):
+        raise UserError(f"--resume takes none, auto or a run folder; {cfg['resume']} is none of these")
     return cfg
 
 
+def _epoch_seed(seed, epoch, rank):
+    """The seed of (seed, epoch, rank): MXNet's generator is reseeded with it every epoch."""
+    return (int(seed) * 1_000_003 + epoch * 7919 + rank) % (2 ** 31)
+
+
+class _Checkpoint:
+    """Per-epoch resumable checkpoints in ``out`` (see the module docstring), and the resume."""
+
+    def __init__(self, cfg, net, trainer, comm):
+        self.out, self.net, self.trainer, self.comm = cfg["out"], net, trainer, comm
+        self.stop_after = cfg["stop_after_epochs"]
+        folder = cfg["resume"]
+        if folder == "auto":
+            folder = self.out if os.path.exists(os.path.join(self.out, "state.json")) else "none"
+        self.folder = None if folder == "none" else folder
+
+    def _paths(self, folder):
+        r = self.comm.rank
+        return os.path.join(folder, f"last.rank{r}.params"), os.path.join(folder, f"last.rank{r}.states")
+
+    def restore(self, log):
+        """Load the checkpoint to resume from; returns ``(start_epoch, history, elapsed_s)``."""
+        if self.folder is None:
+            if self.comm.rank == 0 and os.path.exists(os.path.join(self.out, "state.json")):
+                os.unlink(os.path.join(self.out, "state.json"))   # a fresh run: no stale checkpoint to resume
+            return 0, [], 0.0
+        path = os.path.join(self.folder, "state.json")
+        if not os.path.exists(path):
+            raise UserError(f"{self.folder} holds no checkpoint (state.json); resume a run folder or use --resume auto")
+        with open(path, encoding="utf-8") as f:
+            state = json.load(f)
+        params, states = self._paths(self.folder)
+        if state["workers"] != self.comm.size or not os.path.exists(params):
+            raise UserError(f"{self.folder} was written by {state['workers']} worker(s); resume it with the "
+                            f"same number (this job has {self.comm.size})")
+        self.net.load_parameters(params)
+        self.trainer.load_states(states)
+        if self.comm.rank == 0:
+            log(f"resumed from {self.folder} after epoch {state['epoch']}")
+        return state["epoch"], state["history"], state["elapsed_s"]
+
+    def logger(self, history):
+        """Rank 0's ``log.jsonl``: the resumed history's records, then one line per evaluation."""
+        path = os.path.join(self.out, "log.jsonl") if self.comm.rank == 0 else None
+        if path:
+            with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+                f.writelines(json.dumps(rec, sort_keys=True) + "\n" for rec in history)
+        return JsonLinesLogger(path, mode="a")
+
+    def save(self, epoch, history, elapsed):
+        """Every rank writes its model and trainer state, then rank 0 commits ``state.json``.
+        Returns True when the run should stop here (``stop_after_epochs``)."""
+        params, states = self._paths(self.out)
+        with atomic_path(params) as tmp:
+            self.net.save_parameters(tmp)
+        self.trainer.save_states(states)
+        self.comm.barrier(name=f"graph.ckpt.{epoch}")
+        if self.comm.rank == 0:
+            write_json(os.path.join(self.out, "state.json"), {"epoch": epoch + 1, "history": history,
+                                                              "workers": self.comm.size,
+                                                              "elapsed_s": round(elapsed, 3)})
+        return bool(self.stop_after) and epoch + 1 >= int(self.stop_after)
+
+
 def _record(history, logger, log, epoch, loss, acc, t0):
-    """Append, log and print one evaluation record."""
+    """Append, log and print one evaluation record (``t0``: the run's start, resumes included)."""
     rec = {"epoch": epoch + 1, "loss": float(loss.asscalar()), "test_acc": float(acc),
            "elapsed_s": round(time.time() - t0, 3)}
     history.append(rec)
@@ -73,7 +151,8 @@ def node_dataset(cfg):
 
 
 def train_node_classification(config, comm, log=print):
-    """Train a zoo node classifier; returns ``{'test_acc', 'history'}``."""
+    """Train a zoo node classifier; returns ``{'test_acc', 'history'}`` (``test_acc`` None when
+    stopped before the first evaluation)."""
     cfg = _merge(NODE_DEFAULTS, config)
     mx.random.seed(cfg["seed"])
     g, train, test, classes = node_dataset(cfg)
@@ -88,12 +167,15 @@ def train_node_classification(config, comm, log=print):
                                  period=cfg["period"], communicator=comm)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     mine = train[comm.rank::comm.size]
-    rs = np.random.RandomState(cfg["seed"] * 7 + comm.rank)
     os.makedirs(cfg["out"], exist_ok=True)
-    logger = JsonLinesLogger(os.path.join(cfg["out"], "log.jsonl") if comm.rank == 0 else None, mode="w")
-    history, t0 = [], time.time()
-    for epoch in range(cfg["epochs"]):
+    ckpt = _Checkpoint(cfg, net, trainer, comm)
+    start, history, elapsed = ckpt.restore(log)
+    logger = ckpt.logger(history)
+    t0 = time.time() - elapsed
+    for epoch in range(start, cfg["epochs"]):
+        mx.random.seed(_epoch_seed(cfg["seed"], epoch, comm.rank))
         if cfg["sampled"]:
+            rs = np.random.RandomState(_epoch_seed(cfg["seed"], epoch, comm.rank))
             order = rs.permutation(mine)
             batches = [order[i:i + cfg["batch_size"]] for i in range(0, len(order), cfg["batch_size"])] or [order]
             # every worker takes the same number of steps (the collective calls must match)
@@ -116,11 +198,13 @@ def train_node_classification(config, comm, log=print):
             with trainer.averaged():
                 pred = net(g, feat).argmax(axis=1).asnumpy()
             _record(history, logger, log, epoch, loss, (pred[test] == labels.asnumpy()[test]).mean(), t0)
+        if ckpt.save(epoch, history, time.time() - t0):
+            break
     logger.close()
     _save_averaged(net, trainer, comm, cfg["out"])
     if comm.rank == 0:
         write_json(os.path.join(cfg["out"], "config.json"), {**cfg, "workers": comm.size})
-    return {"test_acc": history[-1]["test_acc"], "history": history}
+    return {"test_acc": history[-1]["test_acc"] if history else None, "history": history}
 
 
 def graph_dataset(cfg):
@@ -140,7 +224,8 @@ def graph_dataset(cfg):
 
 
 def train_graph_classification(config, comm, log=print):
-    """Train a GIN graph classifier (75/25 split); returns ``{'test_acc', 'history'}``."""
+    """Train a GIN graph classifier (75/25 split); returns ``{'test_acc', 'history'}``
+    (``test_acc`` None when stopped before the first evaluation)."""
     cfg = _merge(GRAPH_DEFAULTS, config)
     mx.random.seed(cfg["seed"])
     graphs, labels, classes = graph_dataset(cfg)
@@ -156,10 +241,13 @@ def train_graph_classification(config, comm, log=print):
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     B = cfg["batch_size"] * comm.size
     test_bg = batch([graphs[j] for j in test])  # built once, evaluated every 10 epochs
-    history, t0 = [], time.time()
     os.makedirs(cfg["out"], exist_ok=True)
-    logger = JsonLinesLogger(os.path.join(cfg["out"], "log.jsonl") if comm.rank == 0 else None, mode="w")
-    for epoch in range(cfg["epochs"]):
+    ckpt = _Checkpoint(cfg, net, trainer, comm)
+    start, history, elapsed = ckpt.restore(log)
+    logger = ckpt.logger(history)
+    t0 = time.time() - elapsed
+    for epoch in range(start, cfg["epochs"]):
+        mx.random.seed(_epoch_seed(cfg["seed"], epoch, comm.rank))
         order = np.random.RandomState(cfg["seed"] + epoch).permutation(train)
         for i in range(0, len(order) - B + 1, B):
             chunk = order[i:i + B][comm.rank::comm.size]
@@ -172,6 +260,8 @@ def train_graph_classification(config, comm, log=print):
             with trainer.averaged():
                 pred = net(test_bg, test_bg.ndata["feat"]).argmax(axis=1).asnumpy()
             _record(history, logger, log, epoch, loss, (pred == labels[test]).mean(), t0)
+        if ckpt.save(epoch, history, time.time() - t0):
+            break
     logger.close()
     _save_averaged(net, trainer, comm, cfg["out"])
-    return {"test_acc": history[-1]["test_acc"], "history": history}
+    return {"test_acc": history[-1]["test_acc"] if history else None, "history": history}

@@ -21,6 +21,8 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, help="graphs per worker per step")
     p.add_argument("--seed", type=int)
     p.add_argument("--out")
+    p.add_argument("--resume", help="none, auto (continue OUT if it holds a checkpoint) or a run folder")
+    p.add_argument("--stop-after-epochs", type=int, help=argparse.SUPPRESS)
     p.add_argument("--algorithm")
     p.add_argument("--compressor")
     p.add_argument("--ratio", type=float)
@@ -31,7 +33,8 @@ def main(argv=None):
     comm = get_communicator()
     log = print if comm.rank == 0 else (lambda m: None)
     res = train_graph_classification(cfg, comm, log=log)
-    log(f"test accuracy {res['test_acc']:.4f}")
+    if res["test_acc"] is not None:  # None: stopped before the first evaluation
+        log(f"test accuracy {res['test_acc']:.4f}")
     return 0
 
 

@@ -3,6 +3,7 @@
 
     python scripts/graph/train_node_classification.py --dataset karate --model gcn --epochs 60
     python scripts/graph/train_node_classification.py --dataset linqs --data-dir data/cora --model gat
+    python scripts/graph/train_node_classification.py --dataset sbm --out runs/sbm --resume auto
     horovodrun -np 2 -H localhost:2 --gloo python scripts/graph/train_node_classification.py \\
         --dataset sbm --model sage --sampled --fanouts 10 10
 """
@@ -28,6 +29,8 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, help="seed nodes per sampled mini-batch")
     p.add_argument("--seed", type=int)
     p.add_argument("--out")
+    p.add_argument("--resume", help="none, auto (continue OUT if it holds a checkpoint) or a run folder")
+    p.add_argument("--stop-after-epochs", type=int, help=argparse.SUPPRESS)
     p.add_argument("--algorithm")
     p.add_argument("--compressor")
     p.add_argument("--ratio", type=float)
@@ -38,7 +41,8 @@ def main(argv=None):
     comm = get_communicator()
     log = print if comm.rank == 0 else (lambda m: None)
     res = train_node_classification(cfg, comm, log=log)
-    log(f"test accuracy {res['test_acc']:.4f}")
+    if res["test_acc"] is not None:  # None: stopped before the first evaluation
+        log(f"test accuracy {res['test_acc']:.4f}")
     return 0
 
 

@@ -1,5 +1,6 @@
 """Graph recipes and scripts: sampled GraphSAGE matches full-graph accuracy, scripts run with and
 without horovodrun, bad input is one line."""
+import json
 import os
 import subprocess
 import sys
@@ -8,6 +9,7 @@ import pytest
 
 from gluon_suite.dist import LocalCommunicator
 from gluon_suite.graph.recipes import train_graph_classification, train_node_classification
+from gluon_suite.utils import UserError
 
 from ..conftest import HOROVODRUN, REPO
 
@@ -49,3 +51,47 @@ def test_bad_input_one_line(tmp_path, args, needle):
                         *args, "--out", str(tmp_path)], env=ENV, capture_output=True, text=True)
     assert p.returncode == 1 and "Traceback" not in p.stderr
     assert p.stderr.strip().count("\n") == 0 and needle in p.stderr
+
+
+@pytest.mark.parametrize("task, config", [
+    ("node", {"dataset": "sbm", "model": "gat", "hidden": 4, "epochs": 12}),
+    ("node", {"dataset": "sbm", "model": "sage", "sampled": True, "fanouts": [3, 3], "batch_size": 30, "epochs": 4}),
+    ("graph", {"epochs": 12, "hidden": 8}),
+])
+def test_resumed_run_equals_uninterrupted_run(tmp_path, task, config):
+    """Stop after k epochs, resume from the checkpoint: the final parameters and the logged history
+    are those of a run that was never interrupted."""
+    import mxnet as mx
+    import numpy as np
+    train = train_node_classification if task == "node" else train_graph_classification
+    quiet = {"log": lambda m: None}
+    config = {**config, "seed": 3}
+    full = train({**config, "out": str(tmp_path / "full")}, LocalCommunicator(), **quiet)
+    cut = tmp_path / "cut"
+    k = config["epochs"] // 2 - 1
+    stopped = train({**config, "out": str(cut), "stop_after_epochs": k}, LocalCommunicator(), **quiet)
+    assert json.loads((cut / "state.json").read_text())["epoch"] == k
+    assert len(stopped["history"]) < len(full["history"])
+    messages = []
+    resumed = train({**config, "out": str(cut), "resume": "auto"}, LocalCommunicator(), log=messages.append)
+    assert messages[0] == f"resumed from {cut} after epoch {k}"
+    for name in ("last.rank0.params", "model.params"):
+        a, b = mx.nd.load(str(tmp_path / "full" / name)), mx.nd.load(str(cut / name))
+        assert a.keys() == b.keys()
+        diff = max(float(np.abs(a[p].asnumpy() - b[p].asnumpy()).max()) for p in a)
+        assert diff <= 1e-6, (name, diff)
+    strip = lambda h: [{k: v for k, v in r.items() if k != "elapsed_s"} for r in h]  # noqa: E731
+    assert strip(resumed["history"]) == strip(full["history"])
+    logged = [json.loads(line) for line in (cut / "log.jsonl").read_text().splitlines()]
+    assert strip(logged) == strip(full["history"])  # no evaluation logged twice or lost
+
+
+def test_resume_with_another_worker_count_is_one_line(tmp_path):
+    run = tmp_path / "run"
+    train_node_classification({"dataset": "karate", "epochs": 2, "out": str(run)}, LocalCommunicator(), log=lambda m: None)
+    state = json.loads((run / "state.json").read_text())
+    (run / "state.json").write_text(json.dumps({**state, "workers": 2}))   # as if written by 2 workers
+    with pytest.raises(UserError) as err:
+        train_node_classification({"dataset": "karate", "epochs": 4, "out": str(tmp_path / "other"),
+                                   "resume": str(run)}, LocalCommunicator(), log=lambda m: None)
+    assert str(err.value) == f"{run} was written by 2 worker(s); resume it with the same number (this job has 1)"
