@@ -29,7 +29,7 @@ def evaluate(net, images, labels, batch_size=256):
 
 def train_digits(comm, epochs=6, batch_size=32, lr=0.1, momentum=0.9, wd=1e-4, seed=0,
                  log_path=None, show_progress=True, max_steps=None, on_epoch=None, algorithm="sync",
-                 **dist_kwargs):
+                 elastic=False, ramp_steps=50, commit_every=20, ref_workers=None, **dist_kwargs):
     """Train ``digits_cnn`` on digits over ``comm``'s workers with ``algorithm`` (and the
     compressor options of ``DistributedTrainer`` in ``dist_kwargs``).
 
@@ -40,6 +40,9 @@ def train_digits(comm, epochs=6, batch_size=32, lr=0.1, momentum=0.9, wd=1e-4, s
     """
     if batch_size < 1 or epochs < 1:
         raise ValueError(f"batch_size and epochs must be >= 1 (got {batch_size}, {epochs})")
+    if elastic:
+        return _train_digits_elastic(comm, epochs, batch_size, lr, momentum, wd, seed, log_path, on_epoch,
+                                     algorithm, ramp_steps, commit_every, ref_workers, dist_kwargs)
     seed_everything(seed + comm.rank)
     x_train, y_train = load_digits("train")
     x_test, y_test = load_digits("test")
@@ -100,3 +103,70 @@ def train_digits(comm, epochs=6, batch_size=32, lr=0.1, momentum=0.9, wd=1e-4, s
             on_epoch(rec)
     logger.close()
     return {"history": history, "test_acc": history[-1]["test_acc"], "wire": comm.wire_summary()}
+
+
+def _train_digits_elastic(comm, epochs, batch_size, lr, momentum, wd, seed, log_path, on_epoch,
+                          algorithm, ramp_steps, commit_every, ref_workers, dist_kwargs):
+    """``train_digits(elastic=True)``: the same job under Horovod Elastic. ``lr`` is meant for
+    ``ref_workers`` workers (default: the starting count) and follows the worker count through
+    ``ElasticRamp`` over ``ramp_steps`` steps; the state is committed every ``commit_every`` steps."""
+    import os
+
+    from ..dist.elastic import train_elastic
+    from ..dist.schedules import ElasticRamp
+    from ..utils import UserError
+    if os.environ.get("HOROVOD_ELASTIC") != "1":
+        raise UserError("--elastic needs an elastic launch: gluon-suite launch --min-np N --max-np M "
+                        "--host-discovery-script S -- python scripts/cv/train_digits.py --elastic")
+    seed_everything(seed)
+    x_train, y_train = load_digits("train")
+    x_test, y_test = load_digits("test")
+    net = digits_cnn()
+    net.initialize(mx.init.Xavier(magnitude=2.0))
+    net(mx.nd.array(x_train[:1]))
+    sched = ElasticRamp(lambda t: lr, ref_batch=batch_size * (ref_workers or comm.size),
+                        ramp_steps=ramp_steps, global_batch=batch_size * comm.size)
+    trainer = DistributedTrainer(net.collect_params(), "sgd",
+                                 {"lr_scheduler": sched, "momentum": momentum, "wd": wd},
+                                 algorithm=algorithm, communicator=comm, seed=seed, **dist_kwargs)
+    net.hybridize(static_alloc=True)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    t0 = time.time()
+
+    def step(state, idx, step_size):
+        data, label = mx.nd.array(x_train[idx]), mx.nd.array(y_train[idx])
+        with autograd.record():
+            out = net(data)
+            loss = loss_fn(out, label)
+        loss.backward()
+        trainer.step(step_size)
+        state.loss_sum += float(loss.sum().asscalar())
+        state.correct += int((out.argmax(axis=1) == label).sum().asscalar())
+        state.seen += len(idx)
+        state.lrs = state.lrs + [[trainer.communicator.size, trainer.learning_rate]]
+
+    def end_epoch(state):
+        c = trainer.communicator
+        with trainer.averaged():
+            acc = evaluate(net, x_test, y_test)
+        tot = c.allreduce(mx.nd.array([state.loss_sum, state.correct, state.seen], dtype="float64"),
+                          average=False, name="digits.epoch.stats").asnumpy()
+        rec = {"epoch": state.epoch + 1, "train_loss": tot[0] / max(tot[2], 1),
+               "train_acc": tot[1] / max(tot[2], 1), "test_acc": acc, "time_s": round(time.time() - t0, 3),
+               "workers": c.size, "global_batch": batch_size * c.size, "lr": trainer.learning_rate}
+        state.history = state.history + [rec]
+        state.loss_sum = state.correct = state.seen = 0
+        if c.rank == 0 and log_path:
+            logger = JsonLinesLogger(log_path, mode="a")
+            logger.log(**rec)
+            logger.close()
+        if on_epoch:
+            on_epoch(rec)
+
+    if comm.rank == 0 and log_path and os.path.exists(log_path):
+        os.unlink(log_path)
+    state = train_elastic(net, trainer, len(y_train), batch_size, epochs, step, end_epoch, seed=seed,
+                          commit_every=commit_every,
+                          counters={"loss_sum": 0.0, "correct": 0, "seen": 0, "history": [], "lrs": []})
+    return {"history": state.history, "test_acc": state.history[-1]["test_acc"], "lrs": state.lrs,
+            "rank": trainer.communicator.rank, "wire": trainer.communicator.wire_summary()}

@@ -26,17 +26,21 @@ from horovod.common.exceptions import HorovodInternalError
 
 
 class ElasticSampler:
-    """Shuffled sample order of an epoch, sharded over the current workers by what is left."""
+    """Shuffled sample order of an epoch, sharded over the current workers by what is left.
+
+    Every global step gives each worker at least one sample: a remainder smaller than the worker
+    count joins the epoch's last step. Only when the job grows right at the end of an epoch, so
+    that fewer samples are left than workers, does the epoch end with those (< workers) unseen."""
 
     def __init__(self, num_samples, seed=0, shuffle=True):
         self.n, self.seed, self.shuffle = int(num_samples), int(seed), shuffle
-        self.epoch, self.processed = 0, 0
+        self.epoch, self.processed, self.skipped = 0, 0, 0
         self.rank, self.size = 0, 1
         self._perm, self._perm_epoch = None, None
 
     def set_epoch(self, epoch):
         """Start ``epoch``: nothing processed yet."""
-        self.epoch, self.processed = int(epoch), 0
+        self.epoch, self.processed, self.skipped = int(epoch), 0, 0
 
     def reshard(self, rank, size):
         """Shard the remaining samples of the epoch over ``size`` workers."""
@@ -55,9 +59,15 @@ class ElasticSampler:
         ``(None, 0)`` when the epoch is done. Step the trainer with ``step_size(count)`` and call
         ``advance(count)`` after the step."""
         rest = self.order()[self.processed:]
-        if len(rest) == 0:
+        if len(rest) < self.size:
+            # fewer samples left than workers (possible only when the job grew near the end of
+            # the epoch): not one for everyone, so the epoch ends here (at most size-1 unseen)
+            self.skipped = len(rest)
             return None, 0
-        glob = rest[:batch_size * self.size]
+        take = batch_size * self.size
+        if len(rest) - take < self.size:  # a remainder too small to share goes with this step
+            take = len(rest)
+        glob = rest[:take]
         return glob[self.rank::self.size], len(glob)
 
     def step_size(self, count):
@@ -255,19 +265,22 @@ def train_elastic(net, trainer, num_samples, batch_size, epochs, train_step, end
         while not done():
             if sampler.epoch != state.epoch:
                 sampler.set_epoch(state.epoch)
+            epoch_over = False
             while not done():
                 idx, count = sampler.next_batch(batch_size)
                 if idx is None:
+                    epoch_over = True
                     break
                 train_step(state, idx, sampler.step_size(count))
                 sampler.advance(count)
                 state.step += 1
                 if commit_every and state.step % int(commit_every) == 0:
                     state.commit()
-            if sampler.processed >= sampler.n or done():
+            epoch_over = epoch_over or sampler.processed >= sampler.n
+            if epoch_over or done():
                 if end_epoch is not None:
                     end_epoch(state)
-                if sampler.processed >= sampler.n:
+                if epoch_over:
                     state.epoch += 1
                     sampler.set_epoch(state.epoch)
                 state.commit()

@@ -271,9 +271,12 @@ def load_backbone(init, model=None, max_length=None, dropout=0.1, use_pooler=Tru
     return net, vocab, cfg
 
 
-def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log, eval_fn):
+def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log, eval_fn, elastic=None):
     from ..dist import DistributedTrainer, WarmupConstantDecay
     from ..dist.optim import exclude_from_weight_decay
+    if elastic is not None:
+        return _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log,
+                                   eval_fn, **elastic)
     n = len(arrays[0])
     glob = batch * comm.size
     steps_per_epoch = max(1, n // glob)
@@ -307,11 +310,69 @@ def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, 
     return history
 
 
+def _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log, eval_fn,
+                        ramp_steps=50, commit_every=20, ref_workers=None):
+    """``_train_loop`` under Horovod Elastic: the schedule runs over epochs, is scaled by the
+    global batch against ``batch x ref_workers`` (default: the starting count) and ramps over
+    ``ramp_steps`` steps on a resize; whoever is rank 0 at an epoch's end logs it."""
+    import os
+
+    from ..dist import DistributedTrainer, WarmupConstantDecay
+    from ..dist.elastic import ElasticSampler, progress_of, train_elastic
+    from ..dist.optim import exclude_from_weight_decay
+    from ..dist.schedules import ElasticRamp
+    if os.environ.get("HOROVOD_ELASTIC") != "1":
+        raise UserError("--elastic needs an elastic launch: gluon-suite launch --min-np N --max-np M "
+                        "--host-discovery-script S -- python scripts/nlp/<script> --elastic ...")
+    virtual = 1000
+    n = len(arrays[0])
+    sampler = ElasticSampler(n, seed=seed)
+    over_epochs = WarmupConstantDecay(lr, epochs * virtual, max(1, epochs * virtual // 10), 0)
+    sched = ElasticRamp(lambda t: over_epochs(int(progress_of(sampler) * virtual) + 1),
+                        ref_batch=batch * (ref_workers or comm.size), ramp_steps=ramp_steps,
+                        global_batch=batch * comm.size)
+    params = net.collect_params()
+    loss_of([mx.nd.array(a[:1], dtype=a.dtype) for a in arrays])  # finish deferred initialisation
+    exclude_from_weight_decay(params)
+    wd = 0.01 if optimizer in ("lans", "lamb") else 0.0
+    trainer = DistributedTrainer(params, optimizer, {"lr_scheduler": sched, "wd": wd},
+                                 communicator=comm, prefix="finetune.")
+
+    def step(state, idx, step_size):
+        mx.random.seed((seed * 131 + state.step * 7 + trainer.communicator.rank) % 2 ** 31)
+        batch_arrays = [mx.nd.array(a[idx], dtype=a.dtype) for a in arrays]
+        with mx.autograd.record():
+            loss = loss_of(batch_arrays)
+        loss.backward()
+        trainer.step(step_size)
+        state.loss_sum += float(loss.sum().asscalar())
+        state.seen += len(idx)
+
+    def end_epoch(state):
+        c = trainer.communicator
+        with trainer.averaged():
+            metrics = eval_fn()
+        tot = c.allreduce(mx.nd.array([state.loss_sum, state.seen], dtype="float64"), average=False,
+                          name="finetune.epoch.loss").asnumpy()
+        rec = {"epoch": state.epoch + 1, "train_loss": float(tot[0] / max(tot[1], 1)), **metrics,
+               "workers": c.size}
+        state.history = state.history + [rec]
+        state.loss_sum, state.seen = 0.0, 0
+        if c.rank == 0:
+            log(" ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in rec.items()))
+
+    state = train_elastic(net, trainer, n, batch, epochs, step, end_epoch, seed=seed,
+                          commit_every=commit_every, sampler=sampler,
+                          counters={"loss_sum": 0.0, "seen": 0, "history": []})
+    return state.history
+
+
 def finetune_classification(train_path, dev_path, init, text_columns=("sentence",), label_column="label",
                             max_len=64, epochs=3, batch=16, lr=5e-4, optimizer="adam", seed=0,
-                            comm=None, log=print):
+                            comm=None, log=print, elastic=None):
     """Fine-tune a pretrained backbone on GLUE-style TSV files; returns the per-epoch history
-    (train loss, dev accuracy and F1)."""
+    (train loss, dev accuracy and F1). ``elastic`` (a dict of ``ramp_steps``, ``commit_every``,
+    ``ref_workers``) runs it under Horovod Elastic."""
     from ..dist import LocalCommunicator
     from .text import tokenizer
     comm = comm or LocalCommunicator()
@@ -338,11 +399,11 @@ def finetune_classification(train_path, dev_path, init, text_columns=("sentence"
             out["dev_f1"] = binary_f1(pred, dv_y)
         return out
 
-    return _train_loop(net, tr, loss_of, comm, epochs, batch, lr, optimizer, seed, log, evaluate)
+    return _train_loop(net, tr, loss_of, comm, epochs, batch, lr, optimizer, seed, log, evaluate, elastic)
 
 
 def finetune_squad(train_path, dev_path, init, max_len=96, epochs=3, batch=16, lr=5e-4,
-                   optimizer="adam", seed=0, comm=None, log=print):
+                   optimizer="adam", seed=0, comm=None, log=print, elastic=None):
     """Fine-tune a pretrained backbone for extractive QA on SQuAD v1.1 files; returns the
     per-epoch history (train loss, dev exact match and F1, in percent)."""
     from ..dist import LocalCommunicator
@@ -370,4 +431,4 @@ def finetune_squad(train_path, dev_path, init, max_len=96, epochs=3, batch=16, l
         return {"dev_exact_match": m["exact_match"], "dev_f1": m["f1"]}
 
     return _train_loop(net, (ids, types, vlen, s, e), loss_of, comm, epochs, batch, lr, optimizer,
-                       seed, log, evaluate)
+                       seed, log, evaluate, elastic)

@@ -27,6 +27,7 @@ DEFAULTS = {
     "dropout": 0.1, "optimizer": "lans", "wd": 0.01, "seed": 0, "out": "runs/bert",
     "ckpt_every": 50, "resume": "none", "log_every": 1, "progress": True,
     "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
+    "elastic": False, "ramp_steps": 50, "commit_every": 20, "ref_workers": None,
     "phases": [{"seq_len": 64, "batch_size": 16, "accumulate": 1, "steps": 100, "lr": 0.005,
                 "warmup": 0.1, "constant": 0.2}],
 }
@@ -121,12 +122,18 @@ def pretrain_bert(config, comm, log=print):
     if resume:
         with open(state_path, encoding="utf-8") as f:
             state = json.load(f)
-        if state["workers"] != size:
+        if state["workers"] != size and not (cfg["elastic"] and state.get("elastic")):
             raise UserError(f"{out} was written by {state['workers']} worker(s); resume with the same number")
         start_phase, start_step, history = state["phase"], state["step"], state["history"]
-        net.load_parameters(os.path.join(out, f"ckpt.rank{rank}.params"))
+        net.load_parameters(os.path.join(out, f"ckpt.rank{0 if cfg['elastic'] else rank}.params"))
         if rank == 0:
             log(f"resumed from {out}: phase {start_phase + 1}, step {start_step}")
+    if cfg["elastic"]:
+        if os.environ.get("HOROVOD_ELASTIC") != "1":
+            raise UserError("--elastic needs an elastic launch: gluon-suite launch --min-np N --max-np M "
+                            "--host-discovery-script S -- python scripts/nlp/pretrain_bert.py --elastic ...")
+        if start_phase >= len(phases):
+            raise UserError(f"{out} has finished all {len(phases)} phase(s); nothing left to train")
     if rank == 0:
         write_json(os.path.join(out, "config.json"), {**cfg, "workers": size, "vocab_size": len(vocab)})
     logger = JsonLinesLogger(os.path.join(out, "log.jsonl") if rank == 0 else None,
@@ -156,6 +163,13 @@ def pretrain_bert(config, comm, log=print):
                                      algorithm=cfg["algorithm"], compressor=cfg["compressor"],
                                      ratio=cfg["ratio"], period=cfg["period"], seed=int(cfg["seed"]),
                                      communicator=comm, prefix=f"phase{pi}.")
+        if cfg["elastic"]:
+            history = _phase_elastic(cfg, pi, phases, net, loss_fn, data, trainer, comm, history,
+                                     start_step if pi == start_phase else 0, log)
+            if pi + 1 < len(phases) and trainer.communicator.rank == 0:
+                log(f"phase {pi + 1} done; an elastic launch trains one phase: launch again with "
+                    "--resume auto for the next")
+            break
         first = 0
         if pi == start_phase and start_step:
             trainer.load_states(os.path.join(out, f"ckpt.rank{rank}.states"))
@@ -206,6 +220,77 @@ def pretrain_bert(config, comm, log=print):
                 f"mlm acc {history[-1]['mlm_acc']:.4f}, nsp acc {history[-1]['nsp_acc']:.4f}")
     logger.close()
     return {"history": history, "vocab": vocab, "net": net}
+
+
+def _phase_elastic(cfg, pi, phases, net, loss_fn, data, trainer, comm, history, start_step, log):
+    """One phase under Horovod Elastic: each global step takes ``batch x accumulate`` samples per
+    worker from the epoch's order (``ElasticSampler``), the schedule (over steps) is scaled by the
+    global batch against the starting one (or ``ref_workers``) and ramps on a resize; whoever is
+    rank 0 writes the log and ``ckpt.rank0.*`` + ``state.json`` every ``ckpt_every`` steps."""
+    from ..dist.elastic import train_elastic
+    from ..dist.schedules import ElasticRamp
+    ph = phases[pi]
+    L, B, acc, steps = int(ph["seq_len"]), int(ph["batch_size"]), int(ph["accumulate"]), int(ph["steps"])
+    base = trainer._optimizer.lr_scheduler
+    trainer._optimizer.lr_scheduler = ElasticRamp(
+        base, ref_batch=B * acc * int(cfg["ref_workers"] or comm.size), ramp_steps=int(cfg["ramp_steps"]),
+        global_batch=B * acc * comm.size)
+    out, seed, n = cfg["out"], int(cfg["seed"]), len(data["nsp_labels"])
+    keys = ("input_ids", "token_types", "valid_length", "masked_positions", "masked_ids",
+            "masked_weights", "nsp_labels")
+    loss_fn(net, [mx.nd.array(data[key][:1], dtype=data[key].dtype) for key in keys])  # deferred init
+    if start_step:
+        trainer.load_states(os.path.join(out, "ckpt.rank0.states"))
+    t0 = time.time()
+    params = net.collect_params()
+
+    def step(state, idx, step_size):
+        c = trainer.communicator
+        mx.random.seed((seed * 7919 + pi * 104729 + state.step * 13 + c.rank) % 2 ** 31)
+        tot = {}
+        for chunk in np.array_split(idx, acc):
+            if len(chunk) == 0:
+                continue
+            batch = [mx.nd.array(data[key][chunk], dtype=data[key].dtype) for key in keys]
+            with autograd.record():
+                loss, stats = loss_fn(net, batch)
+            loss.backward()
+            for key, v in stats.items():
+                tot[key] = tot.get(key, 0.0) + float(v.asscalar())
+        trainer.step(step_size)
+        if acc > 1:
+            for p in params.values():
+                if p.grad_req != "null":
+                    p.zero_grad()
+        counts = c.allreduce(mx.nd.array([tot[k] for k in sorted(tot)] + [len(idx)], dtype="float64"),
+                             average=False, name="pretrain.stats").asnumpy()
+        t, inst = dict(zip(sorted(tot), counts)), counts[-1]
+        rec = {"phase": pi + 1, "step": state.step + 1, "seq_len": L, "global_batch": int(inst),
+               "workers": c.size, "mlm_loss": t["mlm_loss_sum"] / inst, "nsp_loss": t["nsp_loss_sum"] / inst,
+               "mlm_acc": t["mlm_correct"] / max(t["mlm_count"], 1), "nsp_acc": t["nsp_correct"] / inst,
+               "lr": trainer.learning_rate, "elapsed_s": round(time.time() - t0, 3)}
+        rec["loss"] = rec["mlm_loss"] + rec["nsp_loss"]
+        history[:] = [h for h in history if (h["phase"], h["step"]) < (pi + 1, rec["step"])] + [rec]
+        if c.rank == 0 and rec["step"] % int(cfg["log_every"]) == 0:  # whoever is rank 0 now
+            lg = JsonLinesLogger(os.path.join(out, "log.jsonl"), mode="a")
+            lg.log(**rec)
+            lg.close()
+        last = rec["step"] == steps
+        if c.rank == 0 and (rec["step"] % int(cfg["ckpt_every"]) == 0 or last):
+            with atomic_path(os.path.join(out, "ckpt.rank0.params")) as tmp:
+                net.save_parameters(tmp)
+            trainer.save_states(os.path.join(out, "ckpt.rank0.states"))
+            write_json(os.path.join(out, "state.json"), {
+                "phase": pi + (1 if last else 0), "step": 0 if last else rec["step"], "history": history,
+                "workers": c.size, "elastic": True})
+
+    # epochs: unbounded, the phase's step budget ends it
+    train_elastic(net, trainer, n, B * acc, 10 ** 9, step, None, seed=seed + 1000 * pi,
+                  commit_every=int(cfg["commit_every"]), max_steps=steps, start={"step": start_step})
+    if trainer.communicator.rank == 0 and history:
+        log(f"phase {pi + 1} done: mlm loss {history[-1]['mlm_loss']:.4f}, "
+            f"mlm acc {history[-1]['mlm_acc']:.4f}, nsp acc {history[-1]['nsp_acc']:.4f}")
+    return history
 
 
 def _checkpoint(out, net, trainer, comm, phase, step, history):

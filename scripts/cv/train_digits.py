@@ -26,7 +26,19 @@ def parse_args(argv):
     p.add_argument("--period", type=int, default=None, help="steps between model/error syncs")
     p.add_argument("--compressor2", default=None, help="CSER's error compressor (default: derived)")
     p.add_argument("--ratio2", type=float, default=None)
+    g = p.add_argument_group("elastic (launch with gluon-suite launch --min-np/--max-np, see docs/elastic.md)")
+    g.add_argument("--elastic", action="store_true",
+                   help="workers may join, leave or die; the LR follows the worker count smoothly")
+    g.add_argument("--ramp-steps", type=int, default=50, help="steps over which the LR moves to a new worker count")
+    g.add_argument("--commit-every", type=int, default=20, help="steps between commits of the job state")
+    g.add_argument("--ref-workers", type=int, help="worker count --lr is meant for (default: the starting count)")
     return p.parse_args(argv)
+
+
+def comm_rank():
+    """The current rank (it changes when an elastic job resizes)."""
+    import horovod.mxnet as hvd
+    return hvd.rank()
 
 
 def main(argv=None):
@@ -40,7 +52,7 @@ def main(argv=None):
               f"{args.batch_size * comm.size} global", flush=True)
 
     def report(r):
-        if comm.rank == 0:
+        if (comm.rank if not args.elastic else comm_rank()) == 0:
             print(f"epoch {r['epoch']:3d}  loss {r['train_loss']:.4f}  train acc {r['train_acc']:.4f}"
                   f"  test acc {r['test_acc']:.4f}  ({r['time_s']:.1f} s)", flush=True)
 
@@ -48,7 +60,14 @@ def main(argv=None):
                           seed=args.seed, log_path=os.path.join(args.out, "log.jsonl"),
                           show_progress=not args.no_progress, on_epoch=report,
                           algorithm=args.algorithm, compressor=args.compressor, ratio=args.ratio,
-                          period=args.period, compressor2=args.compressor2, ratio2=args.ratio2)
+                          period=args.period, compressor2=args.compressor2, ratio2=args.ratio2,
+                          elastic=args.elastic, ramp_steps=args.ramp_steps, commit_every=args.commit_every,
+                          ref_workers=args.ref_workers)
+    if args.elastic:
+        if result["rank"] == 0:
+            write_json(os.path.join(args.out, "result.json"), result)
+            print(f"final test accuracy {result['test_acc']:.4f}")
+        return 0
     if comm.rank == 0:
         write_json(os.path.join(args.out, "result.json"), result)
         last = result["history"][-1]

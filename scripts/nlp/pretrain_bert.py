@@ -52,6 +52,12 @@ def main(argv=None):
     p.add_argument("--ckpt-every", type=int)
     p.add_argument("--resume", help="none or auto")
     p.add_argument("--no-progress", dest="progress", action="store_false")
+    g = p.add_argument_group("elastic (launch with gluon-suite launch --min-np/--max-np, see docs/elastic.md)")
+    g.add_argument("--elastic", action="store_true",
+                   help="workers may join, leave or die; trains one phase per launch (--resume auto for the next)")
+    g.add_argument("--ramp-steps", type=int, help="steps over which the LR moves to a new worker count (default 50)")
+    g.add_argument("--commit-every", type=int, help="steps between commits of the job state (default 20)")
+    g.add_argument("--ref-workers", type=int, help="worker count the phases' lr are meant for (default: the starting count)")
     args = vars(p.parse_args(argv))
     cfg = {}
     if "config" in args:
@@ -65,8 +71,11 @@ def main(argv=None):
     from gluon_suite.dist import get_communicator
     from gluon_suite.nlp.pretrain import pretrain_bert
     comm = get_communicator()
-    log = (lambda m: print(m, flush=True)) if comm.rank == 0 else (lambda m: None)
+    elastic = bool(cfg.get("elastic"))
+    log = (lambda m: print(m, flush=True)) if comm.rank == 0 or elastic else (lambda m: None)
     res = pretrain_bert(cfg, comm, log=log)
+    if elastic:
+        return 0
     if comm.rank == 0 and res["history"]:
         h = res["history"]
         print(f"mlm loss {h[0]['mlm_loss']:.4f} -> {h[-1]['mlm_loss']:.4f}")
