@@ -72,7 +72,8 @@ def test_sigkill_mid_epoch_finishes_on_two_with_every_sample_once(tmp_path):
     assert (out / "killed").exists()
     assert len(res) == 2 and all(r["size"] == 2 for r in res)          # finished on the survivors
     for r in res:
-        assert r["max_param_diff_to_rank0"] == 0.0                     # identical parameters
+        assert r["max_param_diff_to_rank0"] == 0.0                     # identical parameters ...
+        assert len(r["joins"]) == 2 and all(j["max_param_diff_to_rank0"] == 0.0 for j in r["joins"])  # ... after the reset too
         assert len(r["seen"]) == 3
         for epoch in r["seen"]:                                        # committed steps: each sample once
             assert sorted(epoch) == list(range(1438))
