@@ -187,8 +187,22 @@ class GluonState(State):
         self._apply_meta(meta)
         self._adopt_world()
         mx.nd.waitall()
+        self._check_identical(comm)
         self.save()
         self.resets += 1
+
+    def _check_identical(self, comm):
+        """Compare a float64 fingerprint of every parameter across the workers (one allgather);
+        a difference after the broadcast would be a bug, reported rather than trained on."""
+        if comm.size == 1:
+            return
+        fp = mx.nd.stack(*[p.data().astype("float64").sum() for p in self._params()]).reshape((1, -1))
+        rows = comm.allgather(fp, name="elastic.fingerprint").asnumpy()
+        if not (rows == rows[:1]).all():
+            bad = sorted({int(r) for r in np.nonzero((rows != rows[:1]).any(axis=1))[0]})
+            from ..utils import GluonSuiteError
+            raise GluonSuiteError(f"after the elastic reset the parameters of worker(s) {bad} differ from "
+                                  "rank 0's; this is a bug: please report it with the job's output")
 
     def reset(self):
         """After Horovod re-initialised (before ``sync``, which Horovod skips when workers only
