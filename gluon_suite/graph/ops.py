@@ -19,7 +19,8 @@ one sparse product (no loop over heads, no E x F tensor) and per-destination red
   ds = a * (g - sum_v(g * a)).
 - ``gat_attention``: GAT's whole attention step fused, in the head layout: scores
   el[u, h] + er[v, h], leaky ReLU, edge softmax, optional dropout mask, and the weighted sum of
-  x[u, h]; the backward reuses the forward's attention instead of recomputing it.
+  x[u, h], normalised per destination after the product; the backward reuses the forward's
+  exponentials and per-destination sums instead of recomputing them.
 """
 import itertools
 import os
@@ -227,6 +228,15 @@ class _GraphOp(mx.operator.CustomOp):
         super().__init__()
         self.t = _TOPOLOGIES[key]
 
+    def assign(self, dst, req, src):
+        """``CustomOp.assign`` that takes a NumPy array too (one copy into ``dst``, no temporary
+        NDArray)."""
+        if isinstance(src, np.ndarray) and req != "add":
+            src = src.reshape(dst.shape)
+        elif isinstance(src, np.ndarray):
+            src = mx.nd.array(src.reshape(dst.shape))
+        super().assign(dst, req, src)
+
 
 def _flat(nd):
     return np.ascontiguousarray(nd.asnumpy(), np.float32).reshape(-1)
@@ -239,7 +249,7 @@ class _SpMMe(_GraphOp):
         L = self.t.heads(H)
         self.data = _flat(in_data[1])[L.perm]
         out = L.spmm(self.data, x.reshape(N * H, F))
-        self.assign(out_data[0], req[0], mx.nd.array(out.reshape((-1, H, F))))
+        self.assign(out_data[0], req[0], out.reshape((-1, H, F)))
 
     def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
         x = in_data[0].asnumpy().astype(np.float32, copy=False)
@@ -247,11 +257,11 @@ class _SpMMe(_GraphOp):
         L = self.t.heads(H)
         dy = out_grad[0].asnumpy().astype(np.float32, copy=False).reshape(-1, F)
         if req[0] != "null":
-            self.assign(in_grad[0], req[0], mx.nd.array(L.spmm_t(self.data, dy).reshape(x.shape)))
+            self.assign(in_grad[0], req[0], L.spmm_t(self.data, dy).reshape(x.shape))
         if req[1] != "null":
             de = np.empty(len(L.perm), np.float32)
             de[L.perm] = L.sddmm(x.reshape(N * H, F), dy)
-            self.assign(in_grad[1], req[1], mx.nd.array(de.reshape(in_data[1].shape)))
+            self.assign(in_grad[1], req[1], de.reshape(in_data[1].shape))
 
 
 class _GATAttention(_GraphOp):
@@ -306,7 +316,7 @@ class _GATAttention(_GraphOp):
             out[r.r0:r.r1] /= zr[:, None]
         L.map(part)
         self.p, self.neg, self.z, self.mask, self.w = p, neg, z, mask, w
-        self.assign(out_data[0], req[0], mx.nd.array(out.reshape((-1, H, F))))
+        self.assign(out_data[0], req[0], out.reshape((-1, H, F)))
 
     def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
         x = in_data[0].asnumpy().astype(np.float32, copy=False)
@@ -331,9 +341,9 @@ class _GATAttention(_GraphOp):
             der[r.r0:r.r1] = r.row_sum(g)
             return dx, r.matrix(g).T @ ones[r.r0:r.r1]
         res = L.map(part)
-        self.assign(in_grad[0], req[0], mx.nd.array(_total([d for d, _ in res], x.shape).reshape((N, H, F))))
-        self.assign(in_grad[1], req[1], mx.nd.array(_total([e for _, e in res], (L.num_cols, 1)).reshape((-1, H))))
-        self.assign(in_grad[2], req[2], mx.nd.array(der.reshape((-1, H))))
+        self.assign(in_grad[0], req[0], _total([d for d, _ in res], x.shape).reshape((N, H, F)))
+        self.assign(in_grad[1], req[1], _total([e for _, e in res], (L.num_cols, 1)).reshape((-1, H)))
+        self.assign(in_grad[2], req[2], der.reshape((-1, H)))
         if len(in_grad) > 3:
             self.assign(in_grad[3], req[3], mx.nd.zeros(in_grad[3].shape))
 
@@ -352,7 +362,7 @@ class _SegmentMax(_GraphOp):
             pos = np.where(hit, np.arange(len(ms)).reshape((-1,) + (1,) * (ms.ndim - 1)), len(ms))
             first = np.minimum.reduceat(pos, t.starts, axis=0)
             self.arg[t.nonempty] = t.order[first]
-        self.assign(out_data[0], req[0], mx.nd.array(out))
+        self.assign(out_data[0], req[0], out)
 
     def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
         dy = out_grad[0].asnumpy()
@@ -360,7 +370,7 @@ class _SegmentMax(_GraphOp):
         valid = self.arg >= 0
         idx = np.nonzero(valid)
         np.add.at(dm, (self.arg[valid],) + idx[1:], dy[valid])
-        self.assign(in_grad[0], req[0], mx.nd.array(dm))
+        self.assign(in_grad[0], req[0], dm)
 
 
 class _EdgeSoftmax(_GraphOp):
@@ -369,13 +379,13 @@ class _EdgeSoftmax(_GraphOp):
         self.a = L.softmax(_flat(in_data[0])[L.perm])
         out = np.empty(len(L.perm), np.float32)
         out[L.perm] = self.a
-        self.assign(out_data[0], req[0], mx.nd.array(out.reshape(in_data[0].shape)))
+        self.assign(out_data[0], req[0], out.reshape(in_data[0].shape))
 
     def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
         L = self.t.heads(int(np.prod(in_data[0].shape[1:])))
         ds = np.empty(len(L.perm), np.float32)
         ds[L.perm] = L.softmax_backward(self.a, _flat(out_grad[0])[L.perm])
-        self.assign(in_grad[0], req[0], mx.nd.array(ds.reshape(in_data[0].shape)))
+        self.assign(in_grad[0], req[0], ds.reshape(in_data[0].shape))
 
 
 class _SegmentSum(_GraphOp):
@@ -385,11 +395,11 @@ class _SegmentSum(_GraphOp):
         out = np.zeros((t.num_dst,) + m.shape[1:], np.float32)
         if len(t.starts):
             out[t.nonempty] = np.add.reduceat(m[t.order], t.starts, axis=0)
-        self.assign(out_data[0], req[0], mx.nd.array(out))
+        self.assign(out_data[0], req[0], out)
 
     def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
         dy = out_grad[0].asnumpy()
-        self.assign(in_grad[0], req[0], mx.nd.array(dy[self.t.dst]))
+        self.assign(in_grad[0], req[0], dy[self.t.dst])
 
 
 def _register(name, op_cls, arguments, out_shape):
