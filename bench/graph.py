@@ -10,12 +10,15 @@ stay untouched:
     .venv/bin/python bench/graph.py [--pyg-python .cache/pyg-venv/bin/python]
 
 Each (framework, model) runs in a fresh process; peak memory is that process's maximum RSS.
-Writes bench/results/graph.json and prints a table.
+``--repeats`` runs the pair that many times, alternating which framework goes first, so that load
+from other jobs on the machine hits both sides alike; the table gives the medians over the repeats
+and the range of the per-repeat time ratios. Writes bench/results/graph.json and prints a table.
 """
 import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -116,7 +119,6 @@ def worker(args):
     fn = run_ours if args.worker == "ours" else run_pyg
     times = fn(args.model, args.epochs, args.threads)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    import statistics
     print(json.dumps({"epoch_s": statistics.median(times), "peak_rss_mb": peak_mb, "epochs": len(times)}))
 
 
@@ -124,6 +126,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3, help="runs of each (framework, model), interleaved")
     ap.add_argument("--pyg-python", default=os.path.join(os.path.dirname(HERE), ".cache", "pyg-venv", "bin", "python"))
     ap.add_argument("--worker", choices=["ours", "pyg"], help=argparse.SUPPRESS)
     ap.add_argument("--model", choices=["gcn", "gat"], help=argparse.SUPPRESS)
@@ -132,37 +135,54 @@ def main():
         return worker(args)
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MXNET_CPU_WORKER_NTHREADS=str(args.threads),
                MKL_NUM_THREADS=str(args.threads), MXNET_STORAGE_FALLBACK_LOG_VERBOSE="0")
-    results = {}
+    pythons = {"ours": sys.executable, "pyg": args.pyg_python}
+    if not os.path.exists(args.pyg_python):
+        print(f"skipping PyG: {args.pyg_python} not found (see the module docstring)")
+        del pythons["pyg"]
+    runs = {}
     for model in ("gcn", "gat"):
-        for fw, py in (("ours", sys.executable), ("pyg", args.pyg_python)):
-            if fw == "pyg" and not os.path.exists(py):
-                print(f"skipping PyG: {py} not found (see the module docstring)")
-                continue
-            p = subprocess.run([py, os.path.abspath(__file__), "--worker", fw, "--model", model,
-                                "--epochs", str(args.epochs), "--threads", str(args.threads)],
-                               capture_output=True, text=True, env=env)
-            if p.returncode != 0:
-                print(f"{fw} {model} failed:\n{p.stderr[-2000:]}")
-                continue
-            results.setdefault(model, {})[fw] = json.loads(p.stdout.strip().splitlines()[-1])
-            print(f"{model} {fw}: {results[model][fw]}", flush=True)
-    for model, r in results.items():
-        if "ours" in r and "pyg" in r:
-            r["time_ratio_ours_over_pyg"] = r["ours"]["epoch_s"] / r["pyg"]["epoch_s"]
-            r["memory_ratio_ours_over_pyg"] = r["ours"]["peak_rss_mb"] / r["pyg"]["peak_rss_mb"]
+        for rep in range(args.repeats):
+            for fw in (list(pythons) if rep % 2 == 0 else list(pythons)[::-1]):
+                load = os.getloadavg()[0]
+                p = subprocess.run([pythons[fw], os.path.abspath(__file__), "--worker", fw, "--model", model,
+                                    "--epochs", str(args.epochs), "--threads", str(args.threads)],
+                                   capture_output=True, text=True, env=env)
+                if p.returncode != 0:
+                    print(f"{fw} {model} failed:\n{p.stderr[-2000:]}")
+                    continue
+                r = json.loads(p.stdout.strip().splitlines()[-1])
+                r["load_before"] = round(load, 2)
+                runs.setdefault(model, {}).setdefault(fw, []).append(r)
+                print(f"{model} {fw} #{rep + 1}: {r}", flush=True)
+    results = {}
+    for model, by_fw in runs.items():
+        res = results[model] = {}
+        for fw, rs in by_fw.items():
+            res[fw] = {"epoch_s": statistics.median(r["epoch_s"] for r in rs),
+                       "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in rs),
+                       "epochs": rs[0]["epochs"], "runs": rs}
+        if "ours" in res and "pyg" in res:
+            res["time_ratio_ours_over_pyg"] = res["ours"]["epoch_s"] / res["pyg"]["epoch_s"]
+            res["memory_ratio_ours_over_pyg"] = res["ours"]["peak_rss_mb"] / res["pyg"]["peak_rss_mb"]
+            res["time_ratio_per_repeat"] = [o["epoch_s"] / q["epoch_s"]
+                                            for o, q in zip(by_fw["ours"], by_fw["pyg"])]
     out = {"benchmark": "graph", "date": time.strftime("%Y-%m-%d"), "nodes": N, "edges": E,
            "features": F, "hidden": HID, "classes": C, "gat_heads": HEADS, "threads": args.threads,
-           "epochs_measured": args.epochs, "results": results}
+           "epochs_measured": args.epochs, "repeats": args.repeats, "results": results}
     sys.path.insert(0, os.path.dirname(HERE))
     from gluon_suite.utils import write_json
     write_json(os.path.join(HERE, "results", "graph.json"), out)
-    print(f"\n{N} nodes, {E} edges (+ self-loops), {F} features, {args.threads} threads")
-    print(f"{'model':<6}{'ours s':>9}{'PyG s':>9}{'time x':>8}{'ours MB':>9}{'PyG MB':>9}{'mem x':>7}")
+    print(f"\n{N} nodes, {E} edges (+ self-loops), {F} features, {args.threads} threads, "
+          f"median of {args.repeats} repeat(s) of {args.epochs} epochs")
+    print(f"{'model':<6}{'ours s':>9}{'PyG s':>9}{'time x':>8}{'range':>13}{'ours MB':>9}{'PyG MB':>9}{'mem x':>7}")
+    nan = float("nan")
     for model, r in results.items():
         o, q = r.get("ours", {}), r.get("pyg", {})
-        print(f"{model:<6}{o.get('epoch_s', float('nan')):>9.3f}{q.get('epoch_s', float('nan')):>9.3f}"
-              f"{r.get('time_ratio_ours_over_pyg', float('nan')):>8.2f}{o.get('peak_rss_mb', float('nan')):>9.0f}"
-              f"{q.get('peak_rss_mb', float('nan')):>9.0f}{r.get('memory_ratio_ours_over_pyg', float('nan')):>7.2f}")
+        per = r.get("time_ratio_per_repeat") or [nan]
+        print(f"{model:<6}{o.get('epoch_s', nan):>9.3f}{q.get('epoch_s', nan):>9.3f}"
+              f"{r.get('time_ratio_ours_over_pyg', nan):>8.2f}{f'{min(per):.2f}-{max(per):.2f}':>13}"
+              f"{o.get('peak_rss_mb', nan):>9.0f}{q.get('peak_rss_mb', nan):>9.0f}"
+              f"{r.get('memory_ratio_ours_over_pyg', nan):>7.2f}")
     print("results: bench/results/graph.json")
 
 
