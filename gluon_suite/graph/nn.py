@@ -69,7 +69,7 @@ class GATConv(gluon.Block):
                  negative_slope=0.2, residual=False, bias=True, activation=None,
                  allow_zero_in_degree=False):
         super().__init__()
-        self.H, self.F, self.slope = num_heads, out_feats, negative_slope
+        self.H, self.F, self.slope, self.attn_rate = num_heads, out_feats, negative_slope, attn_drop
         self.activation, self.allow_zero = activation, allow_zero_in_degree
         with self.name_scope():
             self.fc = gluon.nn.Dense(num_heads * out_feats, in_units=in_feats, use_bias=False,
@@ -80,7 +80,7 @@ class GATConv(gluon.Block):
             self.res = gluon.nn.Dense(num_heads * out_feats, in_units=in_feats, use_bias=False) if residual else None
             self.bias = self.params.get("bias", shape=(num_heads * out_feats,), init="zeros") if bias else None
 
-    def scores(self, ft):
+    def _scores(self, ft):
         """``(el, er)``, each (N, heads): the sums over features of ft * attn_l and ft * attn_r,
         as one dense product (MXNet's broadcast backward would reduce over N slowly)."""
         H, F = self.H, self.F
@@ -94,9 +94,9 @@ class GATConv(gluon.Block):
         _check_in_degree(g, self.allow_zero, "GATConv")
         h = self.feat_drop(feat)
         ft = self.fc(h).reshape((-1, self.H, self.F))
-        el, er = self.scores(ft)
+        el, er = self._scores(ft)
         mask = None
-        if self.attn_drop._rate > 0 and autograd.is_training():
+        if self.attn_rate > 0 and autograd.is_training():
             mask = self.attn_drop(mx.nd.ones((g.num_edges(), self.H), ctx=ft.context))
         out = ops.gat_attention(g._topo(), ft, el, er, self.slope, mask)
         if self.res is not None:
