@@ -88,7 +88,8 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path, task, config):
 
 def test_resume_with_another_worker_count_is_one_line(tmp_path):
     run = tmp_path / "run"
-    train_node_classification({"dataset": "karate", "epochs": 2, "out": str(run)}, LocalCommunicator(), log=lambda m: None)
+    train_node_classification({"dataset": "karate", "epochs": 2, "out": str(run)}, LocalCommunicator(),
+                              log=lambda m: None)
     state = json.loads((run / "state.json").read_text())
     (run / "state.json").write_text(json.dumps({**state, "workers": 2}))   # as if written by 2 workers
     with pytest.raises(UserError) as err:
