@@ -27,11 +27,13 @@ NODE_DEFAULTS = {"dataset": "sbm", "data_dir": None, "name": "cora", "model": "g
                  "epochs": 100, "lr": 0.01, "wd": 5e-4, "dropout": 0.5, "sampled": False,
                  "fanouts": [10, 10], "batch_size": 64, "seed": 0, "out": "runs/graph_node",
                  "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
-                 "resume": "none", "stop_after_epochs": None}
+                 "resume": "none", "stop_after_epochs": None,
+                 "elastic": False, "ramp_steps": 50, "commit_every": 20, "ref_workers": None}
 GRAPH_DEFAULTS = {"dataset": "families", "data_dir": None, "name": "MUTAG", "model": "gin", "hidden": 32,
                   "epochs": 40, "lr": 0.01, "batch_size": 20, "seed": 0, "out": "runs/graph_cls",
                   "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
-                  "resume": "none", "stop_after_epochs": None}
+                  "resume": "none", "stop_after_epochs": None,
+                  "elastic": False, "ramp_steps": 50, "commit_every": 20, "ref_workers": None}
 
 
 def _merge(defaults, config):
@@ -43,7 +45,74 @@ def _merge(defaults, config):
         raise UserError(f"epochs must be >= 1, got {cfg['epochs']}")
     if cfg["resume"] not in ("none", "auto") and not os.path.isdir(cfg["resume"]):
         raise UserError(f"--resume takes none, auto or a run folder; {cfg['resume']} is none of these")
+    if cfg["elastic"] and os.environ.get("HOROVOD_ELASTIC") != "1":
+        raise UserError("--elastic needs an elastic launch: gluon-suite launch --min-np N --max-np M "
+                        "--host-discovery-script S -- python scripts/graph/<script> --elastic ...")
     return cfg
+
+
+def _train_elastic(cfg, net, trainer, n, batch_size, step_fn, eval_fn, log):
+    """The elastic form of both recipes (``--elastic``): ``n`` training samples (nodes or graphs)
+    re-sharded over the current workers every epoch, ``step_fn(state, idx, step_size)`` per global
+    step, an evaluation every 10 epochs and at the end (``eval_fn()`` -> accuracy, on the averaged
+    model), and whoever is rank 0 then writes the log line and ``last.rank0.*`` + ``state.json``
+    (``"elastic": true``; ``--resume`` continues it with any worker count)."""
+    from ..dist.elastic import train_elastic
+    out, start = cfg["out"], {}
+    history, t0 = [], time.time()
+    folder = cfg["resume"]
+    if folder == "auto":
+        folder = out if os.path.exists(os.path.join(out, "state.json")) else "none"
+    if folder != "none":
+        with open(os.path.join(folder, "state.json"), encoding="utf-8") as f:
+            saved = json.load(f)
+        if not saved.get("elastic"):
+            raise UserError(f"{folder} is not an elastic run's checkpoint; resume it without --elastic")
+        net.load_parameters(os.path.join(folder, "last.rank0.params"))
+        trainer.load_states(os.path.join(folder, "last.rank0.states"))
+        start, history = {"epoch": saved["epoch"], "step": saved["step"]}, saved["history"]
+
+    def end_epoch(state):
+        c = trainer.communicator
+        if (state.epoch + 1) % 10 and state.epoch + 1 != int(cfg["epochs"]):
+            return
+        with trainer.averaged():
+            acc = float(eval_fn())
+        tot = c.allreduce(mx.nd.array([state.loss_sum, state.seen], dtype="float64"), average=False,
+                          name="graph.elastic.loss").asnumpy()
+        rec = {"epoch": state.epoch + 1, "loss": float(tot[0] / max(tot[1], 1)), "test_acc": acc,
+               "workers": c.size, "elapsed_s": round(time.time() - t0, 3)}
+        state.history = state.history + [rec]
+        state.loss_sum, state.seen = 0.0, 0
+        if c.rank == 0:
+            with atomic_path(os.path.join(out, "last.rank0.params")) as tmp:
+                net.save_parameters(tmp)
+            trainer.save_states(os.path.join(out, "last.rank0.states"))
+            write_json(os.path.join(out, "state.json"), {"epoch": state.epoch + 1, "step": state.step,
+                                                         "history": state.history, "elastic": True,
+                                                         "workers": c.size})
+            lg = JsonLinesLogger(os.path.join(out, "log.jsonl"), mode="a")
+            lg.log(**rec)
+            lg.close()
+            log(f"epoch {rec['epoch']:4d}  loss {rec['loss']:.4f}  test acc {acc:.4f}  ({c.size} workers)")
+
+    if not start and trainer.communicator.rank == 0 and os.path.exists(os.path.join(out, "log.jsonl")):
+        os.unlink(os.path.join(out, "log.jsonl"))
+    state = train_elastic(net, trainer, n, batch_size, int(cfg["epochs"]), step_fn, end_epoch,
+                          seed=int(cfg["seed"]), commit_every=int(cfg["commit_every"]), start=start,
+                          counters={"loss_sum": 0.0, "seen": 0, "history": history})
+    if trainer.communicator.rank == 0:
+        with atomic_path(os.path.join(out, "model.params")) as tmp:
+            net.save_parameters(tmp)
+    return {"test_acc": state.history[-1]["test_acc"] if state.history else None, "history": state.history,
+            "rank": trainer.communicator.rank}
+
+
+def _elastic_schedule(cfg, batch_size, size):
+    """Adam's rate for ``ref_workers`` x ``batch_size`` samples, following the worker count."""
+    from ..dist.schedules import ElasticRamp
+    return ElasticRamp(lambda t: float(cfg["lr"]), ref_batch=batch_size * int(cfg["ref_workers"] or size),
+                       ramp_steps=int(cfg["ramp_steps"]), global_batch=batch_size * size)
 
 
 def _epoch_seed(seed, epoch, rank):
@@ -162,10 +231,47 @@ def train_node_classification(config, comm, log=print):
     net = get_model(cfg["model"], in_feats=feat.shape[1], classes=classes, hidden=cfg["hidden"],
                     dropout=cfg["dropout"])
     net.initialize(mx.init.Xavier())
-    trainer = DistributedTrainer(net.collect_params(), "adam", {"learning_rate": cfg["lr"], "wd": cfg["wd"]},
+    opt = {"learning_rate": cfg["lr"], "wd": cfg["wd"]}
+    if cfg["elastic"]:
+        if cfg["sampled"]:  # mini-batches of seed nodes: the global batch follows the worker count
+            opt["lr_scheduler"] = _elastic_schedule(cfg, int(cfg["batch_size"]), comm.size)
+        # the first forward finishes deferred initialisation before the elastic state copies it
+        if cfg["sampled"]:
+            blocks = sample_blocks(g, train[:1], cfg["fanouts"], np.random.RandomState(0))
+            net(blocks, mx.nd.take(feat, mx.nd.array(blocks[0].src_nodes)))
+        else:
+            net(g, feat)
+    trainer = DistributedTrainer(net.collect_params(), "adam", opt,
                                  algorithm=cfg["algorithm"], compressor=cfg["compressor"], ratio=cfg["ratio"],
                                  period=cfg["period"], communicator=comm)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    if cfg["elastic"]:
+        os.makedirs(cfg["out"], exist_ok=True)
+
+        def step(state, idx, step_size):
+            c = trainer.communicator
+            seeds = train[idx]
+            rs = np.random.RandomState(_epoch_seed(cfg["seed"], state.step, c.rank))
+            mx.random.seed(_epoch_seed(cfg["seed"], state.step, c.rank))
+            with autograd.record():
+                if cfg["sampled"]:
+                    blocks = sample_blocks(g, seeds, cfg["fanouts"], rs)
+                    out = net(blocks, mx.nd.take(feat, mx.nd.array(blocks[0].src_nodes)))
+                else:
+                    out = mx.nd.take(net(g, feat), mx.nd.array(seeds))
+                loss = loss_fn(out, mx.nd.take(labels, mx.nd.array(seeds))).sum()
+            loss.backward()
+            trainer.step(step_size)
+            state.loss_sum += float(loss.asscalar())
+            state.seen += len(seeds)
+
+        def evaluate():
+            pred = net(g, feat).argmax(axis=1).asnumpy()
+            return (pred[test] == labels.asnumpy()[test]).mean()
+
+        # full graph: one step per epoch over every training node (the batch is the whole set)
+        per_worker = int(cfg["batch_size"]) if cfg["sampled"] else len(train)
+        return _train_elastic(cfg, net, trainer, len(train), per_worker, step, evaluate, log)
     mine = train[comm.rank::comm.size]
     os.makedirs(cfg["out"], exist_ok=True)
     ckpt = _Checkpoint(cfg, net, trainer, comm)
@@ -235,12 +341,35 @@ def train_graph_classification(config, comm, log=print):
     in_feats = graphs[0].ndata["feat"].shape[1]
     net = get_model(cfg["model"], in_feats=in_feats, classes=classes, hidden=cfg["hidden"])
     net.initialize(mx.init.Xavier())
-    trainer = DistributedTrainer(net.collect_params(), "adam", {"learning_rate": cfg["lr"]},
+    opt = {"learning_rate": cfg["lr"]}
+    if cfg["elastic"]:
+        opt["lr_scheduler"] = _elastic_schedule(cfg, int(cfg["batch_size"]), comm.size)
+        first = batch([graphs[train[0]]])
+        net(first, first.ndata["feat"])  # finish deferred initialisation
+    trainer = DistributedTrainer(net.collect_params(), "adam", opt,
                                  algorithm=cfg["algorithm"], compressor=cfg["compressor"], ratio=cfg["ratio"],
                                  period=cfg["period"], communicator=comm)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     B = cfg["batch_size"] * comm.size
     test_bg = batch([graphs[j] for j in test])  # built once, evaluated every 10 epochs
+    if cfg["elastic"]:
+        os.makedirs(cfg["out"], exist_ok=True)
+
+        def step(state, idx, step_size):
+            chunk = train[idx]
+            mx.random.seed(_epoch_seed(cfg["seed"], state.step, trainer.communicator.rank))
+            bg = batch([graphs[j] for j in chunk])
+            with autograd.record():
+                loss = loss_fn(net(bg, bg.ndata["feat"]), mx.nd.array(labels[chunk])).sum()
+            loss.backward()
+            trainer.step(step_size)
+            state.loss_sum += float(loss.asscalar())
+            state.seen += len(chunk)
+
+        def evaluate():
+            return (net(test_bg, test_bg.ndata["feat"]).argmax(axis=1).asnumpy() == labels[test]).mean()
+
+        return _train_elastic(cfg, net, trainer, len(train), int(cfg["batch_size"]), step, evaluate, log)
     os.makedirs(cfg["out"], exist_ok=True)
     ckpt = _Checkpoint(cfg, net, trainer, comm)
     start, history, elapsed = ckpt.restore(log)

@@ -35,13 +35,19 @@ def main(argv=None):
     p.add_argument("--compressor")
     p.add_argument("--ratio", type=float)
     p.add_argument("--period", type=int)
+    g = p.add_argument_group("elastic (launch with gluon-suite launch --min-np/--max-np, see docs/elastic.md)")
+    g.add_argument("--elastic", action="store_true",
+                   help="workers may join, leave or die; the LR follows the worker count smoothly")
+    g.add_argument("--ramp-steps", type=int, help="steps over which the LR moves to a new worker count (default 50)")
+    g.add_argument("--commit-every", type=int, help="steps between commits of the job state (default 20)")
+    g.add_argument("--ref-workers", type=int, help="worker count --lr is meant for (default: the starting count)")
     cfg = vars(p.parse_args(argv))
     from gluon_suite.dist import get_communicator
     from gluon_suite.graph.recipes import train_node_classification
     comm = get_communicator()
-    log = print if comm.rank == 0 else (lambda m: None)
+    log = print if comm.rank == 0 or cfg.get("elastic") else (lambda m: None)  # elastic: the recipe checks
     res = train_node_classification(cfg, comm, log=log)
-    if res["test_acc"] is not None:  # None: stopped before the first evaluation
+    if res["test_acc"] is not None and res.get("rank", 0) == 0:  # None: stopped before the first evaluation
         log(f"test accuracy {res['test_acc']:.4f}")
     return 0
 

@@ -108,3 +108,20 @@ def test_finetune_scripts_elastic(pretrained, tmp_path):
 
 def discovery_of(tmp):
     return tmp, str(tmp / "discover.sh")
+
+
+@pytest.mark.parametrize("extra", [[], ["--sampled", "--batch-size", "16"]], ids=["full", "sampled"])
+def test_train_node_classification_elastic(discovery, tmp_path, extra):
+    stdout = elastic(discovery, "graph/train_node_classification.py", "--dataset", "sbm", "--model", "sage",
+                     "--epochs", "20", "--out", str(tmp_path), *extra)
+    log = lines(tmp_path / "log.jsonl")
+    assert [r["epoch"] for r in log] == [10, 20] and {r["workers"] for r in log} == {2}
+    assert log[-1]["test_acc"] >= 0.8 and json.load(open(tmp_path / "state.json"))["elastic"]
+    assert stdout.count("test accuracy") == 1                       # printed once, by rank 0
+
+
+def test_train_graph_classification_elastic(discovery, tmp_path):
+    elastic(discovery, "graph/train_graph_classification.py", "--epochs", "20", "--out", str(tmp_path))
+    log = lines(tmp_path / "log.jsonl")
+    assert [r["epoch"] for r in log] == [10, 20] and {r["workers"] for r in log} == {2}
+    assert log[-1]["test_acc"] >= 0.7 and (tmp_path / "model.params").exists()
