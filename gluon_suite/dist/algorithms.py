@@ -23,6 +23,7 @@ import math
 
 import mxnet as mx
 
+from .comm import write_plain
 from .compression import Compressor, make_compressor
 
 
@@ -85,6 +86,12 @@ class Algorithm:
     def state_arrays(self):
         """Per-worker state to checkpoint, as ``{name: NDArray}``."""
         return {}
+
+    def reset_for_resize(self):
+        """Elastic resize: bring this worker's state to a form every worker can share before the
+        parameters are broadcast from rank 0. Default: per-worker state restarts from zero."""
+        for arr in self.state_arrays().values():
+            arr[:] = 0
 
     def load_state_arrays(self, arrays):
         """Restore what ``state_arrays`` returned."""
@@ -233,6 +240,14 @@ class CSER(_ResidualState, Algorithm):
             add_synced(pl, w, synced, 1.0)
             pl.add_to(w, pl.tensors, -1.0)
             pl.add_to(e, pl.tensors, -1.0)           # e_i = e_i - C2(e_i)
+
+    def reset_for_resize(self):
+        """Fold the residual into the model: x_i - e_i is the same on every worker (the CSER
+        invariant), so after ``x_i <- x_i - e_i; e_i <- 0`` every worker holds that common model
+        with no residual, whatever rank 0's local deviation was."""
+        for i, p in self.params:
+            write_plain(p.data() - self.err[i], p.data())
+            self.err[i][:] = 0
 
     def config(self):
         return {"name": self.name, "c1": self.c1.config(), "c2": self.c2.config(),

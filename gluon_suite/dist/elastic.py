@@ -4,9 +4,10 @@ Horovod Elastic ships for TensorFlow and PyTorch only; ``horovod.common.elastic`
 ``run_fn``) is framework-neutral. This module adds what MXNet needs:
 
 - ``GluonState``: commits and restores parameters, the ``DistributedTrainer``'s optimizer state,
-  step count, an ``ElasticSampler``'s position and any counters; ``sync()`` broadcasts all of it
-  from rank 0 after every reset (a new worker starts from the current state); residuals of
-  error-feedback algorithms restart from zero after a resize (their invariant holds again).
+  the algorithm's residuals, step count, the schedule, an ``ElasticSampler``'s position and any
+  counters; ``sync()`` broadcasts all of it from rank 0 after every reset (a new worker starts
+  from the current state). Before that, CSER folds each worker's residual into its model
+  (``x - e`` is the common model) and error feedback drops its residual.
 - ``ElasticSampler``: the epoch's shuffled order is fixed by (seed, epoch); after a resize the
   *remaining* samples are re-sharded over the new workers, so none is repeated or skipped.
 - ``run(func)``: ``run_fn`` with the reset ``hvd.shutdown(); hvd.init()``, and MXNet's error for a
@@ -105,6 +106,7 @@ class GluonState(State):
         for k, v in counters.items():
             setattr(self, k, v)
         self.resets = 0
+        trainer._bind()  # the algorithm's per-worker state (residuals) exists from here on
         self._create_optimizer_states()
         super().__init__(bcast_object=self._bcast_object_json, get_rank=hvd.rank)
         self.save()
@@ -144,6 +146,7 @@ class GluonState(State):
         """Copy the current state to host memory (the commit point)."""
         self._saved_params = [p.data().copy() for p in self._params()]
         self._saved_opt = [a.copy() for a in self._opt_arrays()]
+        self._saved_algo = {k: a.copy() for k, a in self.trainer._algo.state_arrays().items()}
         opt = self.trainer._optimizer
         self._saved_meta = {"counters": {k: getattr(self, k) for k in self._counters},
                             "sampler": self.sampler.state_dict() if self.sampler else None,
@@ -158,6 +161,8 @@ class GluonState(State):
             p.set_data(a.copy())
         for dst, src in zip(self._opt_arrays(), self._saved_opt):
             dst[:] = src
+        for k, a in self.trainer._algo.state_arrays().items():
+            a[:] = self._saved_algo[k]
         self._apply_meta(self._saved_meta)
 
     def _apply_meta(self, meta):
@@ -176,12 +181,13 @@ class GluonState(State):
     def sync(self):
         """Make every worker hold rank 0's committed state (new workers included)."""
         comm = self._adopt_world()
+        # per-worker algorithm state first: CSER folds its residual into the model (x - e is the
+        # same everywhere), error feedback drops it; then rank 0's state goes to everyone
+        self.trainer._algo.reset_for_resize()
         for k, p in enumerate(self._params()):
             comm.broadcast_(p.data(), 0, name=f"elastic.p{k}")
         for k, a in enumerate(self._opt_arrays()):  # the same list everywhere (created up front)
             comm.broadcast_(a, 0, name=f"elastic.o{k}")
-        for key, arr in self.trainer._algo.state_arrays().items():
-            arr[:] = 0  # error-feedback residuals restart after a resize
         meta = comm.broadcast_object({**self._saved_meta, "index_update_count": {
             str(k): v for k, v in self._saved_meta["index_update_count"].items()}}, name="elastic.meta")
         self._apply_meta(meta)

@@ -21,8 +21,10 @@ net = gluon.nn.HybridSequential()
 net.add(gluon.nn.Dense(64, activation="relu", in_units=64), gluon.nn.Dense(10, in_units=64))
 net.initialize(mx.init.Xavier())
 sched = ElasticRamp(lambda t: 0.05, ref_batch=B * 3, ramp_steps=5, global_batch=B * hvd.size())
+ALGO = os.environ.get("ALGO", "sync")
+algo = {"algorithm": "cser", "compressor": "grbs", "ratio": 4, "period": 4} if ALGO == "cser" else {}
 tr = DistributedTrainer(net.collect_params(), "sgd", {"lr_scheduler": sched, "momentum": 0.9},
-                        communicator=HorovodCommunicator())
+                        communicator=HorovodCommunicator(), **algo)
 sampler = ElasticSampler(len(ytr), seed=1)
 state = GluonState(net, tr, sampler, batch_size=B, epoch=0, seen=[], cur=[], sizes=[], lrs=[])
 loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()

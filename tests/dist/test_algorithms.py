@@ -279,3 +279,39 @@ def test_local_adaalter_requires_the_adaalter_optimizer():
     net.initialize()
     with pytest.raises(ValueError, match="needs the 'adaalter' optimizer, got 'sgd'"):
         DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, algorithm="local_adaalter")
+
+
+@pytest.mark.parametrize("name", ["cser", "ef"])
+def test_reset_for_resize_folds_or_drops_the_residual(name):
+    """Elastic resize: CSER's x <- x - e, e <- 0 (x - e is the common model); EF drops its gradient
+    residual and leaves the model alone. Checked against float64 NumPy copies taken before."""
+    import mxnet as mx
+    from mxnet import autograd, gluon
+
+    from gluon_suite.dist import DistributedTrainer, LocalCommunicator
+    mx.random.seed(3)
+    net = gluon.nn.Dense(5, in_units=7)
+    net.initialize()
+    kw = {"algorithm": name, "compressor": "grbs" if name == "cser" else "topk", "ratio": 4}
+    if name == "cser":
+        kw["period"] = 100  # no error reset inside the 5 steps: the residual stays non-zero
+    tr = DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9},
+                            communicator=LocalCommunicator(), **kw)
+    x = mx.nd.random.normal(shape=(8, 7))
+    for _ in range(5):
+        with autograd.record():
+            loss = (net(x) ** 2).sum()
+        loss.backward()
+        tr.step(8)
+    params = [p for _, p in sorted(net.collect_params().items())]
+    names = sorted(net.collect_params().keys())
+    before = [p.data().asnumpy().astype(np.float64) for p in params]
+    errs = {i: e.asnumpy().astype(np.float64) for i, e in tr.algorithm.err.items()}
+    assert any(np.abs(e).max() > 0 for e in errs.values())          # there is something to fold
+    tr.algorithm.reset_for_resize()
+    index = {p.name: i for i, p in enumerate(tr._params)}
+    for n, p, b in zip(names, params, before):
+        e = errs[index[p.name]]
+        want = b - e if name == "cser" else b
+        np.testing.assert_allclose(p.data().asnumpy(), want, rtol=0, atol=1e-6, err_msg=n)
+    assert all(np.abs(e.asnumpy()).max() == 0 for e in tr.algorithm.err.values())

@@ -15,7 +15,7 @@ from ..conftest import HOROVODRUN, REPO
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_job(tmp_path, kill=False, add=False):
+def run_job(tmp_path, kill=False, add=False, algo="sync"):
     out = tmp_path / ("killed" if kill else "added" if add else "full")
     out.mkdir()
     # one slot per host name: Horovod blacklists a failed *host*, so the names must differ
@@ -26,7 +26,7 @@ def run_job(tmp_path, kill=False, add=False):
     disc.write_text(f"#!/bin/sh\ncat {out / 'hosts.txt'}\n")
     disc.chmod(0o755)
     env = dict(os.environ, OUT=str(out), KILL="1" if kill else "0", ADD="1" if add else "0",
-               ADD_HOST=names[2], OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1", PYTHONPATH=REPO)
+               ADD_HOST=names[2], ALGO=algo, OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1", PYTHONPATH=REPO)
     p = subprocess.run([HOROVODRUN, "-np", str(len(start)), "--min-np", "2", "--max-np", "3",
                         "--host-discovery-script", str(disc), "--network-interface", "lo", "--gloo",
                         sys.executable, os.path.join(HERE, "_elastic_job.py")], env=env,
@@ -36,8 +36,10 @@ def run_job(tmp_path, kill=False, add=False):
 
 
 @pytest.mark.horovod
-def test_worker_added_mid_run_starts_from_the_current_state(tmp_path):
-    out, res = run_job(tmp_path, add=True)
+@pytest.mark.parametrize("algo", ["sync", "cser"])
+def test_worker_added_mid_run_starts_from_the_current_state(tmp_path, algo):
+    # cser: local models differ between synchronisations; the join folds each residual in first
+    out, res = run_job(tmp_path, add=True, algo=algo)
     assert len(res) == 3 and all(r["size"] == 3 for r in res)          # the job grew to 3
     new = res[2]
     assert len(new["joins"]) == 1                                      # the newcomer started once ...
@@ -50,7 +52,8 @@ def test_worker_added_mid_run_starts_from_the_current_state(tmp_path):
     assert join["epoch"] == 1 and 0 < join["processed"] < 1438 and join["num_update"] == join["steps_done"] > 0
     for r in res:
         assert all(j["max_param_diff_to_rank0"] == 0.0 for j in r["joins"])   # identical after each reset
-        assert r["max_param_diff_to_rank0"] == 0.0                            # and at the end
+        if algo == "sync":  # (CSER's local models differ between synchronisations by design)
+            assert r["max_param_diff_to_rank0"] == 0.0                        # and at the end
         assert len(r["seen"]) == 3                                            # epoch counter right
         for epoch in r["seen"]:
             assert sorted(epoch) == list(range(1438))                         # every sample once
