@@ -3,7 +3,6 @@ mid-epoch (the job finishes on the survivors with every sample of every epoch se
 worker added by the discovery script mid-run (it starts from the current state)."""
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -18,8 +17,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def run_job(tmp_path, kill=False, add=False, algo="sync"):
     out = tmp_path / ("killed" if kill else "added" if add else "full")
     out.mkdir()
-    # one slot per host name: Horovod blacklists a failed *host*, so the names must differ
-    names = ["localhost", "127.0.0.1", socket.gethostname()]
+    # one slot per host name: Horovod blacklists a failed *host*, so the names must differ (three
+    # spellings of the loopback address, local on any machine)
+    names = ["localhost", "127.0.0.1", "127.0.1"]
     start = names[:2] if add else names
     (out / "hosts.txt").write_text("".join(f"{h}:1\n" for h in start))
     disc = out / "discover.sh"
