@@ -110,3 +110,14 @@ def test_malformed_discovery_output_mid_run_is_reported_and_ignored(tmp_path):
     assert "printed 'oops: not a host list' on line 1" in p.stdout + p.stderr
     assert "ignored; keeping the last good host list" in p.stdout + p.stderr
     assert len(list(tmp_path.glob("rank*.json"))) == 2             # both workers finished
+
+
+@pytest.mark.horovod
+def test_fixed_size_job_and_a_failing_worker(tmp_path):
+    job = tmp_path / "job.py"
+    job.write_text("import os, sys\nrank = int(os.environ['HOROVOD_RANK'])\nprint('hello from', rank)\n"
+                   "sys.exit(3 if rank == 1 and os.environ.get('FAIL') else 0)\n")
+    ok = launch(["-np", "2", "--", sys.executable, str(job)])
+    assert ok.returncode == 0 and "hello from 0" in ok.stdout and "hello from 1" in ok.stdout
+    bad = launch(["-np", "2", "--", sys.executable, str(job)], FAIL="1")
+    assert "exited with code 3" in one_line_error(bad)
