@@ -208,6 +208,7 @@ def _stream(url, dest, model):
     if parsed.scheme not in ("http", "https"):
         raise ZooError(f"model '{model}': unsupported URL {url}; use http://, https:// or file://")
     import requests
+    import urllib3
     timeout = (_float_env("GLUON_SUITE_CONNECT_TIMEOUT", 10), _float_env("GLUON_SUITE_READ_TIMEOUT", 60))
     try:
         with requests.get(url, stream=True, timeout=timeout) as r:
@@ -217,21 +218,20 @@ def _stream(url, dest, model):
                 raise ZooError(f"model '{model}': download of {url} failed with HTTP {r.status_code} "
                                f"{r.reason}; check GLUON_SUITE_REPO and that the store holds this file")
             total = int(r.headers.get("content-length") or 0) or None
-            r.raw.decode_content = True  # a gzip-encoded response is hashed as the file it carries
-            # two reusable buffers: the socket fills one while the helper thread writes and hashes
-            # the other (no per-chunk allocation, no copies beyond the kernel's)
-            bufs, k = (bytearray(_CHUNK), bytearray(_CHUNK)), 0
+            # urllib3's own read: the fewest copies of the public ways to stream a body; a
+            # gzip/deflate-encoded response is decoded, so the file it carries is what is hashed
+            encoded = r.headers.get("content-encoding", "identity").lower() not in ("", "identity")
             with _progress(total, os.path.basename(parsed.path)) as bar:
                 while True:
-                    view = memoryview(bufs[k])
-                    n = r.raw.readinto(view)
-                    if not n:
+                    chunk = r.raw.read(_CHUNK, decode_content=encoded)
+                    if not chunk:
                         break
-                    dest.write(view[:n])
-                    bar.update(n)
-                    k ^= 1
-    except requests.exceptions.Timeout:
+                    dest.write(chunk)
+                    bar.update(len(chunk))
+    except (requests.exceptions.Timeout, urllib3.exceptions.TimeoutError):
         raise _Retry("timed out (the server stalled)") from None
+    except (urllib3.exceptions.ProtocolError, urllib3.exceptions.DecodeError):
+        raise _Retry("the connection broke mid-transfer") from None
     except requests.exceptions.ConnectionError as exc:
         raise _Retry(f"connection failed ({type(exc).__name__})") from None
     except requests.exceptions.ChunkedEncodingError:
@@ -240,8 +240,8 @@ def _stream(url, dest, model):
 
 class _HashingWriter:
     """A file wrapper that writes and hashes on a helper thread (file writes and hashlib release the
-    GIL), so chunk k is stored and verified while chunk k+1 arrives. A caller that passes a reusable
-    buffer must alternate between two: ``write`` returns once the *previous* chunk is done."""
+    GIL), so chunk k is stored and verified while chunk k+1 arrives. ``write`` returns once the
+    *previous* chunk is done (a caller reusing buffers must alternate between two)."""
 
     def __init__(self, f, algo):
         from concurrent.futures import ThreadPoolExecutor
