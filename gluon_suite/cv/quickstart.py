@@ -113,11 +113,9 @@ def _train_digits_elastic(comm, epochs, batch_size, lr, momentum, wd, seed, log_
     import os
 
     from ..dist.elastic import train_elastic
+    from ..dist.launch import require_elastic_launch
     from ..dist.schedules import ElasticRamp
-    from ..utils import UserError
-    if os.environ.get("HOROVOD_ELASTIC") != "1":
-        raise UserError("--elastic needs an elastic launch: gluon-suite launch --min-np N --max-np M "
-                        "--host-discovery-script S -- python scripts/cv/train_digits.py --elastic")
+    require_elastic_launch("scripts/cv/train_digits.py")
     seed_everything(seed)
     x_train, y_train = load_digits("train")
     x_test, y_test = load_digits("test")

@@ -42,7 +42,6 @@ DEFAULTS = {
     "stop_after_epochs": None, "profile_comm": False, "link_mbit": None,
     "elastic": False, "commit_every": 20, "ramp_steps": 50, "ref_workers": None,
 }
-_VIRTUAL = 1000  # elastic schedules run over epochs: this many virtual steps per epoch
 
 
 def check_config(cfg, comm):
@@ -68,9 +67,8 @@ def check_config(cfg, comm):
     if not 0 <= float(cfg["label_smoothing"]) < 1 or float(cfg["mixup"]) < 0:
         raise UserError("label_smoothing must be in [0, 1) and mixup (the Beta alpha) >= 0")
     if cfg["elastic"]:
-        if os.environ.get("HOROVOD_ELASTIC") != "1":
-            raise UserError("--elastic needs an elastic launch: gluon-suite launch --min-np N --max-np M "
-                            "--host-discovery-script S -- python scripts/cv/train_classification.py --elastic")
+        from ..dist.launch import require_elastic_launch
+        require_elastic_launch("scripts/cv/train_classification.py")
         if cfg["global_batch_size"]:
             raise UserError("--elastic keeps the per-worker batch fixed (the global batch follows the "
                             "worker count); use --batch-size, not --global-batch-size")
@@ -280,11 +278,10 @@ def train_classification(config, comm, log=print):
     if cfg["elastic"]:
         # Dynamic SGD: the schedule runs over epochs (the same on every worker whatever their
         # number) and is scaled by global batch / reference batch, ramping over K steps on a resize
-        from ..dist.elastic import ElasticSampler, progress_of
+        from ..dist.elastic import VIRTUAL_STEPS, ElasticSampler, over_epochs
         from ..dist.schedules import ElasticRamp
         sampler = ElasticSampler(len(train), seed=int(cfg["seed"]))
-        over_epochs = _schedule(cfg, _VIRTUAL)
-        sched = ElasticRamp(lambda t: over_epochs(int(progress_of(sampler) * _VIRTUAL) + 1),
+        sched = ElasticRamp(over_epochs(_schedule(cfg, VIRTUAL_STEPS), sampler),
                             ref_batch=per_worker * int(cfg["ref_workers"] or size),
                             ramp_steps=int(cfg["ramp_steps"]), global_batch=per_worker * size)
     else:

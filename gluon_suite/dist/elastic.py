@@ -255,6 +255,15 @@ def progress_of(sampler):
     return sampler.epoch + sampler.processed / max(sampler.n, 1)
 
 
+VIRTUAL_STEPS = 1000  # a schedule over epochs is written for this many steps per epoch
+
+
+def over_epochs(schedule, sampler):
+    """``schedule`` (written for ``VIRTUAL_STEPS`` steps per epoch) as a function of the training
+    progress, whatever the worker count and hence the real number of steps per epoch."""
+    return lambda t: schedule(int(progress_of(sampler) * VIRTUAL_STEPS) + 1)
+
+
 def train_elastic(net, trainer, num_samples, batch_size, epochs, train_step, end_epoch=None,
                   seed=0, commit_every=20, max_steps=None, counters=None, sampler=None, start=None):
     """The epoch loop of an elastic job, shared by the recipes.

@@ -196,6 +196,37 @@ def add_arguments(p):
     p.add_argument("command", nargs=argparse.REMAINDER, help="the training command, after --")
 
 
+RAMP_STEPS, COMMIT_EVERY = 50, 20  # the elastic defaults of every training script
+
+
+def add_elastic_arguments(p, defaults=False, elastic_help=None, lr_name="--lr"):
+    """The ``--elastic`` flag group shared by the training scripts. ``defaults=True`` fills the
+    numbers in here; otherwise the script's recipe supplies them (as it does for its other flags)."""
+    def num(value):
+        return {"default": value} if defaults else {}
+
+    def note(value):
+        return "" if defaults else f" (default {value})"
+
+    g = p.add_argument_group("elastic (launch with gluon-suite launch --min-np/--max-np, see docs/elastic.md)")
+    g.add_argument("--elastic", action="store_true", help=elastic_help or
+                   "workers may join, leave or die; the LR follows the worker count smoothly")
+    g.add_argument("--ramp-steps", type=int, **num(RAMP_STEPS),
+                   help="steps over which the LR moves to a new worker count" + note(RAMP_STEPS))
+    g.add_argument("--commit-every", type=int, **num(COMMIT_EVERY),
+                   help="steps between commits of the job state" + note(COMMIT_EVERY))
+    g.add_argument("--ref-workers", type=int,
+                   help=f"worker count {lr_name} is meant for (default: the count the job starts with)")
+    return g
+
+
+def require_elastic_launch(script):
+    """Raise a UserError unless this process runs under an elastic ``horovodrun``."""
+    if os.environ.get("HOROVOD_ELASTIC") != "1":
+        raise UserError(f"--elastic needs an elastic launch: gluon-suite launch --min-np N --max-np M "
+                        f"--host-discovery-script S -- python {script} --elastic ...")
+
+
 def main(argv=None):
     """``python -m gluon_suite.dist.launch --discover SCRIPT`` (the wrapper Horovod runs)."""
     argv = sys.argv[1:] if argv is None else argv

@@ -45,9 +45,9 @@ def _merge(defaults, config):
         raise UserError(f"epochs must be >= 1, got {cfg['epochs']}")
     if cfg["resume"] not in ("none", "auto") and not os.path.isdir(cfg["resume"]):
         raise UserError(f"--resume takes none, auto or a run folder; {cfg['resume']} is none of these")
-    if cfg["elastic"] and os.environ.get("HOROVOD_ELASTIC") != "1":
-        raise UserError("--elastic needs an elastic launch: gluon-suite launch --min-np N --max-np M "
-                        "--host-discovery-script S -- python scripts/graph/<script> --elastic ...")
+    if cfg["elastic"]:
+        from ..dist.launch import require_elastic_launch
+        require_elastic_launch("scripts/graph/<script>")
     return cfg
 
 

@@ -315,20 +315,16 @@ def _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer
     """``_train_loop`` under Horovod Elastic: the schedule runs over epochs, is scaled by the
     global batch against ``batch x ref_workers`` (default: the starting count) and ramps over
     ``ramp_steps`` steps on a resize; whoever is rank 0 at an epoch's end logs it."""
-    import os
-
     from ..dist import DistributedTrainer, WarmupConstantDecay
-    from ..dist.elastic import ElasticSampler, progress_of, train_elastic
+    from ..dist.elastic import VIRTUAL_STEPS, ElasticSampler, over_epochs, train_elastic
+    from ..dist.launch import require_elastic_launch
     from ..dist.optim import exclude_from_weight_decay
     from ..dist.schedules import ElasticRamp
-    if os.environ.get("HOROVOD_ELASTIC") != "1":
-        raise UserError("--elastic needs an elastic launch: gluon-suite launch --min-np N --max-np M "
-                        "--host-discovery-script S -- python scripts/nlp/<script> --elastic ...")
-    virtual = 1000
+    require_elastic_launch("scripts/nlp/<script>")
     n = len(arrays[0])
     sampler = ElasticSampler(n, seed=seed)
-    over_epochs = WarmupConstantDecay(lr, epochs * virtual, max(1, epochs * virtual // 10), 0)
-    sched = ElasticRamp(lambda t: over_epochs(int(progress_of(sampler) * virtual) + 1),
+    total = epochs * VIRTUAL_STEPS
+    sched = ElasticRamp(over_epochs(WarmupConstantDecay(lr, total, max(1, total // 10), 0), sampler),
                         ref_batch=batch * (ref_workers or comm.size), ramp_steps=ramp_steps,
                         global_batch=batch * comm.size)
     params = net.collect_params()

@@ -129,9 +129,8 @@ def pretrain_bert(config, comm, log=print):
         if rank == 0:
             log(f"resumed from {out}: phase {start_phase + 1}, step {start_step}")
     if cfg["elastic"]:
-        if os.environ.get("HOROVOD_ELASTIC") != "1":
-            raise UserError("--elastic needs an elastic launch: gluon-suite launch --min-np N --max-np M "
-                            "--host-discovery-script S -- python scripts/nlp/pretrain_bert.py --elastic ...")
+        from ..dist.launch import require_elastic_launch
+        require_elastic_launch("scripts/nlp/pretrain_bert.py")
         if start_phase >= len(phases):
             raise UserError(f"{out} has finished all {len(phases)} phase(s); nothing left to train")
     if rank == 0:

@@ -54,13 +54,8 @@ def build_parser():
     g.add_argument("--profile-comm", action="store_true",
                    help="measure synchronisation time: logs sync_s and the measured scaling factor")
     g.add_argument("--link-mbit", type=float, help="link rate, to log link utilisation (with --profile-comm)")
-    g = p.add_argument_group("elastic (launch with gluon-suite launch --min-np/--max-np, see docs/elastic.md)")
-    g.add_argument("--elastic", action="store_true",
-                   help="workers may join, leave or die; the LR follows the worker count smoothly")
-    g.add_argument("--commit-every", type=int, help="steps between commits of the job state (default 20)")
-    g.add_argument("--ramp-steps", type=int, help="steps over which the LR moves to a new worker count (default 50)")
-    g.add_argument("--ref-workers", type=int,
-                   help="worker count --lr is meant for (default: the count the job starts with)")
+    from gluon_suite.dist.launch import add_elastic_arguments
+    add_elastic_arguments(p, defaults=False)
     g = p.add_argument_group("run")
     g.add_argument("--seed", type=int)
     g.add_argument("--out", help="output folder")

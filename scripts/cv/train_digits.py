@@ -26,12 +26,8 @@ def parse_args(argv):
     p.add_argument("--period", type=int, default=None, help="steps between model/error syncs")
     p.add_argument("--compressor2", default=None, help="CSER's error compressor (default: derived)")
     p.add_argument("--ratio2", type=float, default=None)
-    g = p.add_argument_group("elastic (launch with gluon-suite launch --min-np/--max-np, see docs/elastic.md)")
-    g.add_argument("--elastic", action="store_true",
-                   help="workers may join, leave or die; the LR follows the worker count smoothly")
-    g.add_argument("--ramp-steps", type=int, default=50, help="steps over which the LR moves to a new worker count")
-    g.add_argument("--commit-every", type=int, default=20, help="steps between commits of the job state")
-    g.add_argument("--ref-workers", type=int, help="worker count --lr is meant for (default: the starting count)")
+    from gluon_suite.dist.launch import add_elastic_arguments
+    add_elastic_arguments(p, defaults=True)
     return p.parse_args(argv)
 
 

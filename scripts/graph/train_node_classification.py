@@ -35,12 +35,8 @@ def main(argv=None):
     p.add_argument("--compressor")
     p.add_argument("--ratio", type=float)
     p.add_argument("--period", type=int)
-    g = p.add_argument_group("elastic (launch with gluon-suite launch --min-np/--max-np, see docs/elastic.md)")
-    g.add_argument("--elastic", action="store_true",
-                   help="workers may join, leave or die; the LR follows the worker count smoothly")
-    g.add_argument("--ramp-steps", type=int, help="steps over which the LR moves to a new worker count (default 50)")
-    g.add_argument("--commit-every", type=int, help="steps between commits of the job state (default 20)")
-    g.add_argument("--ref-workers", type=int, help="worker count --lr is meant for (default: the starting count)")
+    from gluon_suite.dist.launch import add_elastic_arguments
+    add_elastic_arguments(p, defaults=False)
     cfg = vars(p.parse_args(argv))
     from gluon_suite.dist import get_communicator
     from gluon_suite.graph.recipes import train_node_classification

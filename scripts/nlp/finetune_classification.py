@@ -23,12 +23,8 @@ def main(argv=None):
     p.add_argument("--lr", type=float, default=5e-4)
     p.add_argument("--optimizer", default="adam")
     p.add_argument("--seed", type=int, default=0)
-    g = p.add_argument_group("elastic (launch with gluon-suite launch --min-np/--max-np, see docs/elastic.md)")
-    g.add_argument("--elastic", action="store_true",
-                   help="workers may join, leave or die; the LR follows the worker count smoothly")
-    g.add_argument("--ramp-steps", type=int, default=50, help="steps over which the LR moves to a new worker count")
-    g.add_argument("--commit-every", type=int, default=20, help="steps between commits of the job state")
-    g.add_argument("--ref-workers", type=int, help="worker count --lr is meant for (default: the starting count)")
+    from gluon_suite.dist.launch import add_elastic_arguments
+    add_elastic_arguments(p, defaults=True)
     a = p.parse_args(argv)
     from gluon_suite.dist import get_communicator
     from gluon_suite.nlp.finetune import finetune_classification

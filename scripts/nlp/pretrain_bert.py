@@ -52,12 +52,10 @@ def main(argv=None):
     p.add_argument("--ckpt-every", type=int)
     p.add_argument("--resume", help="none or auto")
     p.add_argument("--no-progress", dest="progress", action="store_false")
-    g = p.add_argument_group("elastic (launch with gluon-suite launch --min-np/--max-np, see docs/elastic.md)")
-    g.add_argument("--elastic", action="store_true",
-                   help="workers may join, leave or die; trains one phase per launch (--resume auto for the next)")
-    g.add_argument("--ramp-steps", type=int, help="steps over which the LR moves to a new worker count (default 50)")
-    g.add_argument("--commit-every", type=int, help="steps between commits of the job state (default 20)")
-    g.add_argument("--ref-workers", type=int, help="worker count the phases' lr are meant for (default: the starting count)")
+    from gluon_suite.dist.launch import add_elastic_arguments
+    add_elastic_arguments(p, defaults=False,
+                          elastic_help="workers may join, leave or die; trains one phase per launch (--resume auto for the next)",
+                          lr_name="the phases' lr")
     args = vars(p.parse_args(argv))
     cfg = {}
     if "config" in args:
