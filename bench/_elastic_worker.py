@@ -13,9 +13,9 @@ import numpy as np
 from mxnet import autograd, gluon
 
 from gluon_suite.cv.data import load_digits
-from gluon_suite.dist import DistributedTrainer, HorovodCommunicator
-from gluon_suite.dist.elastic import ElasticSampler, progress_of, train_elastic
-from gluon_suite.dist.schedules import ElasticRamp
+from gluon_suite.distributed import DistributedTrainer, HorovodCommunicator
+from gluon_suite.distributed.elastic import ElasticSampler, progress_of, train_elastic
+from gluon_suite.optim import ElasticRamp
 
 OUT, PLAN = os.environ["OUT"], json.loads(os.environ.get("PLAN", "[]"))
 LR, K, E, B, SEED = (float(os.environ["LR"]), int(os.environ["RAMP"]), int(os.environ["EPOCHS"]),

@@ -70,7 +70,7 @@ def worker(args):
     import mxnet as mx
     import numpy as np
     import horovod.mxnet as hvd
-    from gluon_suite.dist import DistributedTrainer, get_communicator
+    from gluon_suite.distributed import DistributedTrainer, get_communicator
 
     comm = get_communicator()
     out = {"workers": comm.size, "algorithms": {}, "allreduce": {}}
@@ -114,7 +114,7 @@ def single(args):
     import mxnet as mx
     import numpy as np
     from mxnet import gluon
-    from gluon_suite.dist import DistributedTrainer, LocalCommunicator
+    from gluon_suite.distributed import DistributedTrainer, LocalCommunicator
     res = {"gluon": [], "ours": []}
     nets = {}
     for kind in ("gluon", "ours"):

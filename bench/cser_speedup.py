@@ -30,7 +30,7 @@ def worker(cfg, epochs, out):
     import numpy as np
     from mxnet import autograd, gluon
     from gluon_suite.cv.data import load_digits
-    from gluon_suite.dist import DistributedTrainer, get_communicator
+    from gluon_suite.distributed import DistributedTrainer, get_communicator
     comm = get_communicator()
     mx.random.seed(0)
     xtr, ytr = load_digits("train")
@@ -78,7 +78,7 @@ def main():
     args = ap.parse_args()
     if args.worker:
         return worker(CONFIGS[args.worker], args.epochs, args.out)
-    from gluon_suite.dist.testbed import Testbed, TestbedUnavailable
+    from gluon_suite.whatif.testbed import Testbed, TestbedUnavailable
     from gluon_suite.utils import write_json
     curves = {}
     try:

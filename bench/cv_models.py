@@ -21,7 +21,7 @@ def main():
     ap.add_argument("--seeds", type=int, default=2)
     args = ap.parse_args()
     from gluon_suite.cv.recipe import train_classification
-    from gluon_suite.dist import LocalCommunicator
+    from gluon_suite.distributed import LocalCommunicator
     from gluon_suite.utils import write_json
 
     rows = {}

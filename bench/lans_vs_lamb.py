@@ -24,7 +24,7 @@ def main():
     ap.add_argument("--seq-len", type=int, default=32)
     args = ap.parse_args()
     import numpy as np
-    from gluon_suite.dist import LocalCommunicator
+    from gluon_suite.distributed import LocalCommunicator
     from gluon_suite.nlp.pretrain import pretrain_bert
     from gluon_suite.utils import write_json
 

@@ -33,7 +33,7 @@ def main():
     import mxnet as mx
     import numpy as np
     from mxnet import gluon
-    from gluon_suite.dist import DistributedTrainer, LocalCommunicator
+    from gluon_suite.distributed import DistributedTrainer, LocalCommunicator
     from gluon_suite.utils import write_json
 
     shapes = bert_base_shapes()

@@ -39,7 +39,7 @@ def worker():
     import mxnet as mx
     import numpy as np
     from mxnet import autograd, gluon
-    from gluon_suite.dist import DistributedTrainer, get_communicator
+    from gluon_suite.distributed import DistributedTrainer, get_communicator
     comm = get_communicator()
     net = gluon.nn.HybridSequential()
     net.add(gluon.nn.Dense(2048, activation="relu", in_units=784), gluon.nn.Dense(2048, activation="relu", in_units=2048),
@@ -78,8 +78,8 @@ def worker():
 def main():
     if "--worker" in sys.argv:
         return worker()
-    from gluon_suite.dist.testbed import Testbed, TestbedUnavailable
-    from gluon_suite.dist.whatif import StepProfile, predict
+    from gluon_suite.whatif.testbed import Testbed, TestbedUnavailable
+    from gluon_suite.whatif import StepProfile, predict
     from gluon_suite.utils import write_json
     results = []
     try:

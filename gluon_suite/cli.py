@@ -136,10 +136,11 @@ def _cmd_zoo_purge(args):
 
 
 def _cmd_whatif(args):
-    from .dist.whatif import StepProfile, min_ratio, predict, profile_model
+    from .whatif import StepProfile, min_ratio, predict, profile_model
     if args.model:
         print(f"profiling {args.model} at batch {args.batch_size} on this machine's CPU ...", flush=True)
-        prof = profile_model(args.model, args.batch_size, args.image_size)
+        from .model_zoo import get_model
+        prof = profile_model(get_model(args.model), args.batch_size, args.image_size)
         source = f"{args.model}, batch {args.batch_size}, measured here"
     else:
         if args.forward_ms is None or args.backward_ms is None or args.param_mb is None:
@@ -197,7 +198,7 @@ def _cmd_whatif(args):
 
 
 def _cmd_launch(args):
-    from .dist.launch import launch
+    from .distributed.launch import launch
     return launch(args)
 
 
@@ -240,9 +241,9 @@ def build_parser():
     pl = sub.add_parser("launch", help="start a (possibly elastic) Horovod job, with checks and one-line errors",
                         description="Start a Horovod job over Gloo; elastic with --min-np/--max-np and a "
                         "host-discovery script. Example: gluon-suite launch --min-np 2 --max-np 3 "
-                        "--host-discovery-script scripts/dist/discover_hosts.sh --network-interface lo "
+                        "--host-discovery-script scripts/distributed/discover_hosts.sh --network-interface lo "
                         "-- python scripts/cv/train_classification.py --elastic")
-    from .dist.launch import add_arguments
+    from .distributed.launch import add_arguments
     add_arguments(pl)
     pl.set_defaults(func=_cmd_launch)
 

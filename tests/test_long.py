@@ -39,7 +39,7 @@ def test_demo_pipeline_trains_publishes_serves_and_reloads(tmp_path):
 def test_longer_pretraining_learns_beyond_unigram_statistics(tmp_path):
     """300 steps at sequence length 64: the MLM loss falls to under 60% of its start (the unigram
     level of this corpus is about 70%)."""
-    from gluon_suite.dist import LocalCommunicator
+    from gluon_suite.distributed import LocalCommunicator
     from gluon_suite.nlp.pretrain import pretrain_bert
     res = pretrain_bert({"out": str(tmp_path / "b"), "progress": False, "dropout": 0.0, "ckpt_every": 10 ** 6,
                          "phases": [{"seq_len": 64, "batch_size": 32, "steps": 300, "lr": 0.02,

@@ -12,7 +12,7 @@ import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 
-from ..dist import DistributedTrainer
+from ..distributed import DistributedTrainer
 from ..utils import JsonLinesLogger, progress, seed_everything
 from .data import load_digits
 from .models import digits_cnn
@@ -112,9 +112,9 @@ def _train_digits_elastic(comm, epochs, batch_size, lr, momentum, wd, seed, log_
     ``ElasticRamp`` over ``ramp_steps`` steps; the state is committed every ``commit_every`` steps."""
     import os
 
-    from ..dist.elastic import train_elastic
-    from ..dist.launch import require_elastic_launch
-    from ..dist.schedules import ElasticRamp
+    from ..distributed.elastic import train_elastic
+    from ..distributed.launch import require_elastic_launch
+    from ..optim import ElasticRamp
     require_elastic_launch("scripts/cv/train_digits.py")
     seed_everything(seed)
     x_train, y_train = load_digits("train")

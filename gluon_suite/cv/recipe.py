@@ -21,8 +21,8 @@ import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 
-from ..dist import DistributedTrainer, WarmupCosine, WarmupMultiStep
-from ..dist.optim import exclude_from_weight_decay
+from ..distributed import DistributedTrainer
+from ..optim import WarmupCosine, WarmupMultiStep, exclude_from_weight_decay
 from ..model_zoo import get_model, resolve
 from ..utils import CsvSummary, JsonLinesLogger, UserError, progress, write_json
 from ..utils.fileio import atomic_path
@@ -67,7 +67,7 @@ def check_config(cfg, comm):
     if not 0 <= float(cfg["label_smoothing"]) < 1 or float(cfg["mixup"]) < 0:
         raise UserError("label_smoothing must be in [0, 1) and mixup (the Beta alpha) >= 0")
     if cfg["elastic"]:
-        from ..dist.launch import require_elastic_launch
+        from ..distributed.launch import require_elastic_launch
         require_elastic_launch("scripts/cv/train_classification.py")
         if cfg["global_batch_size"]:
             raise UserError("--elastic keeps the per-worker batch fixed (the global batch follows the "
@@ -151,7 +151,7 @@ def _train_elastic(cfg, net, trainer, sampler, train, test, classes, per_worker,
     """
     from mxnet.gluon.data.dataloader import default_batchify_fn
 
-    from ..dist.elastic import train_elastic
+    from ..distributed.elastic import train_elastic
     out = cfg["out"]
     smooth, alpha = float(cfg["label_smoothing"]), float(cfg["mixup"])
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=not (smooth or alpha))
@@ -278,8 +278,8 @@ def train_classification(config, comm, log=print):
     if cfg["elastic"]:
         # Dynamic SGD: the schedule runs over epochs (the same on every worker whatever their
         # number) and is scaled by global batch / reference batch, ramping over K steps on a resize
-        from ..dist.elastic import VIRTUAL_STEPS, ElasticSampler, over_epochs
-        from ..dist.schedules import ElasticRamp
+        from ..distributed.elastic import VIRTUAL_STEPS, ElasticSampler, over_epochs
+        from ..optim import ElasticRamp
         sampler = ElasticSampler(len(train), seed=int(cfg["seed"]))
         sched = ElasticRamp(over_epochs(_schedule(cfg, VIRTUAL_STEPS), sampler),
                             ref_batch=per_worker * int(cfg["ref_workers"] or size),
@@ -392,7 +392,7 @@ def evaluate_model(name, dataset="digits", data_dir=None, image_size=None, pretr
                    params=None, root=None, comm=None):
     """Top-1 accuracy of zoo model ``name`` (its published weights, or the ``params`` file) on the
     test split of ``dataset``; the evaluation is sharded over ``comm``'s workers."""
-    from ..dist import LocalCommunicator
+    from ..distributed import LocalCommunicator
     comm = comm or LocalCommunicator()
     _, test, classes, channels = build_datasets(dataset, data_dir, image_size)
     if params:

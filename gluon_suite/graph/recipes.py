@@ -16,7 +16,7 @@ import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 
-from ..dist import DistributedTrainer
+from ..distributed import DistributedTrainer
 from ..model_zoo import get_model
 from ..utils import JsonLinesLogger, UserError, write_json
 from ..utils.fileio import atomic_path
@@ -46,7 +46,7 @@ def _merge(defaults, config):
     if cfg["resume"] not in ("none", "auto") and not os.path.isdir(cfg["resume"]):
         raise UserError(f"--resume takes none, auto or a run folder; {cfg['resume']} is none of these")
     if cfg["elastic"]:
-        from ..dist.launch import require_elastic_launch
+        from ..distributed.launch import require_elastic_launch
         require_elastic_launch("scripts/graph/<script>")
     return cfg
 
@@ -57,7 +57,7 @@ def _train_elastic(cfg, net, trainer, n, batch_size, step_fn, eval_fn, log):
     step, an evaluation every 10 epochs and at the end (``eval_fn()`` -> accuracy, on the averaged
     model), and whoever is rank 0 then writes the log line and ``last.rank0.*`` + ``state.json``
     (``"elastic": true``; ``--resume`` continues it with any worker count)."""
-    from ..dist.elastic import train_elastic
+    from ..distributed.elastic import train_elastic
     out, start = cfg["out"], {}
     history, t0 = [], time.time()
     folder = cfg["resume"]
@@ -110,7 +110,7 @@ def _train_elastic(cfg, net, trainer, n, batch_size, step_fn, eval_fn, log):
 
 def _elastic_schedule(cfg, batch_size, size):
     """Adam's rate for ``ref_workers`` x ``batch_size`` samples, following the worker count."""
-    from ..dist.schedules import ElasticRamp
+    from ..optim import ElasticRamp
     return ElasticRamp(lambda t: float(cfg["lr"]), ref_batch=batch_size * int(cfg["ref_workers"] or size),
                        ramp_steps=int(cfg["ramp_steps"]), global_batch=batch_size * size)
 

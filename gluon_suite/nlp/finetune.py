@@ -272,8 +272,8 @@ def load_backbone(init, model=None, max_length=None, dropout=0.1, use_pooler=Tru
 
 
 def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log, eval_fn, elastic=None):
-    from ..dist import DistributedTrainer, WarmupConstantDecay
-    from ..dist.optim import exclude_from_weight_decay
+    from ..distributed import DistributedTrainer
+    from ..optim import WarmupConstantDecay, exclude_from_weight_decay
     if elastic is not None:
         return _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log,
                                    eval_fn, **elastic)
@@ -315,11 +315,10 @@ def _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer
     """``_train_loop`` under Horovod Elastic: the schedule runs over epochs, is scaled by the
     global batch against ``batch x ref_workers`` (default: the starting count) and ramps over
     ``ramp_steps`` steps on a resize; whoever is rank 0 at an epoch's end logs it."""
-    from ..dist import DistributedTrainer, WarmupConstantDecay
-    from ..dist.elastic import VIRTUAL_STEPS, ElasticSampler, over_epochs, train_elastic
-    from ..dist.launch import require_elastic_launch
-    from ..dist.optim import exclude_from_weight_decay
-    from ..dist.schedules import ElasticRamp
+    from ..distributed import DistributedTrainer
+    from ..distributed.elastic import VIRTUAL_STEPS, ElasticSampler, over_epochs, train_elastic
+    from ..distributed.launch import require_elastic_launch
+    from ..optim import ElasticRamp, WarmupConstantDecay, exclude_from_weight_decay
     require_elastic_launch("scripts/nlp/<script>")
     n = len(arrays[0])
     sampler = ElasticSampler(n, seed=seed)
@@ -369,7 +368,7 @@ def finetune_classification(train_path, dev_path, init, text_columns=("sentence"
     """Fine-tune a pretrained backbone on GLUE-style TSV files; returns the per-epoch history
     (train loss, dev accuracy and F1). ``elastic`` (a dict of ``ramp_steps``, ``commit_every``,
     ``ref_workers``) runs it under Horovod Elastic."""
-    from ..dist import LocalCommunicator
+    from ..distributed import LocalCommunicator
     from .text import tokenizer
     comm = comm or LocalCommunicator()
     backbone, vocab, _ = load_backbone(init, max_length=max_len)
@@ -402,7 +401,7 @@ def finetune_squad(train_path, dev_path, init, max_len=96, epochs=3, batch=16, l
                    optimizer="adam", seed=0, comm=None, log=print, elastic=None):
     """Fine-tune a pretrained backbone for extractive QA on SQuAD v1.1 files; returns the
     per-epoch history (train loss, dev exact match and F1, in percent)."""
-    from ..dist import LocalCommunicator
+    from ..distributed import LocalCommunicator
     from .text import tokenizer
     comm = comm or LocalCommunicator()
     backbone, vocab, _ = load_backbone(init, max_length=max_len, use_pooler=False)

@@ -14,8 +14,8 @@ import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 
-from ..dist import DistributedTrainer, WarmupConstantDecay
-from ..dist.optim import exclude_from_weight_decay
+from ..distributed import DistributedTrainer
+from ..optim import WarmupConstantDecay, exclude_from_weight_decay
 from ..model_zoo import get_model
 from ..utils import JsonLinesLogger, UserError, progress, write_json
 from ..utils.fileio import atomic_path, atomic_write
@@ -129,7 +129,7 @@ def pretrain_bert(config, comm, log=print):
         if rank == 0:
             log(f"resumed from {out}: phase {start_phase + 1}, step {start_step}")
     if cfg["elastic"]:
-        from ..dist.launch import require_elastic_launch
+        from ..distributed.launch import require_elastic_launch
         require_elastic_launch("scripts/nlp/pretrain_bert.py")
         if start_phase >= len(phases):
             raise UserError(f"{out} has finished all {len(phases)} phase(s); nothing left to train")
@@ -226,8 +226,8 @@ def _phase_elastic(cfg, pi, phases, net, loss_fn, data, trainer, comm, history, 
     worker from the epoch's order (``ElasticSampler``), the schedule (over steps) is scaled by the
     global batch against the starting one (or ``ref_workers``) and ramps on a resize; whoever is
     rank 0 writes the log and ``ckpt.rank0.*`` + ``state.json`` every ``ckpt_every`` steps."""
-    from ..dist.elastic import train_elastic
-    from ..dist.schedules import ElasticRamp
+    from ..distributed.elastic import train_elastic
+    from ..optim import ElasticRamp
     ph = phases[pi]
     L, B, acc, steps = int(ph["seq_len"]), int(ph["batch_size"]), int(ph["accumulate"]), int(ph["steps"])
     base = trainer._optimizer.lr_scheduler

@@ -54,7 +54,7 @@ def build_parser():
     g.add_argument("--profile-comm", action="store_true",
                    help="measure synchronisation time: logs sync_s and the measured scaling factor")
     g.add_argument("--link-mbit", type=float, help="link rate, to log link utilisation (with --profile-comm)")
-    from gluon_suite.dist.launch import add_elastic_arguments
+    from gluon_suite.distributed.launch import add_elastic_arguments
     add_elastic_arguments(p, defaults=False)
     g = p.add_argument_group("run")
     g.add_argument("--seed", type=int)
@@ -89,7 +89,7 @@ def main(argv=None):
     config = load_config(args.pop("config")) if "config" in args else {}
     config.update(args)
     from gluon_suite.cv.recipe import train_classification
-    from gluon_suite.dist import get_communicator
+    from gluon_suite.distributed import get_communicator
     comm = get_communicator()
     elastic = bool(config.get("elastic"))
     # elastic: whoever is rank 0 when something is logged prints it (the recipe checks the rank)
@@ -103,7 +103,7 @@ def main(argv=None):
     if comm.rank == 0:
         last = res["history"][-1] if res["history"] else None
         if last and comm.size > 1:
-            from gluon_suite.dist.comm import traffic_line
+            from gluon_suite.distributed.comm import traffic_line
             print(traffic_line(sum(h["wire_bytes"] for h in res["history"]),
                                sum(h["dense_wire_bytes"] for h in res["history"])))
         print(f"best test accuracy {res['best_acc']:.4f}")

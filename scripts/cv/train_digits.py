@@ -26,7 +26,7 @@ def parse_args(argv):
     p.add_argument("--period", type=int, default=None, help="steps between model/error syncs")
     p.add_argument("--compressor2", default=None, help="CSER's error compressor (default: derived)")
     p.add_argument("--ratio2", type=float, default=None)
-    from gluon_suite.dist.launch import add_elastic_arguments
+    from gluon_suite.distributed.launch import add_elastic_arguments
     add_elastic_arguments(p, defaults=True)
     return p.parse_args(argv)
 
@@ -40,7 +40,7 @@ def comm_rank():
 def main(argv=None):
     args = parse_args(argv)
     from gluon_suite.cv.quickstart import train_digits
-    from gluon_suite.dist import get_communicator
+    from gluon_suite.distributed import get_communicator
 
     comm = get_communicator()
     if comm.rank == 0:
@@ -68,7 +68,7 @@ def main(argv=None):
         write_json(os.path.join(args.out, "result.json"), result)
         last = result["history"][-1]
         if comm.size > 1:
-            from gluon_suite.dist.comm import traffic_line
+            from gluon_suite.distributed.comm import traffic_line
             print(traffic_line(last["train_wire_bytes"], last["dense_wire_bytes"]))
         print(f"final test accuracy {result['test_acc']:.4f}")
     return 0

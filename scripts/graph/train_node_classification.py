@@ -35,10 +35,10 @@ def main(argv=None):
     p.add_argument("--compressor")
     p.add_argument("--ratio", type=float)
     p.add_argument("--period", type=int)
-    from gluon_suite.dist.launch import add_elastic_arguments
+    from gluon_suite.distributed.launch import add_elastic_arguments
     add_elastic_arguments(p, defaults=False)
     cfg = vars(p.parse_args(argv))
-    from gluon_suite.dist import get_communicator
+    from gluon_suite.distributed import get_communicator
     from gluon_suite.graph.recipes import train_node_classification
     comm = get_communicator()
     log = print if comm.rank == 0 or cfg.get("elastic") else (lambda m: None)  # elastic: the recipe checks

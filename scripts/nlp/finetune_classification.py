@@ -23,10 +23,10 @@ def main(argv=None):
     p.add_argument("--lr", type=float, default=5e-4)
     p.add_argument("--optimizer", default="adam")
     p.add_argument("--seed", type=int, default=0)
-    from gluon_suite.dist.launch import add_elastic_arguments
+    from gluon_suite.distributed.launch import add_elastic_arguments
     add_elastic_arguments(p, defaults=True)
     a = p.parse_args(argv)
-    from gluon_suite.dist import get_communicator
+    from gluon_suite.distributed import get_communicator
     from gluon_suite.nlp.finetune import finetune_classification
     comm = get_communicator()
     log = print if comm.rank == 0 or a.elastic else (lambda m: None)  # elastic: checked per epoch

@@ -52,7 +52,7 @@ def main(argv=None):
     p.add_argument("--ckpt-every", type=int)
     p.add_argument("--resume", help="none or auto")
     p.add_argument("--no-progress", dest="progress", action="store_false")
-    from gluon_suite.dist.launch import add_elastic_arguments
+    from gluon_suite.distributed.launch import add_elastic_arguments
     add_elastic_arguments(p, defaults=False,
                           elastic_help="workers may join, leave or die; trains one phase per launch (--resume auto for the next)",
                           lr_name="the phases' lr")
@@ -66,7 +66,7 @@ def main(argv=None):
         except (OSError, yaml.YAMLError) as exc:
             raise UserError(f"cannot read the config: {' '.join(str(exc).split())}") from None
     cfg.update({k: v for k, v in args.items()})
-    from gluon_suite.dist import get_communicator
+    from gluon_suite.distributed import get_communicator
     from gluon_suite.nlp.pretrain import pretrain_bert
     comm = get_communicator()
     elastic = bool(cfg.get("elastic"))

@@ -5,7 +5,7 @@ import pytest
 JOB = """
 import json, os
 from gluon_suite.cv.quickstart import train_digits
-from gluon_suite.dist import get_communicator
+from gluon_suite.distributed import get_communicator
 comm = get_communicator()
 res = {}
 for name, kw in [("sync", dict(algorithm="sync")),

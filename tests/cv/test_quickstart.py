@@ -4,7 +4,7 @@ import pytest
 
 from gluon_suite.cv.data import load_digits
 from gluon_suite.cv.quickstart import train_digits
-from gluon_suite.dist import LocalCommunicator
+from gluon_suite.distributed import LocalCommunicator
 
 
 def test_digits_split_is_fixed_and_disjoint():

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from gluon_suite.dist import LocalCommunicator
+from gluon_suite.distributed import LocalCommunicator
 from gluon_suite.graph.recipes import train_graph_classification, train_node_classification
 from gluon_suite.utils import UserError
 

@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from gluon_suite.dist import LocalCommunicator
+from gluon_suite.distributed import LocalCommunicator
 from gluon_suite.nlp.finetune import finetune_classification, finetune_squad
 from gluon_suite.nlp.pretrain import pretrain_bert
 from gluon_suite.nlp.text import write_corpus

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from gluon_suite.dist import LocalCommunicator
+from gluon_suite.distributed import LocalCommunicator
 from gluon_suite.nlp.pretrain import pretrain_bert
 
 P1 = {"seq_len": 64, "batch_size": 32, "steps": 150, "lr": 0.02, "warmup": 0.1, "constant": 0.3}
@@ -39,7 +39,7 @@ JOB = """
 import json, os
 import numpy as np, mxnet as mx
 from mxnet import autograd
-from gluon_suite.dist import DistributedTrainer, LocalCommunicator, get_communicator
+from gluon_suite.distributed import DistributedTrainer, LocalCommunicator, get_communicator
 from gluon_suite.model_zoo import get_model
 from gluon_suite.nlp.pretrain import BertPretrainLoss
 from gluon_suite.nlp.pretraining_data import create_instances

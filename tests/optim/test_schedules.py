@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from mxnet import gluon
 
-from gluon_suite.dist import DistributedTrainer, LocalCommunicator
-from gluon_suite.dist.schedules import ElasticRamp, Sequential, WarmupConstantDecay, WarmupCosine
+from gluon_suite.distributed import DistributedTrainer, LocalCommunicator
+from gluon_suite.optim.schedules import ElasticRamp, Sequential, WarmupConstantDecay, WarmupCosine
 
 
 def test_warmup_constant_decay_closed_form():

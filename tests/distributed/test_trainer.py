@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from mxnet import autograd, gluon
 
-from gluon_suite.dist import DistributedTrainer, LocalCommunicator
+from gluon_suite.distributed import DistributedTrainer, LocalCommunicator
 
 
 def make_net(seed=0):

@@ -79,7 +79,7 @@ def check_sizes(np_, min_np, max_np):
 
 def wrapper_command(script):
     """The shell command Horovod runs for discovery: the user's script behind our validation."""
-    return f"{shlex.quote(sys.executable)} -m gluon_suite.dist.launch --discover {shlex.quote(script)}"
+    return f"{shlex.quote(sys.executable)} -m gluon_suite.distributed.launch --discover {shlex.quote(script)}"
 
 
 def discover_main(script):
@@ -102,7 +102,7 @@ def build_command(args, horovodrun):
     if elastic:
         if not args.host_discovery_script:
             raise UserError("an elastic job (--min-np/--max-np) needs --host-discovery-script; see "
-                            "scripts/dist/discover_hosts.sh")
+                            "scripts/distributed/discover_hosts.sh")
         np_, min_np, max_np = check_sizes(args.np, args.min_np, args.max_np)
         hosts = run_discovery(args.host_discovery_script)
         slots = sum(hosts.values())
@@ -228,11 +228,11 @@ def require_elastic_launch(script):
 
 
 def main(argv=None):
-    """``python -m gluon_suite.dist.launch --discover SCRIPT`` (the wrapper Horovod runs)."""
+    """``python -m gluon_suite.distributed.launch --discover SCRIPT`` (the wrapper Horovod runs)."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) == 2 and argv[0] == "--discover":
         return discover_main(argv[1])
-    print("usage: python -m gluon_suite.dist.launch --discover SCRIPT (use `gluon-suite launch`)",
+    print("usage: python -m gluon_suite.distributed.launch --discover SCRIPT (use `gluon-suite launch`)",
           file=sys.stderr)
     return 2
 

@@ -4,12 +4,12 @@ import pytest
 
 import mxnet as mx
 
-from gluon_suite.dist import LocalCommunicator, get_communicator
+from gluon_suite.distributed import LocalCommunicator, get_communicator
 
 JOB = """
 import json, os
 import numpy as np, mxnet as mx
-from gluon_suite.dist import get_communicator
+from gluon_suite.distributed import get_communicator
 
 comm = get_communicator()
 r, n = comm.rank, comm.size

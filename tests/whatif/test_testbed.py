@@ -30,7 +30,7 @@ s.shutdown(socket.SHUT_WR); s.recv(1); print(time.perf_counter() - t)
 
 
 def test_two_hosts_at_100_mbit_measure_10_to_13_MBps():
-    from gluon_suite.dist.testbed import Testbed
+    from gluon_suite.whatif.testbed import Testbed
     tb = Testbed(hosts=2, rate_mbit=100)
     with tb:
         server = tb.popen(1, [sys.executable, "-c", SERVER, tb.address(1)], stdout=subprocess.PIPE, text=True)

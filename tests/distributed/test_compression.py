@@ -3,7 +3,7 @@ import mxnet as mx
 import numpy as np
 import pytest
 
-from gluon_suite.dist.compression import COMPRESSORS, make_compressor
+from gluon_suite.distributed.compression import COMPRESSORS, make_compressor
 
 
 def c_of(comp, v, key=0, step=0):

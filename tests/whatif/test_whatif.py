@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from gluon_suite.dist.whatif import StepProfile, fuse, min_ratio, predict, ring_allreduce_s
+from gluon_suite.whatif import StepProfile, fuse, min_ratio, predict, ring_allreduce_s
 from gluon_suite.utils import UserError
 
 MB = 1e6

@@ -1,4 +1,4 @@
-"""Worker script for tests/dist/test_algorithms.py: runs under horovodrun, trains a linear model on
+"""Worker script for tests/distributed/test_algorithms.py: runs under horovodrun, trains a linear model on
 rank-specific data with each algorithm configuration, and saves the trajectories per rank."""
 import json
 import os
@@ -8,8 +8,8 @@ import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 
-from gluon_suite.dist import DistributedTrainer, get_communicator
-from gluon_suite.dist.compression import make_compressor
+from gluon_suite.distributed import DistributedTrainer, get_communicator
+from gluon_suite.distributed.compression import make_compressor
 
 STEPS = 20
 B, D, O = 8, 16, 4
@@ -132,7 +132,7 @@ def main():
     tensors = [mx.nd.random.normal(shape=s) for s in shapes]
     dense = sum(t.size * 4 for t in tensors)
     wire = {}
-    from gluon_suite.dist.algorithms import sync_payload
+    from gluon_suite.distributed.algorithms import sync_payload
     for cname, ratio in [("none", 1), ("fp16", 2), ("grbs", 32), ("randomk", 32), ("topk", 32), ("sign", 32)]:
         comp = make_compressor(cname, ratio=ratio)
         comm.stats.reset()

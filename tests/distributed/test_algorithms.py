@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from gluon_suite.dist.compression import make_compressor
+from gluon_suite.distributed.compression import make_compressor
 
 from ..conftest import HOROVODRUN, REPO
 
@@ -274,7 +274,7 @@ def test_local_adaalter_with_period_1_equals_synchronous_adaalter(runs):
 def test_local_adaalter_requires_the_adaalter_optimizer():
     import mxnet as mx
     from mxnet import gluon
-    from gluon_suite.dist import DistributedTrainer
+    from gluon_suite.distributed import DistributedTrainer
     net = gluon.nn.Dense(2, in_units=3)
     net.initialize()
     with pytest.raises(ValueError, match="needs the 'adaalter' optimizer, got 'sgd'"):
@@ -288,7 +288,7 @@ def test_reset_for_resize_folds_or_drops_the_residual(name):
     import mxnet as mx
     from mxnet import autograd, gluon
 
-    from gluon_suite.dist import DistributedTrainer, LocalCommunicator
+    from gluon_suite.distributed import DistributedTrainer, LocalCommunicator
     mx.random.seed(3)
     net = gluon.nn.Dense(5, in_units=7)
     net.initialize()

@@ -1,4 +1,4 @@
-"""Worker of tests/dist/test_elastic.py: an elastic digits MLP job; with KILL=1 the worker of
+"""Worker of tests/distributed/test_elastic.py: an elastic digits MLP job; with KILL=1 the worker of
 rank 2 kills itself with SIGKILL in the middle of epoch 2 (once); with ADD=1 rank 0 adds the host
 ADD_HOST to the discovery file in the middle of epoch 2 (once)."""
 import json, os, signal, sys
@@ -6,9 +6,9 @@ import mxnet as mx, numpy as np
 from mxnet import autograd, gluon
 import horovod.mxnet as hvd
 from gluon_suite.cv.data import load_digits
-from gluon_suite.dist import DistributedTrainer, HorovodCommunicator
-from gluon_suite.dist.elastic import ElasticSampler, GluonState, run
-from gluon_suite.dist.schedules import ElasticRamp
+from gluon_suite.distributed import DistributedTrainer, HorovodCommunicator
+from gluon_suite.distributed.elastic import ElasticSampler, GluonState, run
+from gluon_suite.optim import ElasticRamp
 
 OUT = os.environ["OUT"]; E = 3; B = 16
 if os.environ.get("HANG_DUMP"):

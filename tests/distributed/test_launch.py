@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from gluon_suite.dist.launch import check_sizes, parse_hosts
+from gluon_suite.distributed.launch import check_sizes, parse_hosts
 from gluon_suite.utils import UserError
 
 from ..conftest import REPO

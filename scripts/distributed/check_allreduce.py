@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Check a Horovod job's collectives and measure allreduce throughput, per message size.
 
-    horovodrun -np 2 -H host1:1,host2:1 --gloo python scripts/dist/check_allreduce.py
+    horovodrun -np 2 -H host1:1,host2:1 --gloo python scripts/distributed/check_allreduce.py
 
 Every worker allreduces tensors of known values; the result is checked (a wrong sum exits 1), then
 throughput is reported as algorithm bandwidth (bytes / time) and bus bandwidth (the ring's
@@ -21,7 +21,7 @@ def main(argv=None):
     a = p.parse_args(argv)
     import mxnet as mx
     import numpy as np
-    from gluon_suite.dist import get_communicator
+    from gluon_suite.distributed import get_communicator
     comm = get_communicator()
     n = comm.size
     x = mx.nd.full((1000,), comm.rank + 1.0)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from mxnet import gluon
 
-from gluon_suite.dist import DistributedTrainer, LocalCommunicator
-from gluon_suite.dist.optim import LANS, AdaAlter, exclude_from_weight_decay
+from gluon_suite.distributed import DistributedTrainer, LocalCommunicator
+from gluon_suite.optim import LANS, AdaAlter, exclude_from_weight_decay
 
 SHAPES = [(7,), (5, 3), (4, 3, 2, 2), (6,), (3, 4)]
 ZERO_WEIGHT, ZERO_GRAD = 3, 4       # indices of the all-zero weight and the zero-gradient tensor
@@ -186,7 +186,7 @@ def test_lans_beats_sgd_at_a_very_large_batch():
     peak rate ends lower than momentum SGD at any of several peak rates with the same schedule."""
     from mxnet import autograd
     from gluon_suite.cv.data import load_digits
-    from gluon_suite.dist import WarmupConstantDecay
+    from gluon_suite.optim import WarmupConstantDecay
     x, y = load_digits("train")
     X, Y = mx.nd.array(x.reshape(len(x), -1)), mx.nd.array(y)
 
