@@ -121,3 +121,56 @@ def test_fixed_size_job_and_a_failing_worker(tmp_path):
     assert ok.returncode == 0 and "hello from 0" in ok.stdout and "hello from 1" in ok.stdout
     bad = launch(["-np", "2", "--", sys.executable, str(job)], FAIL="1")
     assert "exited with code 3" in one_line_error(bad)
+
+
+def test_launcher_traceback_cut_by_other_threads_is_still_dropped_whole():
+    """The interleaving that used to leak a traceback: the launcher's rendezvous thread prints a
+    request error in several writes, a worker line and another launcher thread's line arrive in
+    the middle of it, then the main thread's traceback. Routed and filtered, the user sees the
+    worker line and the plain launcher line, whole, and nothing of either traceback."""
+    import threading
+
+    from gluon_suite.distributed.launch import _SEP, _TAG, _LauncherFilter, _LineRouter
+
+    w_r, w_w = os.pipe()
+    l_r, l_w = os.pipe()
+    lock = threading.Lock()
+    out, err = _LineRouter(lock, 1, w_w, l_w), _LineRouter(lock, 2, w_w, l_w)
+    turn = [threading.Event() for _ in range(6)]
+
+    def server():      # socketserver.handle_error + a traceback, printed piece by piece
+        err.write("Exception occurred during processing of request from")
+        turn[0].set(); turn[1].wait()
+        err.write(" ('127.0.0.1', 34252)\n")
+        err.write("Traceback (most recent call last):\n")
+        turn[2].set(); turn[3].wait()
+        err.write('  File "socketserver.py", line 316, in _handle_request_noblock\n')
+        err.write("ConnectionResetError: [Errno 104] Connection reset by peer\n")
+        err.write("----------------------------------------\n")
+        turn[4].set()
+
+    def other():       # a worker's forwarded line and the main thread's own lines in between
+        turn[0].wait()
+        out.write("[2]<stderr>:epoch 2 done\n")
+        turn[1].set(); turn[2].wait()
+        err.write("Traceback (most recent call last):\n")
+        err.write('  File "horovodrun", line 8, in <module>\n')
+        turn[3].set(); turn[4].wait()
+        err.write("RuntimeError: Horovod detected that one or more processes exited\n")
+        err.write("a launcher message worth showing\n")
+
+    threads = [threading.Thread(target=f) for f in (server, other)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for fd in (w_w, l_w):
+        os.close(fd)
+    workers = os.fdopen(w_r).read()
+    launcher = os.fdopen(l_r).read().split("\n")[:-1]
+    assert workers == "[2]<stderr>:epoch 2 done\n"
+    assert all(line.startswith(_TAG) for line in launcher) and len(launcher) == 9
+    filt = _LauncherFilter()
+    shown = [line for thread, line in (x[len(_TAG):].split(_SEP, 1) for x in launcher)
+             if filt.keep(thread, line)]
+    assert shown == ["a launcher message worth showing"]
