@@ -13,6 +13,7 @@ import numpy as np
 from mxnet import autograd, gluon
 
 from ..distributed import DistributedTrainer
+from ..distributed.loop import Interruption, epochs as interruptible
 from ..utils import JsonLinesLogger, progress, seed_everything
 from .data import load_digits
 from .models import digits_cnn
@@ -66,7 +67,9 @@ def train_digits(comm, epochs=6, batch_size=32, lr=0.1, momentum=0.9, wd=1e-4, s
     logger = JsonLinesLogger(log_path if comm.rank == 0 else None)
     t0 = time.time()
     train_wire = 0.0
-    for epoch in range(epochs):
+    no_ckpt = Interruption(hint="train_digits.py keeps no checkpoints: run it again, or use "
+                                "train_classification.py for resumable runs")
+    for epoch in interruptible(no_ckpt, 0, epochs, trainer):
         perm = order_rng.permutation(len(y_train))
         shard = perm[comm.rank::comm.size]
         loss_sum, correct, seen = 0.0, 0, 0

@@ -10,7 +10,6 @@ Reproducibility: every epoch reseeds Python's, NumPy's and MXNet's generators fr
 (seed, epoch, rank) and shuffles with a generator seeded by (seed, epoch) shared by all workers,
 so a run resumed from the checkpoint of epoch k continues exactly as the uninterrupted run.
 """
-import json
 import os
 import random
 import shlex
@@ -22,9 +21,10 @@ import numpy as np
 from mxnet import autograd, gluon
 
 from ..distributed import DistributedTrainer
+from ..distributed.loop import RunFolder, resume_folder
 from ..optim import WarmupCosine, WarmupMultiStep, exclude_from_weight_decay
 from ..model_zoo import get_model, resolve
-from ..utils import CsvSummary, JsonLinesLogger, UserError, progress, write_json
+from ..utils import UserError, progress, write_json
 from ..utils.fileio import atomic_path
 from .data import build_datasets
 
@@ -62,8 +62,7 @@ def check_config(cfg, comm):
         per_worker = int(cfg["batch_size"])
     if cfg["lr_mode"] not in ("cosine", "step"):
         raise UserError(f"lr_mode must be cosine or step, got {cfg['lr_mode']!r}")
-    if cfg["resume"] not in ("none", "auto") and not os.path.isdir(cfg["resume"]):
-        raise UserError(f"--resume takes none, auto or a run folder; {cfg['resume']} is none of these")
+    resume_folder(cfg["resume"], cfg["out"])  # none, auto or a run folder: checked before any work
     if not 0 <= float(cfg["label_smoothing"]) < 1 or float(cfg["mixup"]) < 0:
         raise UserError("label_smoothing must be in [0, 1) and mixup (the Beta alpha) >= 0")
     if cfg["elastic"]:
@@ -158,25 +157,17 @@ def _train_elastic(cfg, net, trainer, sampler, train, test, classes, per_worker,
     counters = {"loss_sum": 0.0, "correct": 0.0, "seen": 0.0, "best_acc": -1.0, "history": [],
                 "sizes": []}
     start = {}
-    resume = _resume_folder(cfg)
-    if resume:
-        with open(os.path.join(resume, "state.json"), encoding="utf-8") as f:
-            saved = json.load(f)
-        if not saved.get("elastic"):
-            raise UserError(f"{resume} is not an elastic run's checkpoint; resume it without --elastic")
-        net.load_parameters(os.path.join(resume, "last.rank0.params"))
-        trainer.load_states(os.path.join(resume, "last.rank0.states"))
+    run = RunFolder(out, cfg["resume"], trainer.communicator, elastic=True,
+                    required=("epoch", "step", "best_acc", "history"))
+    saved = run.restore(net, trainer, log)
+    if saved:
         counters.update(best_acc=saved["best_acc"], history=saved["history"])
         start = {"epoch": saved["epoch"], "step": saved["step"]}
-        if trainer.communicator.rank == 0:
-            log(f"resumed from {resume} after epoch {saved['epoch']}")
-    elif trainer.communicator.rank == 0:
-        for f in ("log.jsonl", "summary.csv", "state.json"):
-            if os.path.exists(os.path.join(out, f)):
-                os.unlink(os.path.join(out, f))
+    run.start_fresh()
     t_start = time.time()
 
     def train_step(state, idx, step_size):
+        run.at(state.epoch + 1, state.step)
         if not state.sizes or state.sizes[-1][1] != trainer.communicator.size:
             state.sizes = state.sizes + [[state.step, trainer.communicator.size]]
         _seed(cfg["seed"], state.step, trainer.communicator.rank)
@@ -201,28 +192,23 @@ def _train_elastic(cfg, net, trainer, sampler, train, test, classes, per_worker,
                "step": state.step, "elapsed_s": round(time.time() - t_start, 3)}
         state.history = state.history + [rec]
         state.loss_sum = state.correct = state.seen = 0.0
-        if comm.rank == 0:
-            if acc >= state.best_acc:
-                with atomic_path(os.path.join(out, "best.params")) as tmp:
-                    net.save_parameters(tmp)
-            with atomic_path(os.path.join(out, "last.rank0.params")) as tmp:
+        if comm.rank == 0 and acc >= state.best_acc:
+            with atomic_path(os.path.join(out, "best.params")) as tmp:
                 net.save_parameters(tmp)
-            trainer.save_states(os.path.join(out, "last.rank0.states"))
-            write_json(os.path.join(out, "state.json"), {
-                "epoch": state.epoch + 1, "step": state.step, "best_acc": state.best_acc,
-                "history": state.history, "elastic": True, "workers": comm.size})
-            logger = JsonLinesLogger(os.path.join(out, "log.jsonl"), mode="a")
-            logger.log(**rec)
-            logger.close()
-            CsvSummary(os.path.join(out, "summary.csv")).add(**rec)
+        run.save(net, trainer, {"epoch": state.epoch + 1, "step": state.step, "best_acc": state.best_acc,
+                                "history": state.history}, tag=state.epoch)
+        if comm.rank == 0:
+            run.logger(state.history).close()
+            run.summary(state.history)
             log(f"epoch {rec['epoch']:3d}  loss {rec['train_loss']:.4f}  test {acc:.4f}  lr {rec['lr']:.4g}  "
                 f"{comm.size} worker(s), global batch {rec['global_batch']}")
 
     if start:
         sampler.set_epoch(start["epoch"])
-    state = train_elastic(net, trainer, len(train), per_worker, int(cfg["epochs"]), train_step, end_epoch,
-                          seed=int(cfg["seed"]), commit_every=int(cfg["commit_every"]),
-                          counters=counters, sampler=sampler, start=start)
+    with run:
+        state = train_elastic(net, trainer, len(train), per_worker, int(cfg["epochs"]), train_step, end_epoch,
+                              seed=int(cfg["seed"]), commit_every=int(cfg["commit_every"]),
+                              counters=counters, sampler=sampler, start=start)
     result = {"best_acc": state.best_acc, "final_acc": state.history[-1]["test_acc"] if state.history else None,
               "history": state.history, "out": out, "published": None, "sizes": state.sizes,
               "rank": trainer.communicator.rank, "workers": trainer.communicator.size}
@@ -230,19 +216,6 @@ def _train_elastic(cfg, net, trainer, sampler, train, test, classes, per_worker,
         result["published"] = publish_run(cfg, state.best_acc, trainer.communicator.size)
         log(f"published {result['published']['file_name']} into {cfg['publish']}")
     return result
-
-
-def _ckpt_paths(out, rank):
-    return (os.path.join(out, f"last.rank{rank}.params"), os.path.join(out, f"last.rank{rank}.states"),
-            os.path.join(out, "state.json"))
-
-
-def _resume_folder(cfg):
-    if cfg["resume"] == "auto":
-        return cfg["out"] if os.path.exists(os.path.join(cfg["out"], "state.json")) else None
-    if cfg["resume"] == "none":
-        return None
-    return cfg["resume"]
 
 
 def train_classification(config, comm, log=print):
@@ -299,33 +272,18 @@ def train_classification(config, comm, log=print):
     if cfg["elastic"]:
         return _train_elastic(cfg, net, trainer, sampler, train, test, classes, per_worker, log)
 
-    start_epoch, best_acc, history = 0, -1.0, []
-    resume = _resume_folder(cfg)
-    if resume:
-        p_params, p_states, p_state = _ckpt_paths(resume, rank)
-        with open(p_state, encoding="utf-8") as f:
-            state = json.load(f)
-        if state["workers"] != size or not os.path.exists(p_params):
-            raise UserError(f"{resume} was written by {state['workers']} worker(s); resume it with the "
-                            f"same number (this job has {size})")
-        net.load_parameters(p_params)
-        trainer.load_states(p_states)
-        start_epoch, best_acc, history = state["epoch"], state["best_acc"], state["history"]
-        if rank == 0:
-            log(f"resumed from {resume} after epoch {start_epoch}")
-
+    run = RunFolder(out, cfg["resume"], comm, required=("epoch", "best_acc", "history"))
+    saved = run.restore(net, trainer, log)
+    start_epoch, best_acc, history = (saved["epoch"], saved["best_acc"], saved["history"]) if saved \
+        else (0, -1.0, [])
+    run.start_fresh()
     smooth, alpha = float(cfg["label_smoothing"]), float(cfg["mixup"])
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=not (smooth or alpha))
-    if rank == 0 and not resume:  # a fresh run replaces the logs of an earlier one in OUT
-        for f in ("log.jsonl", "summary.csv", "state.json"):
-            if os.path.exists(os.path.join(out, f)):
-                os.unlink(os.path.join(out, f))
-    logger = JsonLinesLogger(os.path.join(out, "log.jsonl") if rank == 0 else None)
-    summary = CsvSummary(os.path.join(out, "summary.csv") if rank == 0 else None)
+    logger, summary = run.logger(history), run.summary(history)
     dense_per_step = 2.0 * (size - 1) / size * sum(
         p.data().size * 4 for p in net.collect_params().values() if p.grad_req != "null")
     t_start = time.time()
-    for epoch in range(start_epoch, int(cfg["epochs"])):
+    for epoch in run.epochs(start_epoch, int(cfg["epochs"]), trainer):
         _seed(cfg["seed"], epoch, rank)
         sampler = _ShardBatches(len(train), per_worker, rank, size, cfg["seed"], epoch)
         loader = gluon.data.DataLoader(train, batch_sampler=sampler, num_workers=int(cfg["num_workers"]))
@@ -363,14 +321,8 @@ def train_classification(config, comm, log=print):
                 rec["link_utilisation"] = round(wire / max(sync, 1e-9) / (float(cfg["link_mbit"]) * 1e6 / 8), 4)
         history.append(rec)
         # the resumable checkpoint: every rank its own model and trainer state, then rank 0 commits
-        p_params, p_states, p_state = _ckpt_paths(out, rank)
-        with atomic_path(p_params) as tmp:
-            net.save_parameters(tmp)
-        trainer.save_states(p_states)
-        comm.barrier(name=f"ckpt.{epoch}")
+        run.save(net, trainer, {"epoch": epoch + 1, "best_acc": best_acc, "history": history}, tag=epoch)
         if rank == 0:
-            write_json(p_state, {"epoch": epoch + 1, "best_acc": best_acc, "history": history,
-                                 "workers": size})
             logger.log(**rec)
             summary.add(**rec)
             log(f"epoch {epoch + 1:3d}  loss {rec['train_loss']:.4f}  train {rec['train_acc']:.4f}  "

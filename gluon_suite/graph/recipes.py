@@ -8,7 +8,6 @@ Checkpoints: after every epoch each rank writes ``last.rank{R}.params`` and its 
 epoch reseeds MXNet's generator and the neighbour sampler from (seed, epoch, rank), so a resumed
 run continues exactly as the uninterrupted run would; it must use the same number of workers.
 """
-import json
 import os
 import time
 
@@ -17,8 +16,9 @@ import numpy as np
 from mxnet import autograd, gluon
 
 from ..distributed import DistributedTrainer
+from ..distributed.loop import RunFolder, resume_folder
 from ..model_zoo import get_model
-from ..utils import JsonLinesLogger, UserError, write_json
+from ..utils import UserError, write_json
 from ..utils.fileio import atomic_path
 from .batch import batch
 from .sampling import sample_blocks
@@ -43,8 +43,7 @@ def _merge(defaults, config):
         raise UserError(f"unknown option(s) {', '.join(sorted(bad))}")
     if int(cfg["epochs"]) < 1:
         raise UserError(f"epochs must be >= 1, got {cfg['epochs']}")
-    if cfg["resume"] not in ("none", "auto") and not os.path.isdir(cfg["resume"]):
-        raise UserError(f"--resume takes none, auto or a run folder; {cfg['resume']} is none of these")
+    resume_folder(cfg["resume"], cfg["out"])  # none, auto or a run folder: checked before any work
     if cfg["elastic"]:
         from ..distributed.launch import require_elastic_launch
         require_elastic_launch("scripts/graph/<script>")
@@ -58,19 +57,12 @@ def _train_elastic(cfg, net, trainer, n, batch_size, step_fn, eval_fn, log):
     model), and whoever is rank 0 then writes the log line and ``last.rank0.*`` + ``state.json``
     (``"elastic": true``; ``--resume`` continues it with any worker count)."""
     from ..distributed.elastic import train_elastic
-    out, start = cfg["out"], {}
-    history, t0 = [], time.time()
-    folder = cfg["resume"]
-    if folder == "auto":
-        folder = out if os.path.exists(os.path.join(out, "state.json")) else "none"
-    if folder != "none":
-        with open(os.path.join(folder, "state.json"), encoding="utf-8") as f:
-            saved = json.load(f)
-        if not saved.get("elastic"):
-            raise UserError(f"{folder} is not an elastic run's checkpoint; resume it without --elastic")
-        net.load_parameters(os.path.join(folder, "last.rank0.params"))
-        trainer.load_states(os.path.join(folder, "last.rank0.states"))
-        start, history = {"epoch": saved["epoch"], "step": saved["step"]}, saved["history"]
+    out, start, t0 = cfg["out"], {}, time.time()
+    run = RunFolder(out, cfg["resume"], trainer.communicator, elastic=True, required=("epoch", "step", "history"))
+    saved = run.restore(net, trainer, log)
+    history = saved["history"] if saved else []
+    if saved:
+        start = {"epoch": saved["epoch"], "step": saved["step"]}
 
     def end_epoch(state):
         c = trainer.communicator
@@ -84,23 +76,21 @@ def _train_elastic(cfg, net, trainer, n, batch_size, step_fn, eval_fn, log):
                "workers": c.size, "elapsed_s": round(time.time() - t0, 3)}
         state.history = state.history + [rec]
         state.loss_sum, state.seen = 0.0, 0
+        run.save(net, trainer, {"epoch": state.epoch + 1, "step": state.step, "history": state.history},
+                 tag=state.epoch)
         if c.rank == 0:
-            with atomic_path(os.path.join(out, "last.rank0.params")) as tmp:
-                net.save_parameters(tmp)
-            trainer.save_states(os.path.join(out, "last.rank0.states"))
-            write_json(os.path.join(out, "state.json"), {"epoch": state.epoch + 1, "step": state.step,
-                                                         "history": state.history, "elastic": True,
-                                                         "workers": c.size})
-            lg = JsonLinesLogger(os.path.join(out, "log.jsonl"), mode="a")
-            lg.log(**rec)
-            lg.close()
+            run.logger(state.history).close()
             log(f"epoch {rec['epoch']:4d}  loss {rec['loss']:.4f}  test acc {acc:.4f}  ({c.size} workers)")
 
-    if not start and trainer.communicator.rank == 0 and os.path.exists(os.path.join(out, "log.jsonl")):
-        os.unlink(os.path.join(out, "log.jsonl"))
-    state = train_elastic(net, trainer, n, batch_size, int(cfg["epochs"]), step_fn, end_epoch,
-                          seed=int(cfg["seed"]), commit_every=int(cfg["commit_every"]), start=start,
-                          counters={"loss_sum": 0.0, "seen": 0, "history": history})
+    def step(state, idx, step_size):
+        run.at(state.epoch + 1, state.step)
+        step_fn(state, idx, step_size)
+
+    run.start_fresh()
+    with run:
+        state = train_elastic(net, trainer, n, batch_size, int(cfg["epochs"]), step, end_epoch,
+                              seed=int(cfg["seed"]), commit_every=int(cfg["commit_every"]), start=start,
+                              counters={"loss_sum": 0.0, "seen": 0, "history": history})
     if trainer.communicator.rank == 0:
         with atomic_path(os.path.join(out, "model.params")) as tmp:
             net.save_parameters(tmp)
@@ -120,63 +110,22 @@ def _epoch_seed(seed, epoch, rank):
     return (int(seed) * 1_000_003 + epoch * 7919 + rank) % (2 ** 31)
 
 
-class _Checkpoint:
-    """Per-epoch resumable checkpoints in ``out`` (see the module docstring), and the resume."""
+def _open_run(cfg, net, trainer, comm, log):
+    """The run folder (resumed or fresh) with SIGINT/SIGTERM handled; returns ``(run, start_epoch,
+    history, logger, t0)`` where ``t0`` counts the resumed run's earlier time."""
+    run = RunFolder(cfg["out"], cfg["resume"], comm, required=("epoch", "history", "elapsed_s"))
+    saved = run.restore(net, trainer, log)
+    run.start_fresh()
+    history = saved["history"] if saved else []
+    return run, saved["epoch"] if saved else 0, history, run.logger(history), \
+        time.time() - (saved["elapsed_s"] if saved else 0.0)
 
-    def __init__(self, cfg, net, trainer, comm):
-        self.out, self.net, self.trainer, self.comm = cfg["out"], net, trainer, comm
-        self.stop_after = cfg["stop_after_epochs"]
-        folder = cfg["resume"]
-        if folder == "auto":
-            folder = self.out if os.path.exists(os.path.join(self.out, "state.json")) else "none"
-        self.folder = None if folder == "none" else folder
 
-    def _paths(self, folder):
-        r = self.comm.rank
-        return os.path.join(folder, f"last.rank{r}.params"), os.path.join(folder, f"last.rank{r}.states")
-
-    def restore(self, log):
-        """Load the checkpoint to resume from; returns ``(start_epoch, history, elapsed_s)``."""
-        if self.folder is None:
-            if self.comm.rank == 0 and os.path.exists(os.path.join(self.out, "state.json")):
-                os.unlink(os.path.join(self.out, "state.json"))   # a fresh run: no stale checkpoint to resume
-            return 0, [], 0.0
-        path = os.path.join(self.folder, "state.json")
-        if not os.path.exists(path):
-            raise UserError(f"{self.folder} holds no checkpoint (state.json); resume a run folder or use --resume auto")
-        with open(path, encoding="utf-8") as f:
-            state = json.load(f)
-        params, states = self._paths(self.folder)
-        if state["workers"] != self.comm.size or not os.path.exists(params):
-            raise UserError(f"{self.folder} was written by {state['workers']} worker(s); resume it with the "
-                            f"same number (this job has {self.comm.size})")
-        self.net.load_parameters(params)
-        self.trainer.load_states(states)
-        if self.comm.rank == 0:
-            log(f"resumed from {self.folder} after epoch {state['epoch']}")
-        return state["epoch"], state["history"], state["elapsed_s"]
-
-    def logger(self, history):
-        """Rank 0's ``log.jsonl``: the resumed history's records, then one line per evaluation."""
-        path = os.path.join(self.out, "log.jsonl") if self.comm.rank == 0 else None
-        if path:
-            with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
-                f.writelines(json.dumps(rec, sort_keys=True) + "\n" for rec in history)
-        return JsonLinesLogger(path, mode="a")
-
-    def save(self, epoch, history, elapsed):
-        """Every rank writes its model and trainer state, then rank 0 commits ``state.json``.
-        Returns True when the run should stop here (``stop_after_epochs``)."""
-        params, states = self._paths(self.out)
-        with atomic_path(params) as tmp:
-            self.net.save_parameters(tmp)
-        self.trainer.save_states(states)
-        self.comm.barrier(name=f"graph.ckpt.{epoch}")
-        if self.comm.rank == 0:
-            write_json(os.path.join(self.out, "state.json"), {"epoch": epoch + 1, "history": history,
-                                                              "workers": self.comm.size,
-                                                              "elapsed_s": round(elapsed, 3)})
-        return bool(self.stop_after) and epoch + 1 >= int(self.stop_after)
+def _save(run, net, trainer, cfg, epoch, history, t0):
+    """The end-of-epoch checkpoint; True when the run should stop here (``stop_after_epochs``)."""
+    run.save(net, trainer, {"epoch": epoch + 1, "history": history, "elapsed_s": round(time.time() - t0, 3)},
+             tag=epoch)
+    return bool(cfg["stop_after_epochs"]) and epoch + 1 >= int(cfg["stop_after_epochs"])
 
 
 def _record(history, logger, log, epoch, loss, acc, t0):
@@ -273,12 +222,8 @@ def train_node_classification(config, comm, log=print):
         per_worker = int(cfg["batch_size"]) if cfg["sampled"] else len(train)
         return _train_elastic(cfg, net, trainer, len(train), per_worker, step, evaluate, log)
     mine = train[comm.rank::comm.size]
-    os.makedirs(cfg["out"], exist_ok=True)
-    ckpt = _Checkpoint(cfg, net, trainer, comm)
-    start, history, elapsed = ckpt.restore(log)
-    logger = ckpt.logger(history)
-    t0 = time.time() - elapsed
-    for epoch in range(start, cfg["epochs"]):
+    run, start, history, logger, t0 = _open_run(cfg, net, trainer, comm, log)
+    for epoch in run.epochs(start, cfg["epochs"], trainer):
         mx.random.seed(_epoch_seed(cfg["seed"], epoch, comm.rank))
         if cfg["sampled"]:
             rs = np.random.RandomState(_epoch_seed(cfg["seed"], epoch, comm.rank))
@@ -304,7 +249,7 @@ def train_node_classification(config, comm, log=print):
             with trainer.averaged():
                 pred = net(g, feat).argmax(axis=1).asnumpy()
             _record(history, logger, log, epoch, loss, (pred[test] == labels.asnumpy()[test]).mean(), t0)
-        if ckpt.save(epoch, history, time.time() - t0):
+        if _save(run, net, trainer, cfg, epoch, history, t0):
             break
     logger.close()
     _save_averaged(net, trainer, comm, cfg["out"])
@@ -370,12 +315,8 @@ def train_graph_classification(config, comm, log=print):
             return (net(test_bg, test_bg.ndata["feat"]).argmax(axis=1).asnumpy() == labels[test]).mean()
 
         return _train_elastic(cfg, net, trainer, len(train), int(cfg["batch_size"]), step, evaluate, log)
-    os.makedirs(cfg["out"], exist_ok=True)
-    ckpt = _Checkpoint(cfg, net, trainer, comm)
-    start, history, elapsed = ckpt.restore(log)
-    logger = ckpt.logger(history)
-    t0 = time.time() - elapsed
-    for epoch in range(start, cfg["epochs"]):
+    run, start, history, logger, t0 = _open_run(cfg, net, trainer, comm, log)
+    for epoch in run.epochs(start, cfg["epochs"], trainer):
         mx.random.seed(_epoch_seed(cfg["seed"], epoch, comm.rank))
         order = np.random.RandomState(cfg["seed"] + epoch).permutation(train)
         for i in range(0, len(order) - B + 1, B):
@@ -389,7 +330,7 @@ def train_graph_classification(config, comm, log=print):
             with trainer.averaged():
                 pred = net(test_bg, test_bg.ndata["feat"]).argmax(axis=1).asnumpy()
             _record(history, logger, log, epoch, loss, (pred == labels[test]).mean(), t0)
-        if ckpt.save(epoch, history, time.time() - t0):
+        if _save(run, net, trainer, cfg, epoch, history, t0):
             break
     logger.close()
     _save_averaged(net, trainer, comm, cfg["out"])

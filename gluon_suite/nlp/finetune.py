@@ -1,246 +1,19 @@
 """Fine-tuning BERT: sentence(-pair) classification on GLUE-style TSV files and extractive QA on
-SQuAD v1.1 JSON, with their metrics (accuracy/F1, exact match/F1).
+SQuAD v1.1 JSON (the tasks themselves are in ``tasks``).
 
 The backbone is a GluonNLP ``BERTModel`` without the pretraining heads, initialised from a
-pretraining output (``ckpt.rank0.params`` + ``vocab.txt``) or a zoo checkpoint.
+pretraining output (``ckpt.rank0.params`` + ``vocab.txt``) or a zoo checkpoint. Training runs on
+the shared loop skeleton: per-epoch resumable checkpoints in ``out``, SIGINT/SIGTERM handled.
 """
-import collections
 import json
-import re
-import string
 
 import mxnet as mx
 import numpy as np
 from mxnet import gluon
 
 from ..utils.errors import UserError
-
-
-# ---- GLUE-style TSV ------------------------------------------------------------------------------
-def read_tsv(path, text_columns=("sentence",), label_column="label", labels=None):
-    """Read a GLUE-style TSV with a header row. Returns ``(texts, label_ids, label_names)`` where
-    ``texts`` are tuples of one or two strings. Malformed rows raise UserError naming file and line."""
-    try:
-        f = open(path, encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path} does not exist") from None
-    with f:
-        header = f.readline().rstrip("\n").split("\t")
-        missing = [c for c in (*text_columns, label_column) if c not in header]
-        if missing:
-            raise UserError(f"{path}:1: header lacks column(s) {', '.join(missing)} (has {', '.join(header)})")
-        cols = [header.index(c) for c in text_columns]
-        lab = header.index(label_column)
-        texts, raw = [], []
-        for no, line in enumerate(f, start=2):
-            if not line.strip():
-                continue
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) != len(header):
-                raise UserError(f"{path}:{no}: expected {len(header)} tab-separated columns, got {len(parts)}")
-            texts.append(tuple(parts[c] for c in cols))
-            raw.append(parts[lab])
-    if not texts:
-        raise UserError(f"{path} has no data rows")
-    names = list(labels) if labels else sorted(set(raw))
-    unknown = sorted(set(raw) - set(names))
-    if unknown:
-        raise UserError(f"{path}: label(s) {', '.join(unknown)} not in {names}")
-    return texts, np.array([names.index(r) for r in raw], np.int32), names
-
-
-def encode_pairs(texts, tokenizer, vocab, max_len):
-    """[CLS] a [SEP] (b [SEP]) as id/type arrays (N, max_len) and valid lengths (N,)."""
-    N = len(texts)
-    ids, types, vlen = np.zeros((N, max_len), np.int32), np.zeros((N, max_len), np.int32), np.zeros(N, np.int32)
-    for n, t in enumerate(texts):
-        a = tokenizer(t[0])
-        b = tokenizer(t[1]) if len(t) > 1 else []
-        budget = max_len - (3 if b else 2)
-        while len(a) + len(b) > budget:
-            (a if len(a) >= len(b) else b).pop()
-        toks = [vocab.cls_token] + a + [vocab.sep_token] + (b + [vocab.sep_token] if b else [])
-        ids[n, :len(toks)] = vocab[toks]
-        types[n, len(a) + 2:len(toks)] = 1
-        vlen[n] = len(toks)
-    return ids, types, vlen
-
-
-def accuracy(pred, gold):
-    """Fraction of equal labels."""
-    pred, gold = np.asarray(pred), np.asarray(gold)
-    return float((pred == gold).mean())
-
-
-def binary_f1(pred, gold, positive=1):
-    """F1 of the positive class: 2PR/(P+R), 0 when there are no true positives."""
-    pred, gold = np.asarray(pred), np.asarray(gold)
-    tp = float(((pred == positive) & (gold == positive)).sum())
-    if tp == 0:
-        return 0.0
-    p, r = tp / (pred == positive).sum(), tp / (gold == positive).sum()
-    return 2 * p * r / (p + r)
-
-
-class BertClassifier(gluon.HybridBlock):
-    """BERT backbone + dropout + Dense over the pooled [CLS] output."""
-
-    def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
-        super().__init__(**kwargs)
-        with self.name_scope():
-            self.bert = backbone
-            self.drop = gluon.nn.Dropout(dropout)
-            self.out = gluon.nn.Dense(num_classes)
-
-    def hybrid_forward(self, F, ids, types, vlen):
-        _, pooled = self.bert(ids, types, vlen)
-        return self.out(self.drop(pooled))
-
-
-class BertQA(gluon.HybridBlock):
-    """BERT backbone + a Dense(2) over every position: start and end logits."""
-
-    def __init__(self, backbone, **kwargs):
-        super().__init__(**kwargs)
-        with self.name_scope():
-            self.bert = backbone
-            self.span = gluon.nn.Dense(2, flatten=False)
-
-    def hybrid_forward(self, F, ids, types, vlen):
-        seq = self.bert(ids, types, vlen)
-        if isinstance(seq, (list, tuple)):
-            seq = seq[0]
-        logits = self.span(seq)
-        return logits[:, :, 0], logits[:, :, 1]
-
-
-# ---- SQuAD v1.1 ------------------------------------------------------------------------------------
-def read_squad(path):
-    """Read SQuAD v1.1 JSON: a list of dicts with id, question, context, answers (texts) and
-    answer_start (chars). Malformed input raises UserError naming the file and line or the entry."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        raise UserError(f"{path} does not exist") from None
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
-        raise UserError(f"{path}: a SQuAD file is an object with a 'data' list")
-    out = []
-    for ai, art in enumerate(data["data"]):
-        for pi, para in enumerate(art.get("paragraphs", [])):
-            where = f"{path}: data[{ai}].paragraphs[{pi}]"
-            if "context" not in para or "qas" not in para:
-                raise UserError(f"{where} lacks 'context' or 'qas'")
-            for qi, qa in enumerate(para["qas"]):
-                for key in ("id", "question", "answers"):
-                    if key not in qa:
-                        raise UserError(f"{where}.qas[{qi}] lacks '{key}'")
-                for ans in qa["answers"]:
-                    s = ans.get("answer_start", -1)
-                    if para["context"][s:s + len(ans.get("text", ""))] != ans.get("text"):
-                        raise UserError(f"{where}.qas[{qi}]: answer {ans.get('text')!r} is not at "
-                                        f"character {s} of the context")
-                out.append({"id": qa["id"], "question": qa["question"], "context": para["context"],
-                            "answers": [a["text"] for a in qa["answers"]],
-                            "answer_start": [a["answer_start"] for a in qa["answers"]]})
-    if not out:
-        raise UserError(f"{path} holds no questions")
-    return out
-
-
-def encode_squad(examples, tokenizer, vocab, max_len, max_query=24):
-    """Features for BERT QA: [CLS] question [SEP] context [SEP] (the context truncated to fit).
-    Returns arrays and, per example, the map from token position to context word and the words."""
-    N = len(examples)
-    ids, types, vlen = np.zeros((N, max_len), np.int32), np.zeros((N, max_len), np.int32), np.zeros(N, np.int32)
-    starts, ends = np.zeros(N, np.int32), np.zeros(N, np.int32)
-    maps = []
-    for n, ex in enumerate(examples):
-        words, char_word, prev_ws = [], [], True
-        for ch in ex["context"]:
-            if ch.isspace():
-                prev_ws = True
-            else:
-                if prev_ws:
-                    words.append(ch)
-                else:
-                    words[-1] += ch
-                prev_ws = False
-            char_word.append(max(len(words) - 1, 0))
-        q = tokenizer(ex["question"])[:max_query]
-        toks, tok_word = [], []
-        for wi, w in enumerate(words):
-            for piece in tokenizer(w):
-                toks.append(piece)
-                tok_word.append(wi)
-        room = max_len - len(q) - 3
-        toks, tok_word = toks[:room], tok_word[:room]
-        seq = [vocab.cls_token] + q + [vocab.sep_token] + toks + [vocab.sep_token]
-        off = len(q) + 2
-        ids[n, :len(seq)] = vocab[seq]
-        types[n, off:len(seq)] = 1
-        vlen[n] = len(seq)
-        s_char = ex["answer_start"][0] if ex["answer_start"] else 0
-        ws = char_word[s_char] if ex["answers"] else 0
-        we = char_word[min(s_char + len(ex["answers"][0]) - 1, len(char_word) - 1)] if ex["answers"] else 0
-        pos = [i for i, w in enumerate(tok_word) if ws <= w <= we]
-        if pos:
-            starts[n], ends[n] = pos[0] + off, pos[-1] + off
-        # else: the answer was truncated away; position 0 ([CLS]) marks "no answer in view"
-        maps.append({"offset": off, "tok_word": tok_word, "words": words})
-    return ids, types, vlen, starts, ends, maps
-
-
-def best_span(start_logits, end_logits, m, max_answer_len=30):
-    """The context text of the highest-scoring span with start <= end within the context."""
-    off, n = m["offset"], len(m["tok_word"])
-    s = np.asarray(start_logits)[off:off + n]
-    e = np.asarray(end_logits)[off:off + n]
-    best, arg = -np.inf, (0, 0)
-    for i in range(n):
-        j_max = min(n, i + max_answer_len)
-        j = i + int(np.argmax(e[i:j_max]))
-        if s[i] + e[j] > best:
-            best, arg = s[i] + e[j], (i, j)
-    if n == 0:
-        return ""
-    w0, w1 = m["tok_word"][arg[0]], m["tok_word"][arg[1]]
-    return " ".join(m["words"][w0:w1 + 1])
-
-
-def normalize_answer(s):
-    """SQuAD's normalisation: lower case, no punctuation, no articles, single spaces."""
-    s = s.lower()
-    s = "".join(ch for ch in s if ch not in set(string.punctuation))
-    s = re.sub(r"\b(a|an|the)\b", " ", s)
-    return " ".join(s.split())
-
-
-def exact_match(pred, golds):
-    """1.0 when the normalised prediction equals a normalised gold answer."""
-    return float(any(normalize_answer(pred) == normalize_answer(g) for g in golds))
-
-
-def f1_score(pred, golds):
-    """SQuAD's token F1, the best over the gold answers."""
-    def f1(p, g):
-        pt, gt = normalize_answer(p).split(), normalize_answer(g).split()
-        common = collections.Counter(pt) & collections.Counter(gt)
-        same = sum(common.values())
-        if same == 0:
-            return 0.0
-        prec, rec = same / len(pt), same / len(gt)
-        return 2 * prec * rec / (prec + rec)
-    return max(f1(pred, g) for g in golds) if golds else 0.0
-
-
-def squad_metrics(preds, examples):
-    """``{'exact_match', 'f1'}`` in percent over ``examples`` given ``{id: text}`` predictions."""
-    em = [exact_match(preds.get(ex["id"], ""), ex["answers"]) for ex in examples]
-    f1 = [f1_score(preds.get(ex["id"], ""), ex["answers"]) for ex in examples]
-    return {"exact_match": 100.0 * float(np.mean(em)), "f1": 100.0 * float(np.mean(f1))}
+from .tasks import (BertClassifier, BertQA, accuracy, best_span, binary_f1, encode_pairs, encode_squad,
+                    read_squad, read_tsv, squad_metrics)
 
 
 # ---- training ------------------------------------------------------------------------------------------
@@ -271,8 +44,13 @@ def load_backbone(init, model=None, max_length=None, dropout=0.1, use_pooler=Tru
     return net, vocab, cfg
 
 
-def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log, eval_fn, elastic=None):
+def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log, eval_fn, elastic=None,
+                out=None, resume="none"):
+    """Data-parallel fine-tuning for ``epochs`` epochs, evaluating after each. With ``out``, every
+    epoch ends with a resumable checkpoint and a ``log.jsonl`` line, and ``resume`` ('none',
+    'auto' or a run folder) continues a stopped run exactly (epochs are reseeded)."""
     from ..distributed import DistributedTrainer
+    from ..distributed.loop import Interruption, RunFolder, epochs as interruptible
     from ..optim import WarmupConstantDecay, exclude_from_weight_decay
     if elastic is not None:
         return _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log,
@@ -289,8 +67,19 @@ def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, 
     wd = 0.01 if optimizer in ("lans", "lamb") else 0.0
     trainer = DistributedTrainer(params, optimizer, {"lr_scheduler": sched, "wd": wd},
                                  communicator=comm, prefix="finetune.")
-    history = []
-    for epoch in range(epochs):
+    history, start, run = [], 0, None
+    if out:
+        run = RunFolder(out, resume, comm, required=("epoch", "history"))
+        loss_of([mx.nd.array(a[:1], dtype=a.dtype) for a in arrays])  # finish deferred initialisation
+        saved = run.restore(net, trainer, log)
+        if saved:
+            start, history = saved["epoch"], saved["history"]
+        run.start_fresh()
+        logger = run.logger(history)
+        epoch_range = run.epochs(start, epochs, trainer)
+    else:  # no checkpoints: a signal still ends in one line
+        epoch_range = interruptible(Interruption(), 0, epochs, trainer)
+    for epoch in epoch_range:
         perm = np.random.RandomState(seed + epoch).permutation(n)
         mx.random.seed(seed * 131 + epoch * 7 + comm.rank)
         tot = 0.0
@@ -306,7 +95,12 @@ def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, 
             metrics = eval_fn()
         rec = {"epoch": epoch + 1, "train_loss": tot / steps_per_epoch, **metrics}
         history.append(rec)
+        if run:
+            run.save(net, trainer, {"epoch": epoch + 1, "history": history}, tag=f"finetune.{epoch}")
+            logger.log(**rec)
         log(" ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in rec.items()))
+    if run:
+        logger.close()
     return history
 
 
@@ -364,10 +158,10 @@ def _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer
 
 def finetune_classification(train_path, dev_path, init, text_columns=("sentence",), label_column="label",
                             max_len=64, epochs=3, batch=16, lr=5e-4, optimizer="adam", seed=0,
-                            comm=None, log=print, elastic=None):
+                            comm=None, log=print, elastic=None, out=None, resume="none"):
     """Fine-tune a pretrained backbone on GLUE-style TSV files; returns the per-epoch history
     (train loss, dev accuracy and F1). ``elastic`` (a dict of ``ramp_steps``, ``commit_every``,
-    ``ref_workers``) runs it under Horovod Elastic."""
+    ``ref_workers``) runs it under Horovod Elastic; ``out``/``resume`` as in ``_train_loop``."""
     from ..distributed import LocalCommunicator
     from .text import tokenizer
     comm = comm or LocalCommunicator()
@@ -394,13 +188,15 @@ def finetune_classification(train_path, dev_path, init, text_columns=("sentence"
             out["dev_f1"] = binary_f1(pred, dv_y)
         return out
 
-    return _train_loop(net, tr, loss_of, comm, epochs, batch, lr, optimizer, seed, log, evaluate, elastic)
+    return _train_loop(net, tr, loss_of, comm, epochs, batch, lr, optimizer, seed, log, evaluate, elastic,
+                       out=out, resume=resume)
 
 
 def finetune_squad(train_path, dev_path, init, max_len=96, epochs=3, batch=16, lr=5e-4,
-                   optimizer="adam", seed=0, comm=None, log=print, elastic=None):
+                   optimizer="adam", seed=0, comm=None, log=print, elastic=None, out=None, resume="none"):
     """Fine-tune a pretrained backbone for extractive QA on SQuAD v1.1 files; returns the
-    per-epoch history (train loss, dev exact match and F1, in percent)."""
+    per-epoch history (train loss, dev exact match and F1, in percent). ``out``/``resume`` as in
+    ``_train_loop``."""
     from ..distributed import LocalCommunicator
     from .text import tokenizer
     comm = comm or LocalCommunicator()
@@ -426,4 +222,4 @@ def finetune_squad(train_path, dev_path, init, max_len=96, epochs=3, batch=16, l
         return {"dev_exact_match": m["exact_match"], "dev_f1": m["f1"]}
 
     return _train_loop(net, (ids, types, vlen, s, e), loss_of, comm, epochs, batch, lr, optimizer,
-                       seed, log, evaluate, elastic)
+                       seed, log, evaluate, elastic, out=out, resume=resume)

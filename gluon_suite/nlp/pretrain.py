@@ -6,7 +6,6 @@ accumulation. Phase k+1 starts from phase k's final weights with fresh optimizer
 fresh schedule (SPECS §2: a phase restart resets both). Checkpoints every ``ckpt_every`` steps make
 the run resumable at any point, phase boundaries included.
 """
-import json
 import os
 import time
 
@@ -15,10 +14,11 @@ import numpy as np
 from mxnet import autograd, gluon
 
 from ..distributed import DistributedTrainer
+from ..distributed.loop import RunFolder
 from ..optim import WarmupConstantDecay, exclude_from_weight_decay
 from ..model_zoo import get_model
 from ..utils import JsonLinesLogger, UserError, progress, write_json
-from ..utils.fileio import atomic_path, atomic_write
+from ..utils.fileio import atomic_write
 from .pretraining_data import create_instances
 from .text import build_vocab, embedded_corpus, load_vocab, read_corpus, tokenizer
 
@@ -105,9 +105,12 @@ def pretrain_bert(config, comm, log=print):
         raise UserError(f"unknown config key(s): {', '.join(sorted(bad))}")
     phases = check_phases(cfg["phases"])
     out, rank, size = cfg["out"], comm.rank, comm.size
-    os.makedirs(out, exist_ok=True)
-    state_path = os.path.join(out, "state.json")
-    resume = cfg["resume"] == "auto" and os.path.exists(state_path)
+    if cfg["resume"] not in ("none", "auto"):
+        raise UserError(f"--resume takes none or auto (continue OUT), got {cfg['resume']!r}")
+    run = RunFolder(out, cfg["resume"], comm, prefix="ckpt", elastic=bool(cfg["elastic"]),
+                    required=("phase", "step", "history"))
+    state = run.read_state()
+    resume = state is not None
     docs, vocab = prepare_text({**cfg, "resume": "auto" if resume else "none"}, out, rank, log)
     max_len = int(cfg["max_length"])  # position embeddings: fixed for all phases (phase 2 is longer)
     longest = max(int(p["seq_len"]) for p in phases)
@@ -120,12 +123,8 @@ def pretrain_bert(config, comm, log=print):
     loss_fn = BertPretrainLoss(len(vocab))
     start_phase, start_step, history = 0, 0, []
     if resume:
-        with open(state_path, encoding="utf-8") as f:
-            state = json.load(f)
-        if state["workers"] != size and not (cfg["elastic"] and state.get("elastic")):
-            raise UserError(f"{out} was written by {state['workers']} worker(s); resume with the same number")
         start_phase, start_step, history = state["phase"], state["step"], state["history"]
-        net.load_parameters(os.path.join(out, f"ckpt.rank{0 if cfg['elastic'] else rank}.params"))
+        net.load_parameters(run.paths()[0])
         if rank == 0:
             log(f"resumed from {out}: phase {start_phase + 1}, step {start_step}")
     if cfg["elastic"]:
@@ -135,9 +134,18 @@ def pretrain_bert(config, comm, log=print):
             raise UserError(f"{out} has finished all {len(phases)} phase(s); nothing left to train")
     if rank == 0:
         write_json(os.path.join(out, "config.json"), {**cfg, "workers": size, "vocab_size": len(vocab)})
-    logger = JsonLinesLogger(os.path.join(out, "log.jsonl") if rank == 0 else None,
-                             mode="a" if resume else "w")
+    run.start_fresh()
+    logger = run.logger([h for h in history if (h["step"] % int(cfg["log_every"]) == 0)])
+    with run:
+        history = _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, docs, vocab,
+                          logger, comm, log)
+    logger.close()
+    return {"history": history, "vocab": vocab, "net": net}
 
+
+def _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, docs, vocab, logger, comm, log):
+    """The phases from ``start_phase`` (its step ``start_step``) on; returns the step history."""
+    rank, size = comm.rank, comm.size
     for pi in range(start_phase, len(phases)):
         ph = phases[pi]
         L, B, acc, steps = int(ph["seq_len"]), int(ph["batch_size"]), int(ph["accumulate"]), int(ph["steps"])
@@ -163,7 +171,7 @@ def pretrain_bert(config, comm, log=print):
                                      ratio=cfg["ratio"], period=cfg["period"], seed=int(cfg["seed"]),
                                      communicator=comm, prefix=f"phase{pi}.")
         if cfg["elastic"]:
-            history = _phase_elastic(cfg, pi, phases, net, loss_fn, data, trainer, comm, history,
+            history = _phase_elastic(cfg, run, pi, phases, net, loss_fn, data, trainer, comm, history,
                                      start_step if pi == start_phase else 0, log)
             if pi + 1 < len(phases) and trainer.communicator.rank == 0:
                 log(f"phase {pi + 1} done; an elastic launch trains one phase: launch again with "
@@ -171,12 +179,13 @@ def pretrain_bert(config, comm, log=print):
             break
         first = 0
         if pi == start_phase and start_step:
-            trainer.load_states(os.path.join(out, f"ckpt.rank{rank}.states"))
+            trainer.load_states(run.paths()[1])
             first = start_step
         per_epoch = n // glob
         t0 = time.time()
         for step in progress(range(first, steps), total=steps - first, desc=f"phase {pi + 1}",
                              enabled=bool(cfg["progress"]) and rank == 0):
+            run.at(pi + 1, step, unit="phase")
             epoch, k = divmod(step, per_epoch)
             perm = np.random.RandomState((int(cfg["seed"]) * 31 + pi * 1009 + epoch) % 2 ** 31).permutation(n)
             chunk = perm[k * glob:(k + 1) * glob]
@@ -212,16 +221,15 @@ def pretrain_bert(config, comm, log=print):
                 logger.log(**rec)
             last = step + 1 == steps
             if (step + 1) % int(cfg["ckpt_every"]) == 0 or last:
-                _checkpoint(out, net, trainer, comm, pi + (1 if last else 0), 0 if last else step + 1,
-                            history)
+                run.save(net, trainer, {"phase": pi + (1 if last else 0), "step": 0 if last else step + 1,
+                                        "history": history}, tag=f"{pi}.{step}")
         if rank == 0:
             log(f"phase {pi + 1} done: mlm loss {history[-1]['mlm_loss']:.4f}, "
                 f"mlm acc {history[-1]['mlm_acc']:.4f}, nsp acc {history[-1]['nsp_acc']:.4f}")
-    logger.close()
-    return {"history": history, "vocab": vocab, "net": net}
+    return history
 
 
-def _phase_elastic(cfg, pi, phases, net, loss_fn, data, trainer, comm, history, start_step, log):
+def _phase_elastic(cfg, run, pi, phases, net, loss_fn, data, trainer, comm, history, start_step, log):
     """One phase under Horovod Elastic: each global step takes ``batch x accumulate`` samples per
     worker from the epoch's order (``ElasticSampler``), the schedule (over steps) is scaled by the
     global batch against the starting one (or ``ref_workers``) and ramps on a resize; whoever is
@@ -239,12 +247,13 @@ def _phase_elastic(cfg, pi, phases, net, loss_fn, data, trainer, comm, history, 
             "masked_weights", "nsp_labels")
     loss_fn(net, [mx.nd.array(data[key][:1], dtype=data[key].dtype) for key in keys])  # deferred init
     if start_step:
-        trainer.load_states(os.path.join(out, "ckpt.rank0.states"))
+        trainer.load_states(run.paths()[1])
     t0 = time.time()
     params = net.collect_params()
 
     def step(state, idx, step_size):
         c = trainer.communicator
+        run.at(pi + 1, state.step, unit="phase")
         mx.random.seed((seed * 7919 + pi * 104729 + state.step * 13 + c.rank) % 2 ** 31)
         tot = {}
         for chunk in np.array_split(idx, acc):
@@ -275,13 +284,9 @@ def _phase_elastic(cfg, pi, phases, net, loss_fn, data, trainer, comm, history, 
             lg.log(**rec)
             lg.close()
         last = rec["step"] == steps
-        if c.rank == 0 and (rec["step"] % int(cfg["ckpt_every"]) == 0 or last):
-            with atomic_path(os.path.join(out, "ckpt.rank0.params")) as tmp:
-                net.save_parameters(tmp)
-            trainer.save_states(os.path.join(out, "ckpt.rank0.states"))
-            write_json(os.path.join(out, "state.json"), {
-                "phase": pi + (1 if last else 0), "step": 0 if last else rec["step"], "history": history,
-                "workers": c.size, "elastic": True})
+        if rec["step"] % int(cfg["ckpt_every"]) == 0 or last:
+            run.save(net, trainer, {"phase": pi + (1 if last else 0), "step": 0 if last else rec["step"],
+                                    "history": history}, tag=f"{pi}.{rec['step']}")
 
     # epochs: unbounded, the phase's step budget ends it
     train_elastic(net, trainer, n, B * acc, 10 ** 9, step, None, seed=seed + 1000 * pi,
@@ -290,14 +295,3 @@ def _phase_elastic(cfg, pi, phases, net, loss_fn, data, trainer, comm, history, 
         log(f"phase {pi + 1} done: mlm loss {history[-1]['mlm_loss']:.4f}, "
             f"mlm acc {history[-1]['mlm_acc']:.4f}, nsp acc {history[-1]['nsp_acc']:.4f}")
     return history
-
-
-def _checkpoint(out, net, trainer, comm, phase, step, history):
-    """Every rank writes its weights and trainer state; rank 0 then commits state.json."""
-    with atomic_path(os.path.join(out, f"ckpt.rank{comm.rank}.params")) as tmp:
-        net.save_parameters(tmp)
-    trainer.save_states(os.path.join(out, f"ckpt.rank{comm.rank}.states"))
-    comm.barrier(name=f"ckpt.{phase}.{step}")
-    if comm.rank == 0:
-        write_json(os.path.join(out, "state.json"), {"phase": phase, "step": step, "history": history,
-                                                      "workers": comm.size})

@@ -23,6 +23,10 @@ def main(argv=None):
     p.add_argument("--lr", type=float, default=5e-4)
     p.add_argument("--optimizer", default="adam")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="runs/finetune_classification",
+                   help="run folder: per-epoch checkpoints and log.jsonl (default %(default)s)")
+    p.add_argument("--resume", default="none",
+                   help="none, auto (continue --out if it holds a checkpoint) or a run folder")
     from gluon_suite.distributed.launch import add_elastic_arguments
     add_elastic_arguments(p, defaults=True)
     a = p.parse_args(argv)
@@ -33,7 +37,8 @@ def main(argv=None):
     elastic = {"ramp_steps": a.ramp_steps, "commit_every": a.commit_every,
                "ref_workers": a.ref_workers} if a.elastic else None
     finetune_classification(a.train, a.dev, a.init, tuple(a.text_columns), a.label_column, a.max_len,
-                            a.epochs, a.batch_size, a.lr, a.optimizer, a.seed, comm=comm, log=log, elastic=elastic)
+                            a.epochs, a.batch_size, a.lr, a.optimizer, a.seed, comm=comm, log=log, elastic=elastic,
+                            out=None if a.elastic else a.out, resume=a.resume)
     return 0
 
 

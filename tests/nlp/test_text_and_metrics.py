@@ -4,8 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from gluon_suite.nlp.finetune import (accuracy, binary_f1, exact_match, f1_score, read_squad, read_tsv,
-                                      squad_metrics, best_span, encode_squad)
+from gluon_suite.nlp.tasks import (accuracy, binary_f1, exact_match, f1_score, read_squad, read_tsv,
+                                   squad_metrics, best_span, encode_squad)
 from gluon_suite.nlp.pretraining_data import create_instances
 from gluon_suite.nlp.text import build_vocab, load_vocab, read_corpus, tokenizer
 from gluon_suite.utils import UserError
