@@ -22,9 +22,15 @@ def test_demo_pipeline_trains_publishes_serves_and_reloads(tmp_path):
     p = subprocess.run([HOROVODRUN, "-np", "2", "-H", "localhost:2", "--gloo", sys.executable,
                         os.path.join(REPO, "scripts/cv/train_classification.py"),
                         "--config", os.path.join(REPO, "configs/cv/digits_resnest14_cser.yaml"),
-                        "--out", str(out), "--publish", str(out / "store"), "--no-progress"],
+                        "--out", str(out), "--publish", str(out / "store")],
                        env=env, capture_output=True, text=True, timeout=900, cwd=REPO)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    # readable output: no oneDNN notice, no carriage-return bar garbage, one line per epoch from rank 0
+    shown = p.stdout + p.stderr
+    assert "MKLDNN" not in shown and "\r" not in shown
+    assert len(re.findall(r"^\[0\]<stdout>:epoch +\d+ +loss", p.stdout, re.M)) == 15
+    assert not re.search(r"^\[1\]<stderr>:epoch", shown, re.M)        # rank 1 shows no progress
+    assert all(re.match(r"^\[\d\]<std(out|err)>:", line) for line in p.stdout.splitlines() if line)
     saving = float(re.search(r"\(([\d.]+)x less\)", p.stdout).group(1))
     assert saving > 10
     e = subprocess.run([sys.executable, os.path.join(REPO, "scripts/cv/evaluate.py"), "--model",
