@@ -4,12 +4,20 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
-WHEELS := .cache/wheels
 HOROVOD := horovod==0.28.1
-STAMP := $(VENV)/.setup-done
-# Horovod built with MXNet over Gloo, CPU only, no MPI
+# GPU machines: `make setup CUDA=117` installs MXNet's CUDA 11.7 build (mxnet-cu117==1.9.1) instead of
+# the CPU one and compiles Horovod with NCCL GPU operations when NCCL is installed (Gloo otherwise).
+# The choice sticks: later `make test`/`make demo` keep the variant set up last; `CUDA=` goes back to CPU.
+CUDA ?= $(patsubst $(VENV)/.setup-done-cu%,%,$(firstword $(wildcard $(VENV)/.setup-done-cu*)))
+VARIANT := $(if $(CUDA),cu$(CUDA),cpu)
+MXNET_NAME := $(if $(CUDA),mxnet-cu$(CUDA),mxnet)
+WHEELS := .cache/wheels/$(VARIANT)
+STAMP := $(VENV)/.setup-done-$(VARIANT)
+NCCL_FOUND = $(shell (ls /usr/include/nccl.h /usr/local/cuda/include/nccl.h || ldconfig -p | grep libnccl) >/dev/null 2>&1 && echo 1)
+# Horovod built with MXNet over Gloo (no MPI); NCCL for GPU tensors on a CUDA set-up with NCCL
 HOROVOD_ENV := HOROVOD_WITH_MXNET=1 HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_PYTORCH=1 \
-	HOROVOD_WITHOUT_MPI=1 HOROVOD_WITH_GLOO=1 HOROVOD_CPU_OPERATIONS=gloo MAKEFLAGS=-j2
+	HOROVOD_WITHOUT_MPI=1 HOROVOD_WITH_GLOO=1 HOROVOD_CPU_OPERATIONS=gloo MAKEFLAGS=-j2 \
+	$(if $(CUDA),$(if $(NCCL_FOUND),HOROVOD_GPU_OPERATIONS=NCCL))
 # two workers share the machine's cores: one compute thread each
 WORKER_ENV := OMP_NUM_THREADS=1 MXNET_CPU_WORKER_NTHREADS=1
 PYTEST_ARGS ?=
@@ -21,17 +29,21 @@ setup: $(STAMP)
 $(STAMP): setup.py constraints.txt Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt wheel "setuptools<70" cython
-	$(PIP) install -q -c constraints.txt mxnet numpy
+	@# one MXNet variant at a time: the CPU wheel and the CUDA wheels install the same package
+	@for p in $$($(PIP) list --format=freeze 2>/dev/null | grep -oE '^mxnet(-cu[0-9]+)?=' | tr -d =); do \
+		[ "$$p" = "$(MXNET_NAME)" ] || $(PIP) uninstall -y -q $$p; done
+	$(PIP) install -q -c constraints.txt "$(MXNET_NAME)==1.9.1" numpy
 	$(PIP) install -q -c constraints.txt gluoncv gluonnlp scikit-learn networkx requests tqdm \
 		matplotlib pyyaml filelock pytest pytest-timeout cloudpickle psutil packaging
 	@# Horovod is compiled against the installed MXNet once per machine; the wheel is cached
 	@if ! ls $(WHEELS)/horovod-0.28.1-*.whl >/dev/null 2>&1; then \
-		echo "building Horovod 0.28.1 with MXNet + Gloo (about 2 minutes, once per machine)"; \
+		echo "building Horovod 0.28.1 with MXNet + Gloo$(if $(findstring NCCL,$(HOROVOD_ENV)), + NCCL) for $(VARIANT) (about 2 minutes, once per machine)"; \
 		mkdir -p $(WHEELS) && $(HOROVOD_ENV) $(PIP) wheel -q --no-build-isolation --no-deps \
 			--no-cache-dir -w $(WHEELS) $(HOROVOD); fi
 	$(PIP) install -q --no-deps --force-reinstall --no-index --find-links $(WHEELS) $(HOROVOD)
 	$(PIP) install -q --no-deps --no-build-isolation -e .
 	$(VENV)/bin/gluon-suite info
+	@rm -f $(VENV)/.setup-done*
 	@touch $(STAMP)
 
 # the showcase: 2 Horovod workers train ResNeSt-14 on digits with CSER + GRBS (ratio 32), publish the

@@ -69,6 +69,8 @@ def info():
         raise GluonSuiteError(f"MXNet cannot be imported ({' '.join(str(exc).split())[:200]}); "
                               "reinstall the pinned stack with `make setup`") from None
     facts["horovod_build"] = horovod_build()
+    from .utils.devices import device_facts
+    facts["devices"] = device_facts()
     return facts
 
 
@@ -82,11 +84,20 @@ def _cmd_info(args):
     controllers = ", ".join(n for n, k in (("Gloo", "gloo"), ("MPI", "mpi")) if hb[k]) or "none"
     rows = [("gluon_suite", facts["gluon_suite"]), ("python", facts["python"])]
     rows += [(n, facts[n] or "not installed") for n in _PACKAGES]
+    dev = facts["devices"]
+    gpu_ops = ", ".join(n for n, k in (("NCCL", "nccl"), ("CUDA", "cuda")) if dev["horovod_gpu_ops"][k])
     rows += [("horovod frameworks", frameworks), ("horovod controllers", controllers),
-             ("cpu count", facts["cpu_count"])]
+             ("horovod gpu operations", gpu_ops or "none (CPU collectives only)"),
+             ("cpu count", facts["cpu_count"]),
+             ("gpus", f"{len(dev['gpus_visible'])} visible, {dev['mxnet_gpus']} usable by MXNet"
+              + (f" ({', '.join(dev['gpus_visible'])})" if dev["gpus_visible"] else "")),
+             ("mxnet cuda / cudnn / nccl", " / ".join("yes" if dev[k] else "no" for k in
+                                                      ("mxnet_cuda", "mxnet_cudnn", "mxnet_nccl")))]
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width}}  {v}")
+    if dev["advice"]:
+        print(f"note: {dev['advice']}")
     return 0
 
 
