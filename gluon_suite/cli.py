@@ -139,6 +139,17 @@ def _cmd_zoo_publish(args):
     return 0
 
 
+def _cmd_zoo_table(args):
+    from .model_zoo.table import render_markdown, render_text, write_into, zoo_rows
+    rows = zoo_rows()
+    if args.write:
+        write_into(args.write, rows)
+        print(f"wrote the table of {len(rows)} checkpoint(s) into {args.write}")
+    else:
+        print(render_markdown(rows) if args.markdown else render_text(rows), end="")
+    return 0
+
+
 def _cmd_zoo_purge(args):
     from .model_zoo.store import cache_root, purge
     n = purge(args.root)
@@ -223,7 +234,7 @@ def build_parser():
     pi.add_argument("--json", action="store_true", help="print the facts as JSON")
     pi.set_defaults(func=_cmd_info)
 
-    pz = sub.add_parser("zoo", help="list, download, verify, publish or purge model checkpoints")
+    pz = sub.add_parser("zoo", help="list, download, verify, publish, tabulate or purge model checkpoints")
     zsub = pz.add_subparsers(dest="zoo_command", metavar="ZOO_COMMAND")
     zsub.required = True
     root_help = "checkpoint cache (default: $GLUON_SUITE_HOME/models)"
@@ -245,6 +256,10 @@ def build_parser():
     zp.add_argument("--store", required=True, help="the store folder to publish into")
     zp.add_argument("--url", help="base URL the store is served from (default: file:// of --store)")
     zp.set_defaults(func=_cmd_zoo_publish)
+    zt = zsub.add_parser("table", help="one row per published checkpoint: metric, hash, size, command, log")
+    zt.add_argument("--markdown", action="store_true", help="print the Markdown table of docs/model_zoo.md")
+    zt.add_argument("--write", metavar="FILE", help="replace the table between FILE's zoo-table markers")
+    zt.set_defaults(func=_cmd_zoo_table)
     zr = zsub.add_parser("purge", help="delete the checkpoint cache")
     zr.add_argument("--root", help=root_help)
     zr.set_defaults(func=_cmd_zoo_purge)
