@@ -183,6 +183,33 @@ def test_offline_warm_cache_works_and_cold_cache_names_the_path(zoo_env, publish
     assert "GLUON_SUITE_OFFLINE=1" in str(ei.value)
 
 
+def test_offline_means_no_network_not_no_local_files(zoo_env, published, monkeypatch):
+    """With a cold cache and GLUON_SUITE_OFFLINE=1, a store on this machine (file://) still
+    serves the checkpoint; an http store is refused without any request."""
+    rec, weights = published
+    monkeypatch.setenv("GLUON_SUITE_OFFLINE", "1")
+    with pytest.raises(ZooError, match="GLUON_SUITE_OFFLINE=1"):
+        get_model(NAME, pretrained=True)            # the record points at the http server
+    assert zoo_env["server"].requests == []
+    monkeypatch.setenv("GLUON_SUITE_REPO", "file://" + str(zoo_env["store"]))
+    got = loaded_weights(get_model(NAME, pretrained=True))
+    np.testing.assert_array_equal(got["0.weight"], weights["0.weight"])
+    assert zoo_env["server"].requests == []
+
+
+def test_shipped_checkpoint_loads_offline_with_a_fresh_cache(tmp_path, monkeypatch):
+    """The checkpoint inside the source tree (model_zoo/store) needs no network and no cache."""
+    from gluon_suite.model_zoo.store import checkpoint_path, load_records
+    monkeypatch.setenv("GLUON_SUITE_OFFLINE", "1")
+    monkeypatch.setenv("GLUON_SUITE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("GLUON_SUITE_REPO", raising=False)
+    shipped = [m for m, r in load_records().items() if r["url"].startswith("repo:")]
+    assert shipped
+    for model in shipped:
+        path = checkpoint_path(model, root=str(tmp_path / "cache"))
+        assert path.startswith(str(tmp_path / "cache")) and os.path.getsize(path) == load_records()[model]["size"]
+
+
 def test_mirror_by_file_url(zoo_env, published, monkeypatch):
     rec, _ = published
     monkeypatch.setenv("GLUON_SUITE_REPO", "file://" + str(zoo_env["store"]))
