@@ -5,7 +5,8 @@ import os
 import mxnet as mx
 import numpy as np
 
-from .graph import Graph, GraphError
+from .base import GraphError
+from .digraph import Graph
 
 
 def karate_club():
@@ -131,7 +132,7 @@ def load_tu(folder, name):
         sel = (gid[e0[:, 0]] == k) if len(e0) else np.zeros(0, bool)
         g = Graph((e0[sel, 0] - lo, e0[sel, 1] - lo), num_nodes=len(nodes))
         g.ndata["feat"] = mx.nd.array(feat[nodes]) if feat is not None else \
-            mx.nd.array(g.in_degrees().asnumpy().reshape(-1, 1))
+            mx.nd.array(g.in_degrees().asnumpy().reshape(-1, 1).astype(np.float32))
         graphs.append(g)
     return graphs, np.array([classes.index(c) for c in glab], np.int64)
 
@@ -159,3 +160,90 @@ def graph_families(per_family=40, rs=None, sizes=(6, 14)):
             graphs.append(g)
             labels.append(kind)
     return graphs, np.array(labels, np.int64)
+
+
+# ---- DGL-style data set objects (``dgl.data``): what DGL's example scripts read ------------------
+def _masks(labels, train_per_class, val_per_class, rs):
+    """train/val/test float masks: ``train_per_class`` then ``val_per_class`` random nodes of each
+    class, the rest for test (DGL's citation-set layout)."""
+    n = len(labels)
+    masks = {k: np.zeros(n, np.float32) for k in ("train_mask", "val_mask", "test_mask")}
+    masks["test_mask"][:] = 1
+    for c in np.unique(labels):
+        idx = rs.permutation(np.flatnonzero(labels == c))
+        for name, sel in (("train_mask", idx[:train_per_class]),
+                          ("val_mask", idx[train_per_class:train_per_class + val_per_class])):
+            masks[name][sel] = 1
+            masks["test_mask"][sel] = 0
+    return masks
+
+
+class NodeDataset:
+    """One graph with ``feat``, ``label`` and ``train_mask``/``val_mask``/``test_mask`` node data,
+    read like DGL's ``CoraGraphDataset``: ``data[0]``, ``data.num_classes``, ``data.graph``."""
+
+    def __init__(self, g, num_classes):
+        self._g, self.num_classes = g, num_classes
+
+    def __getitem__(self, i):
+        if i != 0:
+            raise IndexError(f"a node-classification data set holds one graph (index 0), not {i}")
+        return self._g
+
+    def __len__(self):
+        return 1
+
+    @property
+    def graph(self):
+        """The graph (DGL's older ``data.graph``)."""
+        return self._g
+
+    @property
+    def num_labels(self):
+        """The number of classes (DGL's older name)."""
+        return self.num_classes
+
+
+class KarateClubDataset(NodeDataset):
+    """Zachary's karate club as a node-classification set: one-hot ``feat``, the faction as
+    ``label``; one training node per faction (0, Mr. Hi, and 33, the Officer), every other node
+    for validation and test (DGL's ``KarateClubDataset`` has the labels only)."""
+
+    def __init__(self):
+        g = karate_club()
+        train = np.zeros(g.num_nodes(), np.float32)
+        train[[0, 33]] = 1
+        g.ndata["train_mask"], g.ndata["val_mask"], g.ndata["test_mask"] = train, 1 - train, 1 - train
+        super().__init__(g, 2)
+
+
+class SBMDataset(NodeDataset):
+    """A stochastic-block-model graph (``sbm_graph``: blocks as labels, block features under noise of
+    std ``noise``, 2 by default, so that features alone classify about 55% of nodes) with
+    ``train_per_class`` training and ``val_per_class`` validation nodes per block."""
+
+    def __init__(self, sizes=(100, 100, 100), train_per_class=20, val_per_class=20, seed=0, noise=2.0, **kwargs):
+        g = sbm_graph(sizes, seed=seed, noise=noise, **kwargs)
+        masks = _masks(g.ndata["label"].asnumpy().astype(int), train_per_class, val_per_class,
+                       np.random.RandomState(seed))
+        for k, v in masks.items():
+            g.ndata[k] = v
+        super().__init__(g, len(sizes))
+
+
+class GraphFamiliesDataset:
+    """``graph_families`` read like DGL's ``GINDataset``: ``data[i]`` is ``(graph, label)`` with
+    node features in ``ndata['attr']``; ``dim_nfeats`` and ``gclasses`` give the sizes."""
+
+    def __init__(self, per_family=40, seed=0):
+        self.graphs, labels = graph_families(per_family, np.random.RandomState(seed))
+        for g in self.graphs:
+            g.ndata["attr"] = g.ndata["feat"]
+        self.labels = mx.nd.array(labels, dtype="int64")
+        self.dim_nfeats, self.gclasses = 1, 4
+
+    def __getitem__(self, i):
+        return self.graphs[i], self.labels[i]
+
+    def __len__(self):
+        return len(self.graphs)

@@ -3,36 +3,67 @@
 
     import gluon_suite.graph.function as fn
     g.update_all(fn.u_mul_e("h", "w", "m"), fn.sum("m", "h_new"))
+
+Messages: ``copy_u(u, out)``, ``copy_e(e, out)`` (and DGL's older names ``copy_src(src, out)``,
+``copy_edge(edge, out)``), and every ``{lhs}_{op}_{rhs}(lhs_field, rhs_field, out)`` with lhs
+and rhs two different ones of u (source node), v (destination node), e (edge) and op one of add,
+sub, mul, div, dot (dot sums over the last axis, keeping it as size 1). Reducers: ``sum``,
+``mean``, ``max``, ``min`` with ``(msg, out)``.
 """
+import itertools
+
 from collections import namedtuple
 
 Message = namedtuple("Message", "op lhs rhs out")   # lhs/rhs: (target, field), target in u, v, e
 Reduce = namedtuple("Reduce", "op msg out")
 
-# name -> (lhs target, rhs target or None, binary op or None)
-_MESSAGES = {
-    "copy_u": ("u", None, None), "copy_e": ("e", None, None), "copy_v": ("v", None, None),
-    "u_mul_e": ("u", "e", "mul"), "u_add_e": ("u", "e", "add"),
-    "u_add_v": ("u", "v", "add"), "u_sub_v": ("u", "v", "sub"), "u_mul_v": ("u", "v", "mul"),
-    "u_dot_v": ("u", "v", "dot"), "e_mul_u": ("e", "u", "mul"),
-}
+_TARGET = {"u": "source node", "v": "destination node", "e": "edge"}
 
 
-def _make_message(name, lhs_t, rhs_t, op):
-    if rhs_t is None:
-        def f(field, out):
-            return Message(name, (lhs_t, field), None, out)
-        f.__doc__ = f"Message: the {lhs_t} feature ``field`` as it is, written to ``out``."
-    else:
-        def f(lhs_field, rhs_field, out):
-            return Message(name, (lhs_t, lhs_field), (rhs_t, rhs_field), out)
-        f.__doc__ = f"Message: {lhs_t}.{{lhs}} {op} {rhs_t}.{{rhs}}, written to ``out``."
+def _copy(name, target, arg):
+    def f(*args, **kwargs):
+        field, out = _bind(name, (arg, "out"), args, kwargs)
+        return Message(name, (target, field), None, out)
+    f.__doc__ = f"Message: the {_TARGET[target]} feature ``{arg}`` as it is, written to ``out``."
     f.__name__ = name
     return f
 
 
-for _n, (_l, _r, _o) in _MESSAGES.items():
-    globals()[_n] = _make_message(_n, _l, _r, _o)
+def _binary(name, lhs, op, rhs):
+    def f(*args, **kwargs):
+        lf, rf, out = _bind(name, ("lhs_field", "rhs_field", "out"), args, kwargs)
+        return Message(name, (lhs, lf), (rhs, rf), out)
+    f.__doc__ = (f"Message: {_TARGET[lhs]} feature ``lhs_field`` {op} {_TARGET[rhs]} feature "
+                 f"``rhs_field``, written to ``out``.")
+    f.__name__ = name
+    return f
+
+
+def _bind(name, params, args, kwargs):
+    """Positional and keyword arguments matched to ``params`` by name, as a Python signature would."""
+    if len(args) > len(params):
+        raise TypeError(f"{name}() takes {len(params)} arguments ({', '.join(params)})")
+    values = dict(zip(params, args))
+    for k, v in kwargs.items():
+        if k not in params or k in values:
+            raise TypeError(f"{name}() got an unexpected or repeated argument {k!r}; it takes {', '.join(params)}")
+        values[k] = v
+    missing = [p for p in params if p not in values]
+    if missing:
+        raise TypeError(f"{name}() is missing {', '.join(missing)}")
+    return [values[p] for p in params]
+
+
+_MESSAGES = {"copy_u": _copy("copy_u", "u", "u"), "copy_e": _copy("copy_e", "e", "e"),
+             "copy_src": _copy("copy_u", "u", "src"), "copy_edge": _copy("copy_e", "e", "edge"),
+             "copy_v": _copy("copy_v", "v", "v")}
+for _l, _r in itertools.permutations("uve", 2):
+    for _o in ("add", "sub", "mul", "div", "dot"):
+        _MESSAGES[f"{_l}_{_o}_{_r}"] = _binary(f"{_l}_{_o}_{_r}", _l, _o, _r)
+globals().update(_MESSAGES)
+# DGL's older names for the source/destination side
+for _old, _new in (("src_mul_edge", "u_mul_e"), ("src_mul_dst", "u_mul_v"), ("src_add_dst", "u_add_v")):
+    globals()[_old] = _MESSAGES[_new]
 
 
 def sum(msg, out):  # noqa: A001 - the dgl.function name
@@ -50,4 +81,10 @@ def max(msg, out):  # noqa: A001
     return Reduce("max", msg, out)
 
 
-__all__ = list(_MESSAGES) + ["sum", "mean", "max", "Message", "Reduce"]
+def min(msg, out):  # noqa: A001
+    """Reduce: element-wise min of the incoming messages (0 for no incoming edge)."""
+    return Reduce("min", msg, out)
+
+
+__all__ = list(_MESSAGES) + ["src_mul_edge", "src_mul_dst", "src_add_dst", "sum", "mean", "max", "min",
+                             "Message", "Reduce"]

@@ -34,15 +34,15 @@ class NodeClassifier(gluon.Block):
                 raise ValueError(f"unknown layer kind {kind!r}; choose gcn, gat or sage")
 
     def forward(self, g, x):
+        """Logits (N, classes) on a graph, or (seeds, classes) on a list of two sampled blocks
+        (``x``: features of the first block's source nodes)."""
         blocks = g if isinstance(g, (list, tuple)) else [g, g]
         h = x
         for i, (layer, block) in enumerate(zip((self.l1, self.l2), blocks)):
             if i:
                 h = self.drop(h)
-            h = layer(block, h)
+            h = layer(block, h)               # a block's layer output has its destinations' rows
             h = h.reshape((h.shape[0], -1))
-            if hasattr(block, "num_dst"):
-                h = h[:block.num_dst]
         return h
 
 
@@ -58,7 +58,7 @@ class GINClassifier(gluon.Block):
                 mlp = gluon.nn.HybridSequential()
                 mlp.add(gluon.nn.Dense(hidden, in_units=dims[i], activation="relu"),
                         gluon.nn.Dense(hidden, in_units=hidden, activation="relu"))
-                conv = GINConv(mlp, learn_eps=True)
+                conv = GINConv(mlp, "sum", learn_eps=True)
                 self.register_child(conv, f"gin{i}")
                 self.convs.append(conv)
             self.out = gluon.nn.Dense(classes, in_units=in_feats + hidden * layers)

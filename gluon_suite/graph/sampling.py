@@ -1,60 +1,83 @@
-"""Uniform neighbour sampling into mini-batch blocks (GraphSAGE-style training on large graphs).
+"""Uniform neighbour sampling, as DGL's ``dgl.sampling.sample_neighbors``, and the blocks of a
+multi-layer model built from it (GraphSAGE-style training on large graphs).
 
-A block is a ``Graph`` over its *source* nodes whose first ``num_dst`` nodes are its destination
-nodes (DGL's convention): a layer run on it gives valid rows for the first ``num_dst`` nodes, which
-are exactly the source nodes of the next block. ``src_nodes`` holds the global ids.
+Randomness comes from a NumPy generator: the ``rng`` argument, or this module's own one, which
+``seed`` resets (DGL's ``dgl.seed``).
 """
 import numpy as np
 
-from .graph import Graph, GraphError
+from .base import GraphError, as_ids
+from .block import to_block
+
+_RNG = np.random.RandomState()
 
 
-def _in_csr(g):
+def seed(value):
+    """Reset the sampler's generator (DGL's ``dgl.seed``): the same seed gives the same samples."""
+    global _RNG
+    _RNG = np.random.RandomState(int(value))
+
+
+def default_rng():
+    """The module's generator, used when no ``rng`` is passed."""
+    return _RNG
+
+
+def _csr(g, edge_dir):
+    """Edge ids grouped by destination (``'in'``) or source (``'out'``): ``(indptr, eids)``."""
     def build():
-        order = np.argsort(g._dst, kind="stable")
-        indptr = np.zeros(g.num_nodes() + 1, np.int64)
-        np.add.at(indptr, g._dst[order] + 1, 1)
-        return np.cumsum(indptr), g._src[order]
-    return g._get("in_csr", build)
+        key, n = (g._dst, g._ndst) if edge_dir == "in" else (g._src, g._nsrc)
+        order = np.argsort(key, kind="stable")
+        indptr = np.zeros(n + 1, np.int64)
+        np.add.at(indptr, key[order] + 1, 1)
+        return np.cumsum(indptr), order
+    return g._get(("csr", edge_dir), build)
 
 
-def sample_neighbors(g, nodes, fanout, rng):
-    """For each node in ``nodes``, up to ``fanout`` incoming edges drawn uniformly without
-    replacement (all of them when it has fewer); returns ``(src, dst)`` global ids."""
-    indptr, srcs = _in_csr(g)
-    out_s, out_d = [], []
+def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, replace=False, rng=None, **kwargs):
+    """DGL's ``sample_neighbors``: for each node in ``nodes``, up to ``fanout`` of its incoming
+    (``edge_dir='in'``) or outgoing edges, drawn uniformly (without replacement unless
+    ``replace``; all of them when it has fewer, or when ``fanout`` is -1). Returns a graph with
+    all of ``g``'s nodes and the drawn edges, ``edata[EID]`` their ids in ``g``."""
+    from .transform import edge_subgraph
+    if prob is not None:
+        raise GraphError("sample_neighbors: weighted sampling (prob=...) is not supported; sample uniformly")
+    if edge_dir not in ("in", "out"):
+        raise GraphError(f"sample_neighbors(edge_dir={edge_dir!r}): choose 'in' or 'out'")
+    rng = rng or _RNG
+    nodes = as_ids(nodes, "nodes")
+    if len(nodes) and (nodes.min() < 0 or nodes.max() >= g.num_nodes()):
+        raise GraphError(f"sample_neighbors: node ids must lie in 0..{g.num_nodes() - 1}")
+    indptr, eids = _csr(g, edge_dir)
+    picked = []
+    fanout = int(fanout)
     for v in nodes:
         a, b = indptr[v], indptr[v + 1]
         deg = b - a
         if deg == 0:
             continue
-        pick = np.arange(a, b) if fanout < 0 or deg <= fanout else a + rng.choice(deg, fanout, replace=False)
-        out_s.append(srcs[pick])
-        out_d.append(np.full(len(pick), v))
-    if not out_s:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(out_s), np.concatenate(out_d)
+        if fanout < 0 or (deg <= fanout and not replace):
+            picked.append(eids[a:b])
+        else:
+            picked.append(eids[a + rng.choice(deg, fanout, replace=replace)])
+    return edge_subgraph(g, np.concatenate(picked) if picked else np.zeros(0, np.int64))
 
 
 def sample_blocks(g, seeds, fanouts, rng=None):
     """Blocks for a ``len(fanouts)``-layer model computing outputs at ``seeds``; ``fanouts[i]`` is
-    the number of neighbours sampled for layer i (-1: all). Returned input layer first."""
-    rng = rng or np.random.RandomState()
-    seeds = np.asarray(seeds, np.int64)
+    the number of neighbours sampled for layer i (-1: all). Returned input layer first; feed
+    ``feat[blocks[0].src_nodes]`` to the first layer."""
+    rng = rng or _RNG
+    seeds = as_ids(seeds, "seeds")
     if len(seeds) == 0:
         raise GraphError("sample_blocks needs at least one seed node")
     if seeds.min() < 0 or seeds.max() >= g.num_nodes():
         raise GraphError(f"seed node ids must lie in 0..{g.num_nodes() - 1}")
     blocks, dst = [], seeds
     for fanout in reversed(list(fanouts)):
-        s, d = sample_neighbors(g, dst, int(fanout), rng)
-        extra = np.setdiff1d(np.unique(s), dst, assume_unique=False)
-        src_nodes = np.concatenate([dst, extra])
-        local = {int(v): i for i, v in enumerate(src_nodes)}
-        ls = np.array([local[int(v)] for v in s], np.int64)
-        ld = np.array([local[int(v)] for v in d], np.int64)
-        block = Graph((ls, ld), num_nodes=len(src_nodes))
-        block.src_nodes, block.num_dst = src_nodes, len(dst)
+        frontier = sample_neighbors(g, dst, int(fanout), rng=rng)
+        block = to_block(frontier, dst)
         blocks.append(block)
-        dst = src_nodes
+        dst = block.src_nodes
     return blocks[::-1]
+

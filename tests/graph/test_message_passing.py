@@ -148,7 +148,7 @@ def test_structure_and_local_scope():
     g2 = g.add_self_loop()
     assert g2.num_edges() == 7 and g2.in_degrees().asnumpy().tolist() == [1, 2, 3, 1]
     r = g.reverse()
-    assert r.edges()[0].tolist() == [1, 2, 2]
+    assert r.edges()[0].asnumpy().tolist() == [1, 2, 2]
     g.ndata["h"] = mx.nd.ones((4, 2))
     with g.local_scope():
         g.ndata["tmp"] = mx.nd.zeros((4, 1))

@@ -1,0 +1,106 @@
+"""What every graph module shares: the error type, DGL's sentinel and id-field names, feature
+frames, and the batches that user-defined message, edge and reduce functions see."""
+import mxnet as mx
+import numpy as np
+
+from ..utils.errors import UserError
+
+ALL = "__ALL__"      # DGL's "every node / every edge" sentinel
+NID = "_ID"          # srcdata/dstdata key of a block's (or sampled graph's) original node ids
+EID = "_ID"          # edata key of the original edge ids
+
+
+class GraphError(UserError):
+    """A graph was built or used with inconsistent sizes or indices."""
+
+
+_WHAT = {"ndata": "nodes", "srcdata": "source nodes", "dstdata": "destination nodes", "edata": "edges"}
+
+
+class Frame(dict):
+    """A feature dictionary whose values must have ``n`` rows (one per node or edge). Plain lists
+    and NumPy arrays become NDArrays; ``update`` and ``setdefault`` check like item assignment."""
+
+    def __init__(self, n, kind):
+        super().__init__()
+        self.n, self.kind = n, kind
+
+    def __setitem__(self, key, value):
+        if not isinstance(value, mx.nd.NDArray):
+            value = mx.nd.array(value)
+        if value.shape[0] != self.n:
+            raise GraphError(f"{self.kind}[{key!r}] has {value.shape[0]} rows but the graph has "
+                             f"{self.n} {_WHAT[self.kind]}; give one row per {_WHAT[self.kind][:-1]}")
+        super().__setitem__(key, value)
+
+    def update(self, *args, **kwargs):
+        """Set every item of a mapping (checked like ``frame[key] = value``)."""
+        for k, v in dict(*args, **kwargs).items():
+            self[k] = v
+
+    def setdefault(self, key, default=None):
+        """``frame[key]``, after setting it to ``default`` when absent."""
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def _restore(self, saved):
+        """Back to the items in ``saved`` (used by ``local_scope``; values are not re-checked)."""
+        dict.clear(self)
+        dict.update(self, saved)
+
+
+class EdgeBatch:
+    """What a user-defined message or edge function sees, as in DGL: ``src``, ``dst`` and ``data``
+    dicts of per-edge rows (source features, destination features, edge features)."""
+
+    def __init__(self, g):
+        self._g = g
+        self.data = g.edata
+
+    @property
+    def src(self):
+        """Source-node features, one row per edge."""
+        return {k: mx.nd.take(v, self._g._src_nd) for k, v in self._g.srcdata.items()}
+
+    @property
+    def dst(self):
+        """Destination-node features, one row per edge."""
+        return {k: mx.nd.take(v, self._g._dst_nd) for k, v in self._g.dstdata.items()}
+
+    def batch_size(self):
+        """Number of edges in the batch."""
+        return self._g.num_edges()
+
+
+class NodeBatch:
+    """What a user-defined reduce or apply-node function sees, as in DGL: ``data`` (the nodes'
+    features), ``mailbox`` (messages received, shaped (nodes, in-degree, ...): all nodes of one
+    batch have the same in-degree) and ``nodes()`` (their ids)."""
+
+    def __init__(self, g, nodes, mailbox=None):
+        self._g, self._nodes, self.mailbox = g, np.asarray(nodes, np.int64), mailbox or {}
+
+    @property
+    def data(self):
+        """Destination-node features of these nodes."""
+        idx = mx.nd.array(self._nodes, dtype="int64")
+        return {k: mx.nd.take(v, idx) for k, v in self._g.dstdata.items()}
+
+    def nodes(self):
+        """The node ids (int64 NDArray)."""
+        return mx.nd.array(self._nodes, dtype="int64")
+
+    def batch_size(self):
+        """Number of nodes in the batch."""
+        return len(self._nodes)
+
+
+def as_ids(a, what):
+    """``a`` (list, NumPy array, NDArray) as a 1-D int64 NumPy array; non-integers are an error
+    naming ``what``."""
+    arr = np.asarray(a.asnumpy() if isinstance(a, mx.nd.NDArray) else a).reshape(-1)
+    if len(arr) and not np.issubdtype(arr.dtype, np.integer):
+        if not np.issubdtype(arr.dtype, np.number) or not np.all(np.mod(arr, 1) == 0):
+            raise GraphError(f"{what} holds non-integer node ids; pass integer ids")
+    return arr.astype(np.int64)

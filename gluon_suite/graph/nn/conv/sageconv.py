@@ -1,0 +1,73 @@
+"""GraphSAGE layer (Hamilton et al.), with ``dgl.nn.mxnet.SAGEConv``'s arguments."""
+import math
+
+import mxnet as mx
+from mxnet.gluon import nn
+
+from ... import function as fn
+from ...base import GraphError
+from ..utils import check_rows
+
+
+def _dense(units, in_units, bias):
+    return nn.Dense(units, use_bias=bias, in_units=in_units,
+                    weight_initializer=mx.init.Xavier(magnitude=math.sqrt(2.0)))
+
+
+class SAGEConv(nn.Block):
+    """GraphSAGE: h'_v = norm(act(W_self h_v + W_neigh agg_v)) with agg over edges u->v of h_u:
+    ``'mean'``; ``'pool'``: element-wise max of ReLU(W_pool h_u + b); ``'gcn'``: (sum of h_u + h_v)
+    / (in-degree + 1), and then only W_neigh. Both dense layers carry a bias with ``bias=True``
+    (as in DGL). ``feat_drop`` is dropout on the input features; ``'lstm'`` is not available
+    (neither in DGL's MXNet version). Nodes without incoming edges aggregate 0."""
+
+    def __init__(self, in_feats, out_feats, aggregator_type="mean", feat_drop=0.0, bias=True, norm=None,
+                 activation=None):
+        super().__init__()
+        if aggregator_type not in ("mean", "gcn", "pool"):
+            raise GraphError(f"SAGEConv(aggregator_type={aggregator_type!r}): choose 'mean', 'gcn' or 'pool'")
+        self._in_src_feats, self._in_dst_feats = in_feats if isinstance(in_feats, tuple) else (in_feats, in_feats)
+        self._out_feats, self._aggre_type = out_feats, aggregator_type
+        with self.name_scope():
+            self.norm, self.activation = norm, activation
+            self.feat_drop = nn.Dropout(feat_drop)
+            if aggregator_type == "pool":
+                self.fc_pool = _dense(self._in_src_feats, self._in_src_feats, bias)
+            if aggregator_type != "gcn":
+                self.fc_self = _dense(out_feats, self._in_dst_feats, bias)
+            self.fc_neigh = _dense(out_feats, self._in_src_feats, bias)
+
+    def forward(self, graph, feat):
+        """Output (N_dst, out_feats) for node features (N_src, in_feats) or a (source,
+        destination) pair."""
+        with graph.local_scope():
+            if isinstance(feat, (tuple, list)):
+                feat_src, feat_dst = self.feat_drop(feat[0]), self.feat_drop(feat[1])
+            else:
+                feat_src = feat_dst = self.feat_drop(feat)
+                if graph.is_block:
+                    feat_dst = feat_src[:graph.num_dst_nodes()]
+            check_rows(graph, feat_src, "SAGEConv")
+            if self._aggre_type == "mean":
+                graph.srcdata["h"] = feat_src
+                graph.update_all(fn.copy_u("h", "m"), fn.mean("m", "neigh"))
+                h_neigh = graph.dstdata["neigh"]
+            elif self._aggre_type == "gcn":
+                graph.srcdata["h"] = feat_src
+                graph.update_all(fn.copy_u("h", "m"), fn.sum("m", "neigh"))
+                ctx = feat_dst.context     # in-degree + 1 per destination, built once per graph
+                deg = graph._get(("in+1", str(ctx)), lambda: mx.nd.array(graph._degrees("in").reshape(-1, 1) + 1.0,
+                                                                          ctx=ctx))
+                h_neigh = mx.nd.broadcast_div(graph.dstdata["neigh"] + feat_dst, deg)
+            else:
+                graph.srcdata["h"] = mx.nd.relu(self.fc_pool(feat_src))
+                graph.update_all(fn.copy_u("h", "m"), fn.max("m", "neigh"))
+                h_neigh = graph.dstdata["neigh"]
+            rst = self.fc_neigh(h_neigh)
+            if self._aggre_type != "gcn":
+                rst = self.fc_self(feat_dst) + rst
+            if self.activation is not None:
+                rst = self.activation(rst)
+            if self.norm is not None:
+                rst = self.norm(rst)
+            return rst

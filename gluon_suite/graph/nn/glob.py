@@ -1,0 +1,28 @@
+"""Graph-level readouts (``dgl.nn.mxnet.glob``): one row per graph of a batch."""
+from mxnet import gluon
+
+from ..batch import readout_nodes
+
+
+class _Pooling(gluon.Block):
+    _op = "sum"
+
+    def forward(self, graph, feat):
+        """(graphs in the batch, ...) readout of node features ``feat`` (N, ...)."""
+        with graph.local_scope():
+            return readout_nodes(graph, feat, self._op)
+
+
+class SumPooling(_Pooling):
+    """Sum of the node features of each graph of a batch."""
+    _op = "sum"
+
+
+class AvgPooling(_Pooling):
+    """Mean of the node features of each graph of a batch."""
+    _op = "mean"
+
+
+class MaxPooling(_Pooling):
+    """Element-wise max of the node features of each graph of a batch."""
+    _op = "max"
