@@ -134,7 +134,7 @@ def _cmd_zoo_verify(args):
 
 def _cmd_zoo_publish(args):
     from .model_zoo.publish import publish
-    rec = publish(args.checkpoint, args.name, args.card, args.store, url=args.url)
+    rec = publish(args.checkpoint, args.name, args.card, args.store, url=args.url, catalogue=args.catalogue)
     print(f"published {rec['file_name']} (sha256 {rec['sha256']}, {rec['size']} bytes) into {args.store}")
     return 0
 
@@ -255,6 +255,9 @@ def build_parser():
     zp.add_argument("--card", required=True, help="the model card, e.g. model_zoo/NAME.json")
     zp.add_argument("--store", required=True, help="the store folder to publish into")
     zp.add_argument("--url", help="base URL the store is served from (default: file:// of --store)")
+    zp.add_argument("--catalogue", action="store_true",
+                    help="maintainers: also record it in the suite's own catalogue (with --store model_zoo/store "
+                    "--url repo:model_zoo/store for a checkpoint shipped in the source tree)")
     zp.set_defaults(func=_cmd_zoo_publish)
     zt = zsub.add_parser("table", help="one row per published checkpoint: metric, hash, size, command, log")
     zt.add_argument("--markdown", action="store_true", help="print the Markdown table of docs/model_zoo.md")

@@ -12,8 +12,6 @@ so a run resumed from the checkpoint of epoch k continues exactly as the uninter
 """
 import os
 import random
-import shlex
-import sys
 import time
 
 import mxnet as mx
@@ -361,17 +359,7 @@ def evaluate_model(name, dataset="digits", data_dir=None, image_size=None, pretr
 
 def publish_run(cfg, best_acc, workers):
     """Write the run's model card and publish ``best.params`` into the store ``cfg['publish']``."""
-    from ..model_zoo.publish import publish
-    name = cfg["publish_name"] or cfg["model"]
-    card_path = cfg["card"] or os.path.join(cfg["out"], f"{name}.json")
-    argv = " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv and sys.argv[0] else ""
-    prefix = f"horovodrun -np {workers} -H localhost:{workers} --gloo " if workers > 1 else ""
-    card = {"name": name, "architecture": resolve(name).description,
-            "command": f"{prefix}python scripts/cv/train_classification.py {argv}".strip(),
-            "hyperparameters": {k: cfg[k] for k in sorted(DEFAULTS) if k not in (
-                "publish", "publish_name", "publish_url", "card", "progress", "resume", "out")},
-            "metric": {"name": "top-1 accuracy", "value": best_acc, "dataset": f"{cfg['dataset']} test split"},
-            "training_log": os.path.join(cfg["out"], "log.jsonl"), "workers": workers}
-    write_json(card_path, card)
-    return publish(os.path.join(cfg["out"], "best.params"), name, card_path, cfg["publish"],
-                   url=cfg["publish_url"])
+    from ..model_zoo.publish import publish_run as publish_with_card
+    metric = {"name": "top-1 accuracy", "value": best_acc, "dataset": f"{cfg['dataset']} test split"}
+    return publish_with_card(cfg, DEFAULTS, os.path.join(cfg["out"], "best.params"),
+                             "scripts/cv/train_classification.py", metric, workers)

@@ -93,3 +93,23 @@ def sage(in_feats=16, classes=2, hidden=16, dropout=0.5, aggregator="mean"):
 def gin(in_feats=1, classes=2, hidden=32, layers=2):
     """GIN graph classifier with sum readouts."""
     return GINClassifier(in_feats, classes, hidden, layers)
+
+
+# the zoo's trained graph models: the architectures above bound to the embedded data they were
+# trained on (the published checkpoints and their cards are in model_zoo/)
+@register_model("gcn_sbm", task="node-classification")
+def gcn_sbm(in_feats=16, classes=3, hidden=16, dropout=0.5):
+    """GCN node classifier for the embedded stochastic-block-model graph (16 features, 3 blocks)."""
+    return gcn(in_feats, classes, hidden, dropout)
+
+
+@register_model("gat_sbm", task="node-classification")
+def gat_sbm(in_feats=16, classes=3, hidden=16, heads=8, dropout=0.5):
+    """GAT node classifier (8 heads x 16 hidden) for the embedded stochastic-block-model graph."""
+    return gat(in_feats, classes, hidden, heads, dropout)
+
+
+@register_model("gin_families", task="graph-classification")
+def gin_families(in_feats=1, classes=4, hidden=32, layers=2):
+    """GIN graph classifier for the embedded graph families (cycles, stars, grids, trees)."""
+    return gin(in_feats, classes, hidden, layers)

@@ -27,12 +27,14 @@ NODE_DEFAULTS = {"dataset": "sbm", "data_dir": None, "name": "cora", "model": "g
                  "epochs": 100, "lr": 0.01, "wd": 5e-4, "dropout": 0.5, "sampled": False,
                  "fanouts": [10, 10], "batch_size": 64, "seed": 0, "out": "runs/graph_node",
                  "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
-                 "resume": "none", "stop_after_epochs": None,
+                 "resume": "none", "stop_after_epochs": None, "publish": None, "publish_name": None,
+                 "publish_url": None, "card": None,
                  "elastic": False, "ramp_steps": 50, "commit_every": 20, "ref_workers": None}
 GRAPH_DEFAULTS = {"dataset": "families", "data_dir": None, "name": "MUTAG", "model": "gin", "hidden": 32,
                   "epochs": 40, "lr": 0.01, "batch_size": 20, "seed": 0, "out": "runs/graph_cls",
                   "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
-                  "resume": "none", "stop_after_epochs": None,
+                  "resume": "none", "stop_after_epochs": None, "publish": None, "publish_name": None,
+                  "publish_url": None, "card": None,
                   "elastic": False, "ramp_steps": 50, "commit_every": 20, "ref_workers": None}
 
 
@@ -126,6 +128,19 @@ def _save(run, net, trainer, cfg, epoch, history, t0):
     run.save(net, trainer, {"epoch": epoch + 1, "history": history, "elapsed_s": round(time.time() - t0, 3)},
              tag=epoch)
     return bool(cfg["stop_after_epochs"]) and epoch + 1 >= int(cfg["stop_after_epochs"])
+
+
+def _finish(cfg, defaults, script, history, comm, log):
+    """The recipe's result; with ``publish``, rank 0 publishes the averaged model with its card."""
+    result = {"test_acc": history[-1]["test_acc"] if history else None, "history": history, "published": None}
+    if cfg["publish"] and comm.rank == 0 and history:
+        from ..model_zoo.publish import publish_run
+        data = f"{cfg['dataset']} (seed {cfg['seed']}) test split"
+        metric = {"name": "test accuracy", "value": result["test_acc"], "dataset": data}
+        result["published"] = publish_run(cfg, defaults, os.path.join(cfg["out"], "model.params"), script,
+                                          metric, comm.size)
+        log(f"published {result['published']['file_name']} into {cfg['publish']}")
+    return result
 
 
 def _record(history, logger, log, epoch, loss, acc, t0):
@@ -255,7 +270,7 @@ def train_node_classification(config, comm, log=print):
     _save_averaged(net, trainer, comm, cfg["out"])
     if comm.rank == 0:
         write_json(os.path.join(cfg["out"], "config.json"), {**cfg, "workers": comm.size})
-    return {"test_acc": history[-1]["test_acc"] if history else None, "history": history}
+    return _finish(cfg, NODE_DEFAULTS, "scripts/graph/train_node_classification.py", history, comm, log)
 
 
 def graph_dataset(cfg):
@@ -334,4 +349,4 @@ def train_graph_classification(config, comm, log=print):
             break
     logger.close()
     _save_averaged(net, trainer, comm, cfg["out"])
-    return {"test_acc": history[-1]["test_acc"] if history else None, "history": history}
+    return _finish(cfg, GRAPH_DEFAULTS, "scripts/graph/train_graph_classification.py", history, comm, log)

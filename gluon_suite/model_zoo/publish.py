@@ -6,7 +6,9 @@ import os
 import shutil
 
 from ..utils.fileio import atomic_path, write_json
-from .store import ZooError, add_record, file_hash
+from .store import CATALOGUE, ZooError, add_record, file_hash
+
+_SUITE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CARD_FIELDS = ("name", "architecture", "command", "hyperparameters", "metric", "training_log")
 
@@ -28,11 +30,13 @@ def read_card(path):
     return card
 
 
-def publish(checkpoint, name, card_path, store, url=None, register=True):
+def publish(checkpoint, name, card_path, store, url=None, register=True, catalogue=False):
     """Copy ``checkpoint`` into ``store`` under a hashed name, write its record into the store's
     ``index.json`` and (with ``register``) into this machine's records, and fill the card's
     ``checkpoint`` field. ``url`` is the base URL the store will be served from (default: the
-    store folder as ``file://``). Returns the record."""
+    store folder as ``file://``; ``repo:model_zoo/store`` for the store in the source tree).
+    ``catalogue=True`` (for the suite's maintainers) also records it in the suite's own catalogue,
+    so that every installation knows it. Returns the record."""
     import mxnet as mx
     if not os.path.isfile(checkpoint):
         raise ZooError(f"checkpoint {checkpoint} does not exist")
@@ -58,6 +62,44 @@ def publish(checkpoint, name, card_path, store, url=None, register=True):
     add_record(record, os.path.join(store, "index.json"))
     if register:
         add_record(record)
+    if catalogue:
+        add_record({**record, "card": os.path.relpath(os.path.abspath(card_path), _SUITE_ROOT)}, CATALOGUE)
     card["checkpoint"] = {"file_name": file_name, "sha256": sha, "size": record["size"]}
     write_json(card_path, card)
     return record
+
+
+RUN_KEYS = ("publish", "publish_name", "publish_url", "card", "progress", "resume", "out")
+
+
+def publish_run(cfg, defaults, checkpoint, script, metric, workers):
+    """Write the model card of a training run and publish its ``checkpoint`` into the store
+    ``cfg['publish']`` (used by every recipe). The card holds the exact command (``script`` with
+    this process's arguments, behind ``horovodrun`` for several workers), the hyperparameters
+    (``defaults``' keys, run-only keys left out), ``metric`` (name, value, dataset) and the
+    training log; it is written to ``cfg['card']`` or ``OUT/NAME.json``. Returns the record."""
+    import shlex
+    import sys
+
+    from .registry import resolve
+    name = cfg.get("publish_name") or cfg["model"]
+    card_path = cfg.get("card") or os.path.join(cfg["out"], f"{name}.json")
+    argv = " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv and sys.argv[0] else ""
+    prefix = f"horovodrun -np {workers} -H localhost:{workers} --gloo " if workers > 1 else ""
+    card = {"name": name, "architecture": resolve(name).description,
+            "command": f"{prefix}python {script} {argv}".strip(),
+            "hyperparameters": {k: cfg[k] for k in sorted(defaults) if k not in RUN_KEYS},
+            "metric": metric, "training_log": os.path.join(cfg["out"], "log.jsonl"), "workers": workers}
+    write_json(card_path, card)
+    return publish(checkpoint, name, card_path, cfg["publish"], url=cfg.get("publish_url"))
+
+
+def add_publish_arguments(p):
+    """The ``--publish`` flag group of the training scripts."""
+    g = p.add_argument_group("publishing into a zoo store (see docs/model_zoo.md)")
+    g.add_argument("--publish", metavar="STORE", help="publish the trained model into this store folder")
+    g.add_argument("--publish-name", help="registered zoo name to publish under (default: --model)")
+    g.add_argument("--publish-url", help="base URL the store is served from (default: file:// of STORE)")
+    g.add_argument("--card", help="where to write the model card (default: OUT/NAME.json)")
+    return g
+

@@ -35,6 +35,8 @@ def main(argv=None):
     p.add_argument("--compressor")
     p.add_argument("--ratio", type=float)
     p.add_argument("--period", type=int)
+    from gluon_suite.model_zoo.publish import add_publish_arguments
+    add_publish_arguments(p)
     from gluon_suite.distributed.launch import add_elastic_arguments
     add_elastic_arguments(p, defaults=False)
     cfg = vars(p.parse_args(argv))

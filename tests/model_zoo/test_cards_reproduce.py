@@ -1,0 +1,82 @@
+"""Every card's command reruns: the full command lands within the card's tolerance of the published
+metric (`make test-long`); a shortened run of each (one epoch of the long ones) trains in `make test`."""
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from ..conftest import HOROVODRUN, REPO
+
+DROP = {"--out", "--publish", "--publish-name", "--publish-url", "--card"}
+ENV = dict(os.environ, OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1", PYTHONPATH=REPO,
+           GLUON_SUITE_QUIET="1")
+
+
+def cards():
+    with open(os.path.join(REPO, "gluon_suite", "model_zoo", "checkpoints.json")) as f:
+        records = json.load(f)["checkpoints"]
+    out = []
+    for rec in records:
+        with open(os.path.join(REPO, rec["card"])) as f:
+            out.append(json.load(f))
+    return out
+
+
+def rerun_command(card, out, short):
+    """The card's command with its run folder in ``out`` and no publishing; ``short``: one epoch
+    where the full run is long (several workers)."""
+    argv = shlex.split(card["command"].split("  (")[0])    # a trailing "(as run by ...)" note
+    workers = 1
+    if argv[0] == "horovodrun":
+        workers = int(argv[argv.index("-np") + 1])
+        argv = argv[argv.index("--gloo") + 1:]
+    assert argv[0] == "python", card["command"]
+    args, i = [], 2
+    while i < len(argv):
+        if argv[i] in DROP:
+            i += 2
+            continue
+        args.append(argv[i])
+        i += 1
+    cmd = [sys.executable, os.path.join(REPO, argv[1]), *args, "--out", str(out)]
+    if short and workers > 1:
+        cmd += ["--epochs", "1"]
+    if workers > 1:
+        return [HOROVODRUN, "-np", str(workers), "-H", f"localhost:{workers}", "--gloo", *cmd]
+    return cmd
+
+
+def metric_of(out):
+    """The run's metric as its card states it: the best test accuracy (vision) or the last
+    evaluation's test accuracy (graphs)."""
+    with open(out / "state.json") as f:
+        state = json.load(f)
+    if "best_acc" in state:
+        return state["best_acc"]
+    return state["history"][-1]["test_acc"]
+
+
+def run(card, out, short):
+    p = subprocess.run(rerun_command(card, out, short), capture_output=True, text=True, env=ENV,
+                       timeout=1800, cwd=REPO)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    return metric_of(out)
+
+
+@pytest.mark.horovod
+def test_shortened_commands_of_every_card_train(tmp_path):
+    for card in cards():
+        value = run(card, tmp_path / card["name"], short=True)
+        # one epoch of the long vision run, or the whole graph run: clearly better than chance
+        assert value > 0.5, (card["name"], value)
+
+
+@pytest.mark.long
+@pytest.mark.horovod
+@pytest.mark.parametrize("card", cards(), ids=lambda c: c["name"])
+def test_card_command_reproduces_the_published_metric(tmp_path, card):
+    value = run(card, tmp_path / "run", short=False)
+    assert abs(value - card["metric"]["value"]) <= card.get("tolerance", 0.02), (value, card["metric"])
