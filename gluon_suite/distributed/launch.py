@@ -22,7 +22,7 @@ import shlex
 import subprocess
 import sys
 
-from ..utils import UserError
+from ..utils import RunFailed, UserError
 
 HOST_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?::([0-9]+))?$")
 DEFAULT_ELASTIC_TIMEOUT = 120
@@ -178,7 +178,7 @@ def launch(args, horovodrun=None, out=None):
     rc = p.wait()
     if rc != 0:
         msg = _summarise("".join(kept), args) or f"horovodrun failed with exit code {rc}"
-        raise UserError(msg)
+        raise RunFailed(msg)  # the job ran and failed: exit 1, not the bad-input 2
     return 0
 
 
