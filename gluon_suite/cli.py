@@ -8,7 +8,9 @@ import platform
 import sys
 
 from . import __version__
-from .utils.errors import GluonSuiteError, run_cli
+from .utils.errors import GluonSuiteError, UserError, run_cli
+from .utils.validate import (ArgumentParser, existing_dir, existing_file, float_range, nonneg_float,
+                             output_dir, output_file, positive_float, positive_int, ratio, retype)
 
 _PACKAGES = ("mxnet", "numpy", "gluoncv", "gluonnlp", "horovod")
 
@@ -105,6 +107,12 @@ def _cmd_zoo_list(args):
     from .model_zoo import list_models
     from .model_zoo.registry import resolve
     names = list_models(args.pattern, pretrained=True if args.pretrained else None)
+    if args.pattern and not names:
+        from .utils.validate import suggest
+        hint = suggest(args.pattern, list_models())
+        which = "with published weights " if args.pretrained else ""
+        raise UserError(f"no registered model {which}matches {args.pattern!r}{hint}; use a shell pattern "
+                        "such as 'resnest*', or `gluon-suite zoo list` for all names")
     for n in names:
         e = resolve(n)
         print(f"{n:<28} {e.task:<16} {e.description}")
@@ -160,23 +168,20 @@ def _cmd_zoo_purge(args):
 def _cmd_whatif(args):
     from .whatif import StepProfile, min_ratio, predict, profile_model
     if args.model:
+        from .model_zoo import resolve
+        resolve(args.model)  # an unknown name fails now, with the closest names, before profiling
         print(f"profiling {args.model} at batch {args.batch_size} on this machine's CPU ...", flush=True)
         from .model_zoo import get_model
         prof = profile_model(get_model(args.model), args.batch_size, args.image_size)
         source = f"{args.model}, batch {args.batch_size}, measured here"
     else:
         if args.forward_ms is None or args.backward_ms is None or args.param_mb is None:
-            raise GluonSuiteError("give --model, or all of --forward-ms, --backward-ms and --param-mb")
+            raise UserError("whatif needs a model: give --model NAME, or all of --forward-ms, --backward-ms "
+                            "and --param-mb")
         n = max(1, args.tensors)
         prof = StepProfile(args.forward_ms / 1e3, args.backward_ms / 1e3,
                            [args.param_mb * 1e6 / n] * n, args.optimizer_ms / 1e3)
         source = "given compute times and sizes"
-    for b in args.bandwidth_gbps:
-        if not b > 0:
-            raise GluonSuiteError(f"--bandwidth-gbps must be > 0, got {b}")
-    for w in args.workers:
-        if w < 1:
-            raise GluonSuiteError(f"--workers must be >= 1, got {w}")
     grad_mb = sum(prof.grad_bytes) / 1e6
     print(f"{source}: forward {prof.forward_s * 1e3:.1f} ms, backward {prof.backward_s * 1e3:.1f} ms, "
           f"optimizer {prof.optimizer_s * 1e3:.1f} ms, {len(prof.grad_bytes)} gradient tensors, {grad_mb:.1f} MB")
@@ -224,9 +229,18 @@ def _cmd_launch(args):
     return launch(args)
 
 
+def plot_file(text):
+    """An argparse type: a writable image path whose suffix matplotlib can write."""
+    path = output_file(text)
+    if os.path.splitext(path)[1].lower() not in (".png", ".pdf", ".svg", ".jpg", ".jpeg"):
+        raise argparse.ArgumentTypeError(f"{text} must end in .png, .pdf, .svg or .jpg (the image format); "
+                                         "use e.g. scaling.png")
+    return path
+
+
 def build_parser():
     """The argument parser of ``gluon-suite``."""
-    p = argparse.ArgumentParser(prog="gluon-suite", description=__doc__.split("\n")[0])
+    p = ArgumentParser(prog="gluon-suite", description=__doc__.split("\n")[0])
     p.add_argument("--version", action="version", version=f"gluon-suite {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -244,16 +258,16 @@ def build_parser():
     zl.set_defaults(func=_cmd_zoo_list)
     zd = zsub.add_parser("download", help="fetch and verify a model's checkpoint into the cache")
     zd.add_argument("name")
-    zd.add_argument("--root", help=root_help)
+    zd.add_argument("--root", type=output_dir, help=root_help)
     zd.set_defaults(func=_cmd_zoo_download)
     zv = zsub.add_parser("verify", help="re-hash every cached checkpoint")
-    zv.add_argument("--root", help=root_help)
+    zv.add_argument("--root", type=existing_dir, help=root_help)
     zv.set_defaults(func=_cmd_zoo_verify)
     zp = zsub.add_parser("publish", help="put a trained checkpoint into a zoo store")
-    zp.add_argument("checkpoint", help="a .params file written by net.save_parameters")
+    zp.add_argument("checkpoint", type=existing_file, help="a .params file written by net.save_parameters")
     zp.add_argument("--name", required=True, help="registered model name")
-    zp.add_argument("--card", required=True, help="the model card, e.g. model_zoo/NAME.json")
-    zp.add_argument("--store", required=True, help="the store folder to publish into")
+    zp.add_argument("--card", required=True, type=existing_file, help="the model card, e.g. model_zoo/NAME.json")
+    zp.add_argument("--store", required=True, type=output_dir, help="the store folder to publish into")
     zp.add_argument("--url", help="base URL the store is served from (default: file:// of --store)")
     zp.add_argument("--catalogue", action="store_true",
                     help="maintainers: also record it in the suite's own catalogue (with --store model_zoo/store "
@@ -264,7 +278,7 @@ def build_parser():
     zt.add_argument("--write", metavar="FILE", help="replace the table between FILE's zoo-table markers")
     zt.set_defaults(func=_cmd_zoo_table)
     zr = zsub.add_parser("purge", help="delete the checkpoint cache")
-    zr.add_argument("--root", help=root_help)
+    zr.add_argument("--root", type=existing_dir, help=root_help)
     zr.set_defaults(func=_cmd_zoo_purge)
 
     pl = sub.add_parser("launch", help="start a (possibly elastic) Horovod job, with checks and one-line errors",
@@ -274,25 +288,26 @@ def build_parser():
                         "-- python scripts/cv/train_classification.py --elastic")
     from .distributed.launch import add_arguments
     add_arguments(pl)
+    retype(pl, np=positive_int, min_np=positive_int, max_np=positive_int, elastic_timeout=positive_int)
     pl.set_defaults(func=_cmd_launch)
 
     pw = sub.add_parser("whatif", help="predict scaling factor and needed compression for a model on a network")
     pw.add_argument("--model", help="zoo model to profile on this CPU (or give the compute times)")
-    pw.add_argument("--batch-size", type=int, default=32)
-    pw.add_argument("--image-size", type=int, default=224)
-    pw.add_argument("--forward-ms", type=float)
-    pw.add_argument("--backward-ms", type=float)
-    pw.add_argument("--optimizer-ms", type=float, default=0.0)
-    pw.add_argument("--param-mb", type=float, help="gradient megabytes per step")
-    pw.add_argument("--tensors", type=int, default=100, help="number of gradient tensors (with --param-mb)")
-    pw.add_argument("--workers", type=int, nargs="+", default=[2, 4, 8, 16])
-    pw.add_argument("--bandwidth-gbps", type=float, nargs="+", default=[1, 10, 25, 100])
-    pw.add_argument("--latency-us", type=float, default=5.0, help="per-message latency")
-    pw.add_argument("--fusion-mb", type=float, default=64.0, help="tensor fusion buffer")
-    pw.add_argument("--ratios", type=float, nargs="+", default=[1, 2, 4, 8])
-    pw.add_argument("--target-sf", type=float, default=0.9)
-    pw.add_argument("--plot", help="PNG: scaling factor vs bandwidth per ratio")
-    pw.add_argument("--json", help="write the predictions as JSON")
+    pw.add_argument("--batch-size", type=positive_int, default=32)
+    pw.add_argument("--image-size", type=positive_int, default=224)
+    pw.add_argument("--forward-ms", type=positive_float)
+    pw.add_argument("--backward-ms", type=positive_float)
+    pw.add_argument("--optimizer-ms", type=nonneg_float, default=0.0)
+    pw.add_argument("--param-mb", type=positive_float, help="gradient megabytes per step")
+    pw.add_argument("--tensors", type=positive_int, default=100, help="number of gradient tensors (with --param-mb)")
+    pw.add_argument("--workers", type=positive_int, nargs="+", default=[2, 4, 8, 16])
+    pw.add_argument("--bandwidth-gbps", type=positive_float, nargs="+", default=[1, 10, 25, 100])
+    pw.add_argument("--latency-us", type=positive_float, default=5.0, help="per-message latency")
+    pw.add_argument("--fusion-mb", type=positive_float, default=64.0, help="tensor fusion buffer")
+    pw.add_argument("--ratios", type=ratio, nargs="+", default=[1, 2, 4, 8])
+    pw.add_argument("--target-sf", type=float_range(0, 1, low_open=True, what="a scaling factor"), default=0.9)
+    pw.add_argument("--plot", type=plot_file, help="PNG: scaling factor vs bandwidth per ratio")
+    pw.add_argument("--json", type=output_file, help="write the predictions as JSON")
     pw.set_defaults(func=_cmd_whatif)
     return p
 

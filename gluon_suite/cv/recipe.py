@@ -350,7 +350,8 @@ def evaluate_model(name, dataset="digits", data_dir=None, image_size=None, pretr
         if resolve(name).name.endswith(("_cifar", "_digits")):
             kwargs["in_channels"] = channels
         net = get_model(name, **kwargs)
-        net.load_parameters(params)
+        from ..utils.checkpoints import load_parameters
+        load_parameters(net, params, "--params")  # another shape (classes, channels): one line, not MXNet's trace
     else:
         net = get_model(name, pretrained=pretrained, root=root)
     net.hybridize(static_alloc=True)

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import threading
 
-from ..utils import UserError
+from ..utils import RunFailed, UserError
 
 HOST_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?::([0-9]+))?$")
 DEFAULT_ELASTIC_TIMEOUT = 120
@@ -314,7 +314,7 @@ def launch(args, out=None):
         t.join()
     if rc != 0:
         msg = _summarise("".join(kept), args, failure[0] if failure else None)
-        raise UserError(msg or f"horovodrun failed with exit code {rc}")
+        raise RunFailed(msg or f"horovodrun failed with exit code {rc}")  # the job ran and failed: exit 1
     return 0
 
 

@@ -14,15 +14,22 @@ CARD_FIELDS = ("name", "architecture", "command", "hyperparameters", "metric", "
 
 
 def read_card(path):
-    """Load and check a model card (JSON with the fields in ``CARD_FIELDS``)."""
+    """Load and check a model card (a JSON object with the fields in ``CARD_FIELDS``)."""
+    fix = f"write a JSON object with the fields {', '.join(CARD_FIELDS)} (see docs/model_zoo.md)"
+    if os.path.isdir(path):
+        raise ZooError(f"model card {path} is a folder, not a JSON file; {fix}")
     try:
         with open(path, encoding="utf-8") as f:
             card = json.load(f)
     except FileNotFoundError:
-        raise ZooError(f"model card {path} does not exist; write one with the fields "
-                       f"{', '.join(CARD_FIELDS)} (see docs/model_zoo.md)") from None
-    except ValueError as exc:
-        raise ZooError(f"model card {path} is not valid JSON ({exc})") from None
+        raise ZooError(f"model card {path} does not exist; {fix}") from None
+    except UnicodeDecodeError:
+        raise ZooError(f"model card {path} is not UTF-8 text; {fix}") from None
+    except json.JSONDecodeError as exc:
+        raise ZooError(f"model card {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                       f"{exc.msg}); fix the file: {fix}") from None
+    if not isinstance(card, dict):
+        raise ZooError(f"model card {path} holds a JSON {type(card).__name__}, not an object; {fix}")
     missing = [k for k in CARD_FIELDS if k not in card]
     if missing:
         raise ZooError(f"model card {path} lacks {', '.join(missing)}; every card needs "
@@ -37,19 +44,20 @@ def publish(checkpoint, name, card_path, store, url=None, register=True, catalog
     store folder as ``file://``; ``repo:model_zoo/store`` for the store in the source tree).
     ``catalogue=True`` (for the suite's maintainers) also records it in the suite's own catalogue,
     so that every installation knows it. Returns the record."""
-    import mxnet as mx
-    if not os.path.isfile(checkpoint):
-        raise ZooError(f"checkpoint {checkpoint} does not exist")
-    try:
-        arrays = mx.nd.load(checkpoint)
-    except mx.base.MXNetError:
-        raise ZooError(f"{checkpoint} is not an MXNet parameter file (net.save_parameters writes one); "
-                       "only NDArray .params files are published") from None
-    if not isinstance(arrays, dict) or not arrays:
-        raise ZooError(f"{checkpoint} holds no named parameters; save it with net.save_parameters")
+    from .registry import check_weights, resolve
+    name = resolve(name).name  # an unregistered name: the closest registered names
+    check_weights(checkpoint, name, "checkpoint", error=ZooError,
+                  fix=f"publish a checkpoint of '{name}' written by net.save_parameters (only NDArray "
+                      ".params files are published), or the --name of the model it was trained as")
     card = read_card(card_path)
     if card["name"] != name:
-        raise ZooError(f"model card {card_path} is for '{card['name']}', not '{name}'")
+        raise ZooError(f"model card {card_path} is for '{card['name']}', not '{name}'; give the card of "
+                       f"'{name}' or publish under --name {card['name']}")
+    if url is not None and not url.startswith(("http://", "https://", "file://", "repo:")):
+        raise ZooError(f"--url {url} is not a URL; use the http://, https:// or file:// base the store is "
+                       "served from")
+    if os.path.exists(store) and not os.path.isdir(store):
+        raise ZooError(f"zoo store {store} is a file, not a folder; give --store a folder")
     sha = file_hash(checkpoint)
     file_name = f"{name}-{sha[:8]}.params"
     os.makedirs(store, exist_ok=True)

@@ -119,3 +119,34 @@ def get_model(name, pretrained=False, root=None, ctx=None, **kwargs):
         path = checkpoint_path(entry.name, root=root)
         net.load_parameters(path, ctx=ctx)
     return net
+
+
+def model_name(text):
+    """An argparse type: a registered model name (an unknown one fails with the closest names)."""
+    import argparse
+    try:
+        return resolve(text).name
+    except ModelNotFound as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def check_weights(path, model, what, fix=None, error=None, **kwargs):
+    """Check, before anything is loaded, that the parameter file ``path`` (``what`` names it in
+    messages, e.g. ``--params``) is an NDArray file holding exactly the parameters of the
+    registered ``model`` (built with ``kwargs`` over its defaults; skipped when its constructor
+    needs arguments not given). Returns ``{name: shape}`` of the file."""
+    from ..utils.checkpoints import check_params_file
+    from ..utils.errors import UserError
+    error = error or UserError
+    fix = fix or f"give a checkpoint of '{model}' (written by net.save_parameters)"
+    shapes = check_params_file(path, what, fix, error=error)
+    try:
+        net = get_model(model, **kwargs)
+    except TypeError:  # the constructor needs sizes (features, classes) that only the run knew
+        return shapes
+    expected = set(net._collect_params_with_prefix())
+    if expected and set(shapes) != expected:
+        extra, missing = sorted(set(shapes) - expected), sorted(expected - set(shapes))
+        raise error(f"{what} {path} does not hold the parameters of '{model}' ({len(missing)} missing, "
+                    f"{len(extra)} foreign, e.g. '{(missing or extra)[0]}'); {fix}")
+    return shapes

@@ -1,6 +1,6 @@
-"""Small shared helpers: errors, atomic file IO, logging of metrics, progress bars, seeding, data
-files inside installed packages."""
-from .errors import GluonSuiteError, UserError, run_cli
+"""Small shared helpers: errors, input validation, YAML configs, atomic file IO, logging of
+metrics, progress bars, seeding, data files inside installed packages."""
+from .errors import GluonSuiteError, RunFailed, UserError, run_cli
 from .fileio import atomic_write, atomic_path, write_json
 from .logs import JsonLinesLogger, CsvSummary, get_logger
 from .packaged import package_file
@@ -8,7 +8,7 @@ from .progress import progress
 from .seed import seed_everything
 
 __all__ = [
-    "GluonSuiteError", "UserError", "run_cli",
+    "GluonSuiteError", "RunFailed", "UserError", "run_cli",
     "atomic_write", "atomic_path", "write_json",
     "JsonLinesLogger", "CsvSummary", "get_logger",
     "progress", "seed_everything", "package_file",

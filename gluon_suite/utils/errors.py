@@ -3,18 +3,32 @@
 A user mistake (bad flag value, missing file, unknown model name) must end a script with a single
 line that says what was wrong and how to fix it, and a non-zero exit; never a traceback. Library
 code raises ``UserError`` (or ``ValueError``/``FileNotFoundError`` with such a message); scripts call
-``run_cli(main)``, which prints ``error: <message>`` and exits with status 1 for those, while real
-bugs still show their traceback.
+``run_cli(main)``, which prints ``error: <message>`` and exits with the code of the table below,
+while real bugs still show their traceback.
+
+Exit codes (docs/getting_started.md, "Exit codes"):
+
+- 0: done;
+- 1: the request was valid but the run could not finish: a download or a Horovod job failed,
+  Horovod is broken, the disk filled up, ``zoo verify`` found corrupt files (``RunFailed``);
+- 2: bad input, to be fixed in the command line, a config or input file, or the environment:
+  argparse's usage errors and every ``UserError``/``ValueError``/missing-file error;
+- 130 / 143: interrupted (SIGINT / SIGTERM).
 """
+import errno
 import sys
+
+EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130
 
 
 class GluonSuiteError(Exception):
-    """Base class of the suite's own exceptions."""
+    """Base class of the suite's own exceptions; ``exit_code`` is what ``run_cli`` exits with."""
+    exit_code = EXIT_FAILED
 
 
 class UserError(GluonSuiteError, ValueError):
     """A mistake in what the user asked for; the message says what was wrong and what to do."""
+    exit_code = EXIT_BAD_INPUT
 
 
 class Interrupted(KeyboardInterrupt):
@@ -38,9 +52,15 @@ class Interrupted(KeyboardInterrupt):
         return f"interrupted at {self.unit} {n} step {step}; {self.hint}"
 
 
-# exceptions whose message is written for a user: shown as one line, exit status 1
-_USER_FACING = (GluonSuiteError, ValueError, FileNotFoundError, NotADirectoryError,
-                IsADirectoryError, PermissionError, KeyboardInterrupt)
+class RunFailed(GluonSuiteError):
+    """The request was valid but could not be carried out (network, workers, disk); the message
+    says what happened and what to try."""
+    exit_code = EXIT_FAILED
+
+
+# other exceptions whose message is written for a user: shown as one line, exit status 2
+_BAD_INPUT = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
+_NO_SPACE = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 
 def _one_line(exc):
@@ -51,21 +71,45 @@ def _one_line(exc):
     return msg
 
 
+def no_space_message(exc):
+    """One line for a write that failed because the disk (or the file-size limit) is full."""
+    where = f" while writing {exc.filename}" if getattr(exc, "filename", None) else ""
+    return (f"no space left{where} ({exc.strerror or 'disk full'}); nothing half-written was kept: "
+            "free some space or choose another output folder, then run again")
+
+
 def run_cli(main, argv=None):
-    """Run ``main(argv)`` and exit: 0 on success, 1 with ``error: ...`` for a user-facing error.
+    """Check the environment, run ``main(argv)`` and exit: 0 on success, else one ``error: ...``
+    line with the code of the module docstring's table.
 
     ``SystemExit`` (e.g. argparse's exit 2 for bad usage) passes through unchanged.
     """
+    from .validate import check_environment
     if argv is None or argv is sys.argv[1:] or list(argv) == sys.argv[1:]:
         from .quiet import quiet_native_warnings, strip_verbose
         argv = strip_verbose(sys.argv[1:] if argv is None else list(argv))
         quiet_native_warnings()
     try:
+        check_environment()
         rc = main(argv)
     except Interrupted as exc:
         print(exc.message(), file=sys.stderr)
         sys.exit(exc.exit_code)
-    except _USER_FACING as exc:
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+    except OSError as exc:
+        if exc.errno in _NO_SPACE:
+            print(f"error: {no_space_message(exc)}", file=sys.stderr)
+            sys.exit(EXIT_FAILED)
+        if not isinstance(exc, _BAD_INPUT):
+            raise
         print(f"error: {_one_line(exc)}", file=sys.stderr)
-        sys.exit(130 if isinstance(exc, KeyboardInterrupt) else 1)
+        sys.exit(EXIT_BAD_INPUT)
+    except GluonSuiteError as exc:
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except ValueError as exc:
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
     sys.exit(int(rc or 0))

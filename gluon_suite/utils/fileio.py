@@ -4,16 +4,20 @@ Everything is first written to a temporary file in the destination folder (same 
 flushed, fsynced and renamed over the destination with ``os.replace``, which is atomic on POSIX.
 """
 import contextlib
+import errno
 import json
 import os
 import tempfile
+
+_NO_SPACE = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 
 @contextlib.contextmanager
 def atomic_path(path, durable=True):
     """Yield a temporary path beside ``path``; on normal exit it is renamed onto ``path``.
 
-    On an exception the temporary file is removed and ``path`` is left as it was. Use it for writers
+    On an exception the temporary file is removed and ``path`` is left as it was (a full disk is
+    re-raised as an ``OSError`` naming ``path``). Use it for writers
     that want a file name (``mx.nd.save``, ``net.save_parameters``). ``durable=False`` skips the
     fsync, for files that are verified on every use anyway (cached downloads).
     """
@@ -28,9 +32,12 @@ def atomic_path(path, durable=True):
             with open(tmp, "rb+") as f:
                 os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.errno in _NO_SPACE:
+            # a full disk (or file-size limit) while writing: name the file the user knows
+            raise OSError(exc.errno, exc.strerror, path) from None
         raise
 
 

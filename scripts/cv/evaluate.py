@@ -7,7 +7,6 @@
 --serve STORE serves a zoo store folder on a loopback HTTP server for the duration of the run and
 fetches the weights from it into a fresh cache, as a remote user of that store would.
 """
-import argparse
 import functools
 import http.server
 import os
@@ -19,22 +18,27 @@ from gluon_suite.utils import run_cli
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", required=True)
-    p.add_argument("--dataset", default="digits")
-    p.add_argument("--data-dir")
-    p.add_argument("--image-size", type=int)
-    p.add_argument("--params", help="a .params file instead of the published weights")
+    from gluon_suite.model_zoo.registry import check_weights, model_name
+    from gluon_suite.utils.validate import ArgumentParser, existing_dir, existing_file, existing_path, positive_int
+    p = ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", required=True, type=model_name)
+    p.add_argument("--dataset", default="digits", choices=["digits", "cifar10", "cifar100", "rec", "folder"])
+    p.add_argument("--data-dir", type=existing_path)
+    p.add_argument("--image-size", type=positive_int)
+    p.add_argument("--params", type=existing_file, help="a .params file instead of the published weights")
     p.add_argument("--pretrained", action="store_true", help="use the published weights (default)")
-    p.add_argument("--serve", metavar="STORE", help="serve this zoo store folder on loopback and fetch from it")
+    p.add_argument("--serve", metavar="STORE", type=existing_dir,
+                   help="serve this zoo store folder on loopback and fetch from it")
     args = p.parse_args(argv)
-    from gluon_suite.cv.recipe import evaluate_model
     from gluon_suite.utils import UserError
+    if args.dataset != "digits" and not args.data_dir:
+        raise UserError(f"dataset {args.dataset} reads from a local path: give --data-dir")
+    if args.params:
+        check_weights(args.params, args.model, "--params")
+    from gluon_suite.cv.recipe import evaluate_model
 
     server, root = None, None
     if args.serve:
-        if not os.path.isdir(args.serve):
-            raise UserError(f"zoo store {args.serve} does not exist")
         class Quiet(http.server.SimpleHTTPRequestHandler):
             def log_message(self, *a):
                 pass

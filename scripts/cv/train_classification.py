@@ -10,84 +10,109 @@ OUT/config.json. Outputs: OUT/log.jsonl (one JSON line per epoch), OUT/summary.c
 (worker-averaged best model), OUT/last.rank*.params|states + OUT/state.json (resumable).
 """
 import argparse
+import os
 import sys
 
 from gluon_suite.utils import UserError, run_cli
 
 
 def build_parser():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-                                argument_default=argparse.SUPPRESS)
+    from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
+    from gluon_suite.distributed.launch import add_elastic_arguments
+    from gluon_suite.model_zoo.registry import model_name
+    from gluon_suite.utils.validate import (ArgumentParser, choice_of, existing_path, float_range, fraction,
+                                            nonneg_float, nonneg_int, output_dir, output_file, positive_float,
+                                            positive_int, ratio, retype, run_folder, url)
+    p = ArgumentParser(description=__doc__.split("\n")[0],
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       argument_default=argparse.SUPPRESS)
     p.add_argument("--config", help="YAML file of defaults (keys as the flags, with _ for -)")
     g = p.add_argument_group("model and data")
-    g.add_argument("--model", help="registered zoo name (default resnest14_digits)")
+    g.add_argument("--model", type=model_name, help="registered zoo name (default resnest14_digits)")
     g.add_argument("--dataset", choices=["digits", "mnist5k", "cifar10", "cifar100", "rec", "folder"])
-    g.add_argument("--data-dir", help="local path of the data set (not needed for digits, mnist5k)")
-    g.add_argument("--image-size", type=int)
+    g.add_argument("--data-dir", type=existing_path, help="local path of the data set (not needed for digits, mnist5k)")
+    g.add_argument("--image-size", type=positive_int)
     g = p.add_argument_group("optimisation")
-    g.add_argument("--epochs", type=int)
-    g.add_argument("--batch-size", type=int, help="per worker (default 32)")
-    g.add_argument("--global-batch-size", type=int, help="total over workers; must divide by their number")
-    g.add_argument("--optimizer", help="any MXNet optimizer name, incl. lans, lamb, adaalter (default sgd)")
-    g.add_argument("--lr", type=float, help="peak learning rate (default 0.1)")
-    g.add_argument("--momentum", type=float)
-    g.add_argument("--wd", type=float)
+    g.add_argument("--epochs", type=positive_int)
+    g.add_argument("--batch-size", type=positive_int, help="per worker (default 32)")
+    g.add_argument("--global-batch-size", type=positive_int, help="total over workers; must divide by their number")
+    g.add_argument("--optimizer", type=choice_of(optimizer_names, "optimizer"),
+                   help="any MXNet optimizer name, incl. lans, lamb, adaalter (default sgd)")
+    g.add_argument("--lr", type=positive_float, help="peak learning rate (default 0.1)")
+    g.add_argument("--momentum", type=fraction)
+    g.add_argument("--wd", type=nonneg_float)
     g.add_argument("--lr-mode", choices=["cosine", "step"])
-    g.add_argument("--warmup-epochs", type=float)
-    g.add_argument("--lr-milestones", type=float, nargs="*", help="epochs of the step decay")
-    g.add_argument("--lr-decay", type=float)
-    g.add_argument("--label-smoothing", type=float)
-    g.add_argument("--mixup", type=float, help="Beta(alpha, alpha) of mixup; 0 is off")
-    g.add_argument("--mixup-off-epochs", type=int, help="last epochs trained without mixup")
+    g.add_argument("--warmup-epochs", type=nonneg_float)
+    g.add_argument("--lr-milestones", type=nonneg_float, nargs="*", help="epochs of the step decay")
+    g.add_argument("--lr-decay", type=float_range(0, 1, low_open=True, what="a decay factor"))
+    g.add_argument("--label-smoothing", type=float_range(0, 1, high_open=True, what="a fraction"))
+    g.add_argument("--mixup", type=nonneg_float, help="Beta(alpha, alpha) of mixup; 0 is off")
+    g.add_argument("--mixup-off-epochs", type=nonneg_int, help="last epochs trained without mixup")
     g.add_argument("--wd-on-bn-bias", action="store_true", help="also decay BN/LN and biases")
     g.add_argument("--last-gamma", action="store_true", help="zero-init each block's last BN gamma")
     g = p.add_argument_group("distributed")
-    g.add_argument("--algorithm", help="sync, ef, local, cser or local_adaalter")
-    g.add_argument("--compressor", help="none, zero, fp16, grbs, randomk, topk or sign")
-    g.add_argument("--ratio", type=float)
-    g.add_argument("--period", type=int)
-    g.add_argument("--compressor2")
-    g.add_argument("--ratio2", type=float)
-    g.add_argument("--min-size", type=int, help="tensors smaller than this go uncompressed")
-    g.add_argument("--compress-warmup", type=int, help="first steps uncompressed")
+    g.add_argument("--algorithm", type=choice_of(ALGORITHMS, "algorithm"),
+                   help="sync, ef, local, cser or local_adaalter")
+    g.add_argument("--compressor", type=choice_of(COMPRESSORS, "compressor"),
+                   help="none, zero, fp16, grbs, randomk, topk or sign")
+    g.add_argument("--ratio", type=ratio)
+    g.add_argument("--period", type=positive_int)
+    g.add_argument("--compressor2", type=choice_of(COMPRESSORS, "compressor"))
+    g.add_argument("--ratio2", type=ratio)
+    g.add_argument("--min-size", type=nonneg_int, help="tensors smaller than this go uncompressed")
+    g.add_argument("--compress-warmup", type=nonneg_int, help="first steps uncompressed")
     g.add_argument("--profile-comm", action="store_true",
                    help="measure synchronisation time: logs sync_s and the measured scaling factor")
-    g.add_argument("--link-mbit", type=float, help="link rate, to log link utilisation (with --profile-comm)")
-    from gluon_suite.distributed.launch import add_elastic_arguments
+    g.add_argument("--link-mbit", type=positive_float, help="link rate, to log link utilisation (with --profile-comm)")
     add_elastic_arguments(p, defaults=False)
+    retype(p, ramp_steps=positive_int, commit_every=positive_int, ref_workers=positive_int)
     g = p.add_argument_group("run")
-    g.add_argument("--seed", type=int)
-    g.add_argument("--out", help="output folder")
-    g.add_argument("--resume", help="none, auto (continue OUT if it holds a checkpoint) or a run folder")
-    g.add_argument("--num-workers", type=int, help="data-loading processes")
+    g.add_argument("--seed", type=nonneg_int)
+    g.add_argument("--out", type=output_dir, help="output folder")
+    g.add_argument("--resume", type=run_folder,
+                   help="none, auto (continue OUT if it holds a checkpoint) or a run folder")
+    g.add_argument("--num-workers", type=nonneg_int, help="data-loading processes")
     g.add_argument("--no-progress", dest="progress", action="store_false")
-    g.add_argument("--publish", help="zoo store folder to publish the best checkpoint into")
-    g.add_argument("--publish-name", help="zoo name of the published model (default --model)")
-    g.add_argument("--publish-url", help="base URL the store is served from")
-    g.add_argument("--card", help="where to write the model card (default OUT/NAME.json)")
-    g.add_argument("--stop-after-epochs", type=int, help=argparse.SUPPRESS)
+    g.add_argument("--publish", type=output_dir, help="zoo store folder to publish the best checkpoint into")
+    g.add_argument("--publish-name", type=model_name, help="zoo name of the published model (default --model)")
+    g.add_argument("--publish-url", type=url, help="base URL the store is served from")
+    g.add_argument("--card", type=output_file, help="where to write the model card (default OUT/NAME.json)")
+    g.add_argument("--stop-after-epochs", type=positive_int, help=argparse.SUPPRESS)
     return p
 
 
-def load_config(path):
-    import yaml
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f) or {}
-    except FileNotFoundError:
-        raise UserError(f"config file {path} does not exist") from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"config file {path} is not valid YAML ({' '.join(str(exc).split())})") from None
-    if not isinstance(data, dict):
-        raise UserError(f"config file {path} must be a mapping of option: value")
-    return {k.replace("-", "_"): v for k, v in data.items()}
+def optimizer_names():
+    """The optimizer names MXNet knows (ours, lans and adaalter, are registered on import)."""
+    import mxnet as mx
+    return mx.optimizer.Optimizer.opt_registry
+
+
+def check_inputs(config):
+    """Cross-checks of the merged config that no single flag can make, and the checkpoint to resume
+    from; all before any data is loaded or folder created."""
+    from gluon_suite.cv.recipe import DEFAULTS
+    from gluon_suite.utils.checkpoints import check_resume
+    cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None}}
+    if cfg["dataset"] != "digits" and not cfg["data_dir"]:
+        raise UserError(f"dataset {cfg['dataset']} reads from a local path: give --data-dir (or data_dir in "
+                        "the config)")
+    elastic = bool(cfg["elastic"])
+    keys = ("epoch", "step", "best_acc", "history") if elastic else ("epoch", "best_acc", "history", "workers")
+    folder = check_resume(cfg["resume"], cfg["out"], keys, ("last.rank0.params", "last.rank0.states"),
+                          model=cfg["model"])
+    if folder:
+        from gluon_suite.model_zoo.registry import check_weights
+        check_weights(os.path.join(folder, "last.rank0.params"), cfg["model"], "--resume checkpoint",
+                      fix="resume a run of this --model, or start afresh with --resume none")
 
 
 def main(argv=None):
-    args = vars(build_parser().parse_args(argv))
-    config = load_config(args.pop("config")) if "config" in args else {}
+    parser = build_parser()
+    args = vars(parser.parse_args(argv))
+    from gluon_suite.utils.config import load_yaml_config
+    config = load_yaml_config(args.pop("config"), parser) if "config" in args else {}
     config.update(args)
+    check_inputs(config)
     from gluon_suite.cv.recipe import train_classification
     from gluon_suite.distributed import get_communicator
     comm = get_communicator()

@@ -4,7 +4,6 @@
     python scripts/cv/train_digits.py --epochs 8
     horovodrun -np 2 -H localhost:2 --gloo python scripts/cv/train_digits.py --epochs 8
 """
-import argparse
 import os
 import sys
 
@@ -12,22 +11,28 @@ from gluon_suite.utils import run_cli, write_json
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--epochs", type=int, default=8)
-    p.add_argument("--batch-size", type=int, default=32, help="per worker")
-    p.add_argument("--lr", type=float, default=0.1)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="runs/digits", help="folder for the log and the result")
-    p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--algorithm", default="sync", help="sync, ef, local or cser")
-    p.add_argument("--compressor", default="none",
-                   help="none, zero, fp16, grbs, randomk, topk or sign")
-    p.add_argument("--ratio", type=float, default=None, help="compression ratio of --compressor")
-    p.add_argument("--period", type=int, default=None, help="steps between model/error syncs")
-    p.add_argument("--compressor2", default=None, help="CSER's error compressor (default: derived)")
-    p.add_argument("--ratio2", type=float, default=None)
+    from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
     from gluon_suite.distributed.launch import add_elastic_arguments
+    from gluon_suite.utils.validate import (ArgumentParser, choice_of, nonneg_int, output_dir, positive_float,
+                                            positive_int, ratio, retype)
+    p = ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--epochs", type=positive_int, default=8)
+    p.add_argument("--batch-size", type=positive_int, default=32, help="per worker")
+    p.add_argument("--lr", type=positive_float, default=0.1)
+    p.add_argument("--seed", type=nonneg_int, default=0)
+    p.add_argument("--out", type=output_dir, default="runs/digits", help="folder for the log and the result")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--algorithm", type=choice_of(ALGORITHMS, "algorithm"), default="sync",
+                   help="sync, ef, local or cser")
+    p.add_argument("--compressor", type=choice_of(COMPRESSORS, "compressor"), default="none",
+                   help="none, zero, fp16, grbs, randomk, topk or sign")
+    p.add_argument("--ratio", type=ratio, default=None, help="compression ratio of --compressor")
+    p.add_argument("--period", type=positive_int, default=None, help="steps between model/error syncs")
+    p.add_argument("--compressor2", type=choice_of(COMPRESSORS, "compressor"), default=None,
+                   help="CSER's error compressor (default: derived)")
+    p.add_argument("--ratio2", type=ratio, default=None)
     add_elastic_arguments(p, defaults=True)
+    retype(p, ramp_steps=positive_int, commit_every=positive_int, ref_workers=positive_int)
     return p.parse_args(argv)
 
 

@@ -7,31 +7,47 @@
 import argparse
 import sys
 
-from gluon_suite.utils import run_cli
+from gluon_suite.utils import UserError, run_cli
+
+
+def check_inputs(cfg, defaults):
+    """Cross-checks no single flag can make, and the checkpoint to resume from; before any work."""
+    from gluon_suite.graph import recipes
+    from gluon_suite.utils.checkpoints import check_resume
+    merged = {**getattr(recipes, defaults), **cfg}
+    if merged["dataset"] in ("linqs", "tu") and not merged["data_dir"]:
+        raise UserError(f"dataset {merged['dataset']} reads files from a folder: give --data-dir")
+    keys = ("epoch", "step", "history") if merged["elastic"] else ("epoch", "history", "workers", "elapsed_s")
+    check_resume(merged["resume"], merged["out"], keys, ("last.rank0.params", "last.rank0.states"))
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], argument_default=argparse.SUPPRESS)
+    from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
+    from gluon_suite.distributed.launch import add_elastic_arguments
+    from gluon_suite.utils.validate import (ArgumentParser, choice_of, existing_dir, nonneg_int, output_dir,
+                                            positive_float, positive_int, ratio, retype, run_folder)
+    p = ArgumentParser(description=__doc__.split("\n")[0], argument_default=argparse.SUPPRESS)
     p.add_argument("--dataset", choices=["families", "tu"])
-    p.add_argument("--data-dir", help="folder of the TU text files")
+    p.add_argument("--data-dir", type=existing_dir, help="folder of the TU text files")
     p.add_argument("--name", help="TU data set name, the files' prefix (e.g. MUTAG)")
-    p.add_argument("--hidden", type=int)
-    p.add_argument("--epochs", type=int)
-    p.add_argument("--lr", type=float)
-    p.add_argument("--batch-size", type=int, help="graphs per worker per step")
-    p.add_argument("--seed", type=int)
-    p.add_argument("--out")
-    p.add_argument("--resume", help="none, auto (continue OUT if it holds a checkpoint) or a run folder")
-    p.add_argument("--stop-after-epochs", type=int, help=argparse.SUPPRESS)
-    p.add_argument("--algorithm")
-    p.add_argument("--compressor")
-    p.add_argument("--ratio", type=float)
-    p.add_argument("--period", type=int)
+    p.add_argument("--hidden", type=positive_int)
+    p.add_argument("--epochs", type=positive_int)
+    p.add_argument("--lr", type=positive_float)
+    p.add_argument("--batch-size", type=positive_int, help="graphs per worker per step")
+    p.add_argument("--seed", type=nonneg_int)
+    p.add_argument("--out", type=output_dir)
+    p.add_argument("--resume", type=run_folder, help="none, auto (continue OUT if it holds a checkpoint) or a run folder")
+    p.add_argument("--stop-after-epochs", type=positive_int, help=argparse.SUPPRESS)
+    p.add_argument("--algorithm", type=choice_of(ALGORITHMS, "algorithm"))
+    p.add_argument("--compressor", type=choice_of(COMPRESSORS, "compressor"))
+    p.add_argument("--ratio", type=ratio)
+    p.add_argument("--period", type=positive_int)
     from gluon_suite.model_zoo.publish import add_publish_arguments
     add_publish_arguments(p)
-    from gluon_suite.distributed.launch import add_elastic_arguments
     add_elastic_arguments(p, defaults=False)
+    retype(p, ramp_steps=positive_int, commit_every=positive_int, ref_workers=positive_int)
     cfg = vars(p.parse_args(argv))
+    check_inputs(cfg, "GRAPH_DEFAULTS")
     from gluon_suite.distributed import get_communicator
     from gluon_suite.graph.recipes import train_graph_classification
     comm = get_communicator()

@@ -4,32 +4,54 @@
     python scripts/nlp/finetune_classification.py --init runs/bert --train train.tsv --dev dev.tsv \\
         --text-columns sentence1 sentence2 --label-column label
 """
-import argparse
 import sys
 
-from gluon_suite.utils import run_cli
+from gluon_suite.utils import UserError, run_cli
+
+
+def optimizer_names():
+    """The optimizer names MXNet knows (lans and adaalter are registered by gluon_suite.optim)."""
+    import mxnet as mx
+    import gluon_suite.optim  # noqa: F401
+    return mx.optimizer.Optimizer.opt_registry
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--init", required=True, help="pretraining output folder")
-    p.add_argument("--train", required=True)
-    p.add_argument("--dev", required=True)
+    from gluon_suite.distributed.launch import add_elastic_arguments
+    from gluon_suite.nlp.inputs import check_init_folder, check_tsv_files
+    from gluon_suite.model_zoo.registry import model_name
+    from gluon_suite.utils.validate import (output_dir, run_folder, ArgumentParser, choice_of, existing_dir, int_at_least, nonneg_int,
+                                            positive_float, positive_int, retype, utf8_file)
+    p = ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--init", type=existing_dir, help="pretraining output folder (or --model NAME --pretrained)")
+    p.add_argument("--model", type=model_name, help="a pretrained zoo BERT to start from, with --pretrained "
+                   "(gluon-suite zoo list 'bert*' --pretrained)")
+    p.add_argument("--pretrained", action="store_true", help="start from --model's zoo checkpoint")
+    p.add_argument("--train", required=True, type=utf8_file)
+    p.add_argument("--dev", required=True, type=utf8_file)
     p.add_argument("--text-columns", nargs="+", default=["sentence"])
     p.add_argument("--label-column", default="label")
-    p.add_argument("--max-len", type=int, default=64)
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=16, help="per worker")
-    p.add_argument("--lr", type=float, default=5e-4)
-    p.add_argument("--optimizer", default="adam")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="runs/finetune_classification",
+    p.add_argument("--max-len", type=int_at_least(8), default=64)
+    p.add_argument("--epochs", type=positive_int, default=3)
+    p.add_argument("--batch-size", type=positive_int, default=16, help="per worker")
+    p.add_argument("--lr", type=positive_float, default=5e-4)
+    p.add_argument("--optimizer", type=choice_of(optimizer_names, "optimizer"), default="adam")
+    p.add_argument("--seed", type=nonneg_int, default=0)
+    p.add_argument("--out", type=output_dir, default="runs/finetune_classification",
                    help="run folder: per-epoch checkpoints and log.jsonl (default %(default)s)")
-    p.add_argument("--resume", default="none",
+    p.add_argument("--resume", type=run_folder, default="none",
                    help="none, auto (continue --out if it holds a checkpoint) or a run folder")
-    from gluon_suite.distributed.launch import add_elastic_arguments
     add_elastic_arguments(p, defaults=True)
+    retype(p, ramp_steps=positive_int, commit_every=positive_int, ref_workers=positive_int)
     a = p.parse_args(argv)
+    if bool(a.init) == bool(a.pretrained) or (a.model and not a.pretrained):
+        p.error("start from either --init FOLDER or --model NAME --pretrained")
+    if len(a.text_columns) > 2:
+        raise UserError(f"--text-columns takes one or two columns (a sentence or a pair), got "
+                        f"{len(a.text_columns)}; name at most two")
+    check_tsv_files(a.train, a.dev, tuple(a.text_columns), a.label_column)
+    if a.init:
+        check_init_folder(a.init)
     from gluon_suite.distributed import get_communicator
     from gluon_suite.nlp.finetune import finetune_classification
     comm = get_communicator()
@@ -38,7 +60,8 @@ def main(argv=None):
                "ref_workers": a.ref_workers} if a.elastic else None
     finetune_classification(a.train, a.dev, a.init, tuple(a.text_columns), a.label_column, a.max_len,
                             a.epochs, a.batch_size, a.lr, a.optimizer, a.seed, comm=comm, log=log, elastic=elastic,
-                            out=None if a.elastic else a.out, resume=a.resume)
+                            out=None if a.elastic else a.out, resume=a.resume, model=a.model,
+                            pretrained=a.pretrained)
     return 0
 
 

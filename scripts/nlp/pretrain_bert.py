@@ -11,64 +11,158 @@ The global batch of each phase is per-worker batch x workers x accumulation; it 
 start.
 """
 import argparse
+import os
 import sys
 
 from gluon_suite.utils import UserError, run_cli
 
 _INT = {"seq_len", "batch_size", "accumulate", "steps", "max_predictions"}
+_FRACTION = {"warmup", "constant"}
+PHASE_KEYS = _INT | _FRACTION | {"lr"}
+_REQUIRED = ("seq_len", "batch_size", "steps", "lr")
+_EXAMPLE = "e.g. seq_len=128,batch_size=16,steps=100,lr=0.005"
 
 
-def parse_phase(text):
-    """'seq_len=128,batch_size=16,steps=100,lr=0.005' -> dict."""
+def check_phase(items, where):
+    """Check and convert one phase (a mapping of key -> value; ``where`` names it in messages):
+    known keys, whole numbers >= 1 for sizes and steps, lr > 0, warmup/constant fractions."""
+    import argparse
+
+    from gluon_suite.utils.validate import fraction, positive_float, positive_int, suggest
+    if not isinstance(items, dict):
+        raise UserError(f"{where} must be a mapping of key: value ({_EXAMPLE}), got {items!r}")
     out = {}
-    for part in filter(None, text.split(",")):
-        if "=" not in part:
-            raise UserError(f"--phase items are key=value, got {part!r}")
-        k, v = part.split("=", 1)
+    for k, v in items.items():
+        if k not in PHASE_KEYS:
+            raise UserError(f"{where}: unknown key {k!r}{suggest(k, sorted(PHASE_KEYS))}; valid keys: "
+                            f"{', '.join(sorted(PHASE_KEYS))}")
+        check = positive_int if k in _INT else fraction if k in _FRACTION else positive_float
         try:
-            out[k.strip()] = int(v) if k.strip() in _INT else float(v)
-        except ValueError:
-            raise UserError(f"--phase {k}={v}: not a number") from None
+            out[k] = check(v)
+        except argparse.ArgumentTypeError as exc:
+            raise UserError(f"{where}: {k} {exc}; fix the value ({_EXAMPLE})") from None
+    missing = [k for k in _REQUIRED if k not in out]
+    if missing:
+        raise UserError(f"{where} lacks {', '.join(missing)}; every phase needs {', '.join(_REQUIRED)} "
+                        f"({_EXAMPLE})")
+    if out.get("warmup", 0.1) + out.get("constant", 0.0) > 1:
+        raise UserError(f"{where}: warmup + constant are fractions of the steps and must sum to <= 1")
     return out
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], argument_default=argparse.SUPPRESS)
+def parse_phase(text):
+    """'seq_len=128,batch_size=16,steps=100,lr=0.005' -> dict (an argparse type)."""
+    import argparse
+    items = {}
+    for part in filter(None, text.split(",")):
+        if "=" not in part:
+            raise argparse.ArgumentTypeError(f"items are key=value, got {part!r}; use {_EXAMPLE}")
+        k, v = part.split("=", 1)
+        items[k.strip()] = v.strip()
+    try:
+        return check_phase(items, "phase")
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def check_phases(value):
+    """The ``phases`` key of a config: a non-empty list of phase mappings."""
+    import argparse
+    if not isinstance(value, list) or not value:
+        raise argparse.ArgumentTypeError(f"must be a list of phases ({_EXAMPLE} as mappings), got {value!r}")
+    try:
+        return [check_phase(ph, f"phase {i}") for i, ph in enumerate(value, start=1)]
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def check_bool(value):
+    """A config value that must be true or false."""
+    import argparse
+    if not isinstance(value, bool):
+        raise argparse.ArgumentTypeError(f"must be true or false, got {value!r}")
+    return value
+
+
+def optimizer_names():
+    """The optimizer names MXNet knows (lans and adaalter are registered by gluon_suite.optim)."""
+    import mxnet as mx
+    import gluon_suite.optim  # noqa: F401
+    return mx.optimizer.Optimizer.opt_registry
+
+
+def build_parser():
+    from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
+    from gluon_suite.distributed.launch import add_elastic_arguments
+    from gluon_suite.model_zoo.registry import model_name
+    from gluon_suite.utils.validate import (ArgumentParser, choice_of, float_range, int_at_least, nonneg_float,
+                                            nonneg_int, output_dir, positive_int, ratio, retype, utf8_file)
+    p = ArgumentParser(description=__doc__.split("\n")[0], argument_default=argparse.SUPPRESS)
     p.add_argument("--config", help="YAML with the keys below and a 'phases' list")
-    p.add_argument("--model", help="zoo BERT name (default bert_2_128_2)")
-    p.add_argument("--max-length", type=int, help="positions of the model (default 512; >= every seq_len)")
-    p.add_argument("--corpus", help="text file (one sentence per line, blank line between documents), "
-                   "or gensim:lee_background / gensim:head500")
-    p.add_argument("--vocab", help="BERT vocab file (default: built from the corpus)")
-    p.add_argument("--min-freq", type=int)
+    p.add_argument("--model", type=model_name, help="zoo BERT name (default bert_2_128_2)")
+    p.add_argument("--max-length", type=int_at_least(8),
+                   help="positions of the model (default 512; >= every seq_len)")
+    p.add_argument("--corpus", type=corpus_spec, help="text file (one sentence per line, blank line between "
+                   "documents), or gensim:lee_background / gensim:head500")
+    p.add_argument("--vocab", type=utf8_file, help="BERT vocab file (default: built from the corpus)")
+    p.add_argument("--min-freq", type=positive_int)
     p.add_argument("--phase", action="append", type=parse_phase, dest="phases",
                    help="seq_len=,batch_size=,steps=,lr=[,accumulate=,warmup=,constant=]; repeat per phase")
-    p.add_argument("--optimizer", help="lans (default), lamb or adam")
-    p.add_argument("--wd", type=float)
-    p.add_argument("--dropout", type=float)
-    p.add_argument("--algorithm")
-    p.add_argument("--compressor")
-    p.add_argument("--ratio", type=float)
-    p.add_argument("--period", type=int)
-    p.add_argument("--seed", type=int)
-    p.add_argument("--out")
-    p.add_argument("--ckpt-every", type=int)
-    p.add_argument("--resume", help="none or auto")
+    p.add_argument("--optimizer", type=choice_of(optimizer_names, "optimizer"), help="lans (default), lamb or adam")
+    p.add_argument("--wd", type=nonneg_float)
+    p.add_argument("--dropout", type=float_range(0, 1, high_open=True, what="a fraction"))
+    p.add_argument("--algorithm", type=choice_of(ALGORITHMS, "algorithm"))
+    p.add_argument("--compressor", type=choice_of(COMPRESSORS, "compressor"))
+    p.add_argument("--ratio", type=ratio)
+    p.add_argument("--period", type=positive_int)
+    p.add_argument("--seed", type=nonneg_int)
+    p.add_argument("--out", type=output_dir)
+    p.add_argument("--ckpt-every", type=positive_int)
+    p.add_argument("--resume", type=choice_of(("none", "auto"), "--resume value"), help="none or auto")
     p.add_argument("--no-progress", dest="progress", action="store_false")
-    from gluon_suite.distributed.launch import add_elastic_arguments
     add_elastic_arguments(p, defaults=False,
                           elastic_help="workers may join, leave or die; trains one phase per launch (--resume auto for the next)",
                           lr_name="the phases' lr")
+    retype(p, ramp_steps=positive_int, commit_every=positive_int, ref_workers=positive_int)
+    return p
+
+
+def corpus_spec(text):
+    """``--corpus``: ``gensim:NAME`` (a corpus inside the installed gensim) or a UTF-8 text file."""
+    from gluon_suite.nlp.corpora import GENSIM_CORPORA, PREFIX
+    from gluon_suite.utils.validate import utf8_file
+    if text.startswith(PREFIX):
+        if text[len(PREFIX):] not in GENSIM_CORPORA:
+            raise UserError(f"--corpus {text}: unknown gensim corpus; choose one of "
+                            + ", ".join(PREFIX + n for n in GENSIM_CORPORA) + " or give a text file")
+        return text
+    return utf8_file(text)
+
+
+def main(argv=None):
+    p = build_parser()
     args = vars(p.parse_args(argv))
     cfg = {}
     if "config" in args:
-        import yaml
-        try:
-            with open(args.pop("config"), encoding="utf-8") as f:
-                cfg = {k.replace("-", "_"): v for k, v in (yaml.safe_load(f) or {}).items()}
-        except (OSError, yaml.YAMLError) as exc:
-            raise UserError(f"cannot read the config: {' '.join(str(exc).split())}") from None
+        from gluon_suite.utils.config import load_yaml_config
+        from gluon_suite.utils.validate import positive_int
+        cfg = load_yaml_config(args.pop("config"), p,
+                               extra={"phases": check_phases, "lower": check_bool, "log_every": positive_int})
     cfg.update({k: v for k, v in args.items()})
+    from gluon_suite.nlp.pretrain import DEFAULTS
+    from gluon_suite.utils.checkpoints import check_resume
+    merged = {**DEFAULTS, **{k: v for k, v in cfg.items() if v is not None}}
+    longest = max(ph["seq_len"] for ph in merged["phases"])
+    if longest > int(merged["max_length"]):
+        raise UserError(f"a phase has seq_len {longest} > max_length {merged['max_length']}; raise --max-length "
+                        "or shorten the phase")
+    keys = ("phase", "step", "history", "workers")
+    folder = check_resume(merged["resume"], merged["out"], keys, ("ckpt.rank0.params", "ckpt.rank0.states"),
+                          model=merged["model"])
+    if folder:
+        from gluon_suite.model_zoo.registry import check_weights
+        check_weights(os.path.join(folder, "ckpt.rank0.params"), merged["model"], "--resume checkpoint",
+                      fix="resume a run of this --model, or start afresh with --resume none")
     from gluon_suite.distributed import get_communicator
     from gluon_suite.nlp.pretrain import pretrain_bert
     comm = get_communicator()

@@ -48,5 +48,5 @@ def test_run_cli_turns_user_errors_into_one_line(tmp_path):
             "def main(argv):\n    raise ValueError('ratio must be >= 1, got 0.5; pass --ratio 1 or more')\n"
             "run_cli(main)\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert p.returncode == 1
+    assert p.returncode == 2  # bad input (docs/getting_started.md, Exit codes)
     assert p.stderr.strip() == "error: ratio must be >= 1, got 0.5; pass --ratio 1 or more"

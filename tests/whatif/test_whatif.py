@@ -72,9 +72,9 @@ def test_cli_one_line_errors_and_table(tmp_path):
                          "--workers", "8", "--bandwidth-gbps", "1", "100", "--plot", str(tmp_path / "p.png")],
                         capture_output=True, text=True)
     assert ok.returncode == 0 and "scaling" in ok.stdout and (tmp_path / "p.png").exists()
-    for args, needle in ((["--bandwidth-gbps", "-1"], "--bandwidth-gbps must be > 0"),
-                         (["--workers", "0"], "--workers must be >= 1"),
+    for args, needle in ((["--bandwidth-gbps", "-1"], "--bandwidth-gbps: must be a number > 0"),
+                         (["--workers", "0"], "--workers: must be a whole number >= 1"),
                          (["--model", "resnet19"], "unknown model 'resnet19'")):
         base = [] if "--model" in args else ["--forward-ms", "1", "--backward-ms", "1", "--param-mb", "1"]
         p = subprocess.run([cli, "whatif", *base, *args], capture_output=True, text=True)
-        assert p.returncode == 1 and "Traceback" not in p.stderr and needle in p.stderr
+        assert p.returncode == 2 and "Traceback" not in p.stderr and needle in p.stderr

@@ -1,0 +1,120 @@
+"""Checkpoint records and the zoo's settings.
+
+A *record* describes one published checkpoint (data, not code)::
+
+    {"model": "digits_cnn", "file_name": "digits_cnn-1a2b3c4d.params", "sha256": "...",
+     "size": 241234, "url": "https://host/zoo/", "card": "model_zoo/digits_cnn.json"}
+
+Records come from the suite's catalogue (``checkpoints.json`` beside this module) and from
+``$GLUON_SUITE_HOME/records.json`` (written by ``gluon-suite zoo publish``). A records file that is
+not such a list of records is an error naming the file, never silently ignored.
+"""
+import json
+import os
+
+from ..utils.errors import RunFailed, UserError
+from ..utils.fileio import write_json
+from ..utils.validate import env_flag
+
+CATALOGUE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints.json")
+
+
+class ZooError(UserError):
+    """A checkpoint could not be found, fetched or verified; the message says what to do."""
+
+
+class DownloadError(ZooError, RunFailed):
+    """A valid request whose download failed (network, HTTP error, a damaged copy in the store):
+    ``run_cli`` exits 1 for it, not 2."""
+    exit_code = RunFailed.exit_code
+
+
+# ---- settings ------------------------------------------------------------------------------------
+def home():
+    """``$GLUON_SUITE_HOME`` (default ``~/.gluon_suite``)."""
+    return os.path.expanduser(os.environ.get("GLUON_SUITE_HOME", os.path.join("~", ".gluon_suite")))
+
+
+def cache_root(root=None):
+    """Where checkpoints are cached: ``root`` or ``$GLUON_SUITE_HOME/models``."""
+    return os.path.expanduser(root) if root else os.path.join(home(), "models")
+
+
+def offline():
+    """True when ``GLUON_SUITE_OFFLINE`` is set to 1/true/yes/on (a value that is not yes/no is an
+    error naming the variable)."""
+    return env_flag("GLUON_SUITE_OFFLINE")
+
+
+# ---- records -------------------------------------------------------------------------------------
+def _read_records(path):
+    if not os.path.exists(path):
+        return []
+    fix = "fix or delete the file (`gluon-suite zoo publish` writes it again)"
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except IsADirectoryError:
+        raise ZooError(f"checkpoint records {path} is a folder, not a JSON file; remove it") from None
+    except (OSError, ValueError) as exc:
+        raise ZooError(f"cannot read checkpoint records {path} ({' '.join(str(exc).split())}); "
+                       f"{fix}") from None
+    recs = data.get("checkpoints") if isinstance(data, dict) else None
+    if not isinstance(recs, list) or not all(
+            isinstance(r, dict) and {"model", "file_name"} <= set(r) and ("sha256" in r or "sha1" in r)
+            for r in recs):
+        raise ZooError(f"checkpoint records {path} is not a {{\"checkpoints\": [record, ...]}} object "
+                       f"with model, file_name and sha256 in each record; {fix}")
+    return recs
+
+
+def user_records_path():
+    """The records file that ``zoo publish`` writes on this machine."""
+    return os.path.join(home(), "records.json")
+
+
+def load_records():
+    """All known records, ``{model: record}``; local records override the catalogue's."""
+    out = {}
+    for path in (CATALOGUE, user_records_path()):
+        for rec in _read_records(path):
+            out[rec["model"]] = rec
+    return out
+
+
+def add_record(record, path=None):
+    """Add or replace ``record`` (by model name) in a records file (default: this machine's)."""
+    path = path or user_records_path()
+    recs = [r for r in _read_records(path) if r["model"] != record["model"]] + [record]
+    write_json(path, {"checkpoints": sorted(recs, key=lambda r: r["model"])})
+
+
+def has_pretrained(entry):
+    """Whether published weights exist for a registry entry."""
+    if entry.weights == "gluoncv":
+        from gluoncv.model_zoo import model_store
+        return entry.name in model_store._model_sha1
+    return entry.name in load_records()
+
+
+def record_for(model):
+    """The record of ``model``'s checkpoint, or ZooError when none is published."""
+    rec = load_records().get(model)
+    if rec is None:
+        raise ZooError(f"model '{model}' has no published checkpoint; use pretrained=False, or publish "
+                       f"one with `gluon-suite zoo publish CHECKPOINT --name {model} ...`")
+    return rec
+
+
+def url_of(record):
+    """Where the record's file is fetched from: the base URL (the mirror in ``$GLUON_SUITE_REPO``
+    wins over the record's ``url``) joined with the record's ``remote_path`` (default: its file
+    name)."""
+    base = os.environ.get("GLUON_SUITE_REPO") or record.get("url")
+    if not base:
+        raise ZooError(f"model '{record['model']}': no download location for {record['file_name']}; "
+                       "set GLUON_SUITE_REPO to the base URL of a zoo store (http(s):// or file://)")
+    if base.startswith("repo:"):  # a store inside the suite's own source tree (model_zoo/store)
+        suite_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        base = "file://" + os.path.join(suite_root, base[len("repo:"):])
+    return base.rstrip("/") + "/" + record.get("remote_path", record["file_name"])
