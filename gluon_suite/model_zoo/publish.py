@@ -111,3 +111,24 @@ def add_publish_arguments(p):
     g.add_argument("--card", help="where to write the model card (default: OUT/NAME.json)")
     return g
 
+
+def publish_companion(path, name, kind, store, url=None, catalogue=False):
+    """Publish a file that a checkpoint needs beside it (e.g. a BERT vocabulary, ``kind='vocab'``)
+    as the record ``NAME:KIND``: hashed file name, checksum verified on download like any
+    checkpoint, fetched with ``checkpoint_path('NAME:KIND')``. Returns the record."""
+    if not os.path.isfile(path):
+        raise ZooError(f"{path} does not exist")
+    sha = file_hash(path)
+    stem, ext = os.path.splitext(os.path.basename(path))
+    file_name = f"{name}-{kind}-{sha[:8]}{ext}"
+    os.makedirs(store, exist_ok=True)
+    with atomic_path(os.path.join(store, file_name)) as tmp:
+        shutil.copyfile(path, tmp)
+    record = {"model": f"{name}:{kind}", "companion": kind, "file_name": file_name, "sha256": sha,
+              "size": os.path.getsize(path), "url": url or "file://" + os.path.abspath(store)}
+    add_record(record, os.path.join(store, "index.json"))
+    add_record(record)
+    if catalogue:
+        add_record(record, CATALOGUE)
+    return record
+

@@ -17,14 +17,17 @@ from .tasks import (BertClassifier, BertQA, accuracy, best_span, binary_f1, enco
 
 
 # ---- training ------------------------------------------------------------------------------------------
-def load_backbone(init, model=None, max_length=None, dropout=0.1, use_pooler=True):
-    """A BERT backbone (pooler, no pretraining heads) and its vocabulary from a pretraining output
-    folder (``config.json``, ``vocab.txt``, ``ckpt.rank0.params``), or fresh weights with
-    ``init=None`` and ``model``/vocabulary given by the caller."""
+def load_backbone(init, model=None, max_length=None, dropout=0.1, use_pooler=True, pretrained=False):
+    """A BERT backbone (pooler, no pretraining heads) and its vocabulary: from a pretraining output
+    folder ``init`` (``config.json``, ``vocab.txt``, ``ckpt.rank0.params``), or with
+    ``pretrained=True`` from the zoo checkpoint of ``model`` and the vocabulary published beside
+    it (``MODEL:vocab``), downloaded, verified and cached like any checkpoint."""
     import os
 
     from ..model_zoo import get_model
     from .text import load_vocab
+    if pretrained:
+        return _zoo_backbone(model, max_length, dropout, use_pooler)
     if not init or not os.path.isdir(init):
         raise UserError(f"--init must be a pretraining output folder (with config.json, vocab.txt and "
                         f"ckpt.rank0.params); got {init!r}")
@@ -42,6 +45,27 @@ def load_backbone(init, model=None, max_length=None, dropout=0.1, use_pooler=Tru
                     dropout=dropout, use_pooler=use_pooler, use_decoder=False, use_classifier=False)
     net.load_parameters(os.path.join(init, "ckpt.rank0.params"), ignore_extra=True)
     return net, vocab, cfg
+
+
+def _zoo_backbone(model, max_length, dropout, use_pooler):
+    from ..model_zoo import get_model
+    from ..model_zoo.registry import resolve
+    from ..model_zoo.store import checkpoint_path, load_records
+    from .text import load_vocab
+    if not model:
+        raise UserError("--pretrained needs --model, a pretrained zoo BERT (gluon-suite zoo list 'bert*' "
+                        "--pretrained)")
+    name = resolve(model).name
+    if f"{name}:vocab" not in load_records():
+        raise UserError(f"{name} has no published vocabulary, so it cannot be fine-tuned from the zoo; "
+                        "choose a model listed by gluon-suite zoo list 'bert*' --pretrained, or use --init")
+    vocab = load_vocab(checkpoint_path(f"{name}:vocab"))
+    net = get_model(name, dropout=dropout, use_pooler=use_pooler, use_decoder=False, use_classifier=False)
+    limit = net.encoder._max_length
+    if max_length and max_length > limit:
+        raise UserError(f"--max-len {max_length} exceeds the {limit} positions {name} was pretrained with")
+    net.load_parameters(checkpoint_path(name), ignore_extra=True)
+    return net, vocab, {"model": name, "max_length": limit}
 
 
 def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log, eval_fn, elastic=None,
@@ -158,14 +182,16 @@ def _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer
 
 def finetune_classification(train_path, dev_path, init, text_columns=("sentence",), label_column="label",
                             max_len=64, epochs=3, batch=16, lr=5e-4, optimizer="adam", seed=0,
-                            comm=None, log=print, elastic=None, out=None, resume="none"):
+                            comm=None, log=print, elastic=None, out=None, resume="none", model=None,
+                            pretrained=False):
     """Fine-tune a pretrained backbone on GLUE-style TSV files; returns the per-epoch history
     (train loss, dev accuracy and F1). ``elastic`` (a dict of ``ramp_steps``, ``commit_every``,
-    ``ref_workers``) runs it under Horovod Elastic; ``out``/``resume`` as in ``_train_loop``."""
+    ``ref_workers``) runs it under Horovod Elastic; ``out``/``resume`` as in ``_train_loop``;
+    ``model`` + ``pretrained=True`` start from a zoo BERT instead of the folder ``init``."""
     from ..distributed import LocalCommunicator
     from .text import tokenizer
     comm = comm or LocalCommunicator()
-    backbone, vocab, _ = load_backbone(init, max_length=max_len)
+    backbone, vocab, _ = load_backbone(init, model=model, max_length=max_len, pretrained=pretrained)
     tok = tokenizer(vocab)
     tr_texts, tr_y, names = read_tsv(train_path, text_columns, label_column)
     dv_texts, dv_y, _ = read_tsv(dev_path, text_columns, label_column, labels=names)
@@ -193,14 +219,16 @@ def finetune_classification(train_path, dev_path, init, text_columns=("sentence"
 
 
 def finetune_squad(train_path, dev_path, init, max_len=96, epochs=3, batch=16, lr=5e-4,
-                   optimizer="adam", seed=0, comm=None, log=print, elastic=None, out=None, resume="none"):
+                   optimizer="adam", seed=0, comm=None, log=print, elastic=None, out=None, resume="none",
+                   model=None, pretrained=False):
     """Fine-tune a pretrained backbone for extractive QA on SQuAD v1.1 files; returns the
     per-epoch history (train loss, dev exact match and F1, in percent). ``out``/``resume`` as in
-    ``_train_loop``."""
+    ``_train_loop``; ``model`` + ``pretrained=True`` start from a zoo BERT."""
     from ..distributed import LocalCommunicator
     from .text import tokenizer
     comm = comm or LocalCommunicator()
-    backbone, vocab, _ = load_backbone(init, max_length=max_len, use_pooler=False)
+    backbone, vocab, _ = load_backbone(init, model=model, max_length=max_len, use_pooler=False,
+                                       pretrained=pretrained)
     tok = tokenizer(vocab)
     tr_ex, dv_ex = read_squad(train_path), read_squad(dev_path)
     ids, types, vlen, s, e, _ = encode_squad(tr_ex, tok, vocab, max_len)

@@ -45,3 +45,14 @@ for _name, _row in BERT_CONFIGS.items():
     globals()[_name] = _make(_name, *_row)
 
 __all__ = list(BERT_CONFIGS) + ["build_bert", "BERT_CONFIGS"]
+
+
+# the zoo's pretrained BERT: bert_2_128_2 pretrained with LANS on gensim's Lee background corpus
+# (configs/nlp/bert_tiny_lee.yaml); its WordPiece vocabulary ships beside it as "NAME:vocab"
+@register_model("bert_2_128_2_lee", task="masked-lm")
+def bert_2_128_2_lee(vocab_size=4156, max_length=128, **kwargs):
+    """BERT 2 layers x 128 units, 2 heads, pretrained on the Lee corpus (4,156-token vocabulary)."""
+    return build_bert(2, 128, 512, 2, vocab_size, max_length=max_length, **kwargs)
+
+
+__all__.append("bert_2_128_2_lee")

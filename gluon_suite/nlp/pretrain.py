@@ -27,6 +27,7 @@ DEFAULTS = {
     "model": "bert_2_128_2", "max_length": 512, "corpus": None, "vocab": None, "min_freq": 2, "lower": True,
     "dropout": 0.1, "optimizer": "lans", "wd": 0.01, "seed": 0, "out": "runs/bert",
     "ckpt_every": 50, "resume": "none", "log_every": 1, "progress": True,
+    "publish": None, "publish_name": None, "publish_url": None, "card": None,
     "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
     "elastic": False, "ramp_steps": 50, "commit_every": 20, "ref_workers": None,
     "phases": [{"seq_len": 64, "batch_size": 16, "accumulate": 1, "steps": 100, "lr": 0.005,
@@ -141,7 +142,24 @@ def pretrain_bert(config, comm, log=print):
         history = _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, docs, vocab,
                           logger, comm, log)
     logger.close()
-    return {"history": history, "vocab": vocab, "net": net}
+    published = _publish(cfg, run, history, comm, log) if cfg["publish"] and rank == 0 else None
+    return {"history": history, "vocab": vocab, "net": net, "published": published}
+
+
+def _publish(cfg, run, history, comm, log):
+    """Publish the pretrained model (rank 0's checkpoint) and its vocabulary into the store
+    ``cfg['publish']``; the card's metric is the training MLM accuracy over the last 10 steps."""
+    from ..model_zoo.publish import publish_companion, publish_run
+    last = history[-10:]
+    metric = {"name": "MLM accuracy (training, mean of the last 10 steps)",
+              "value": float(np.mean([h["mlm_acc"] for h in last])),
+              "dataset": cfg["corpus"] or "embedded CPython documentation text"}
+    record = publish_run(cfg, DEFAULTS, run.paths()[0], "scripts/nlp/pretrain_bert.py", metric, comm.size)
+    name = cfg["publish_name"] or cfg["model"]
+    publish_companion(os.path.join(cfg["out"], "vocab.txt"), name, "vocab", cfg["publish"],
+                      url=cfg["publish_url"])
+    log(f"published {record['file_name']} and its vocabulary into {cfg['publish']}")
+    return record
 
 
 def _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, docs, vocab, logger, comm, log):

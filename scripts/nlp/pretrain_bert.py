@@ -120,6 +120,8 @@ def build_parser():
     p.add_argument("--ckpt-every", type=positive_int)
     p.add_argument("--resume", type=choice_of(("none", "auto"), "--resume value"), help="none or auto")
     p.add_argument("--no-progress", dest="progress", action="store_false")
+    from gluon_suite.model_zoo.publish import add_publish_arguments
+    add_publish_arguments(p)
     add_elastic_arguments(p, defaults=False,
                           elastic_help="workers may join, leave or die; trains one phase per launch (--resume auto for the next)",
                           lr_name="the phases' lr")

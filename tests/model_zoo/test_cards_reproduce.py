@@ -17,7 +17,7 @@ ENV = dict(os.environ, OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1", PYTHO
 
 def cards():
     with open(os.path.join(REPO, "gluon_suite", "model_zoo", "checkpoints.json")) as f:
-        records = json.load(f)["checkpoints"]
+        records = [r for r in json.load(f)["checkpoints"] if not r.get("companion")]
     out = []
     for rec in records:
         with open(os.path.join(REPO, rec["card"])) as f:
@@ -44,16 +44,21 @@ def rerun_command(card, out, short):
     cmd = [sys.executable, os.path.join(REPO, argv[1]), *args, "--out", str(out)]
     if short and workers > 1:
         cmd += ["--epochs", "1"]
+    if short and "pretrain_bert.py" in argv[1]:   # one short phase instead of the config's two
+        cmd += ["--phase", "seq_len=64,batch_size=32,steps=20,lr=0.02,warmup=0.1,constant=0.3"]
     if workers > 1:
         return [HOROVODRUN, "-np", str(workers), "-H", f"localhost:{workers}", "--gloo", *cmd]
     return cmd
 
 
-def metric_of(out):
-    """The run's metric as its card states it: the best test accuracy (vision) or the last
-    evaluation's test accuracy (graphs)."""
+def metric_of(out, card):
+    """The run's metric as its card states it: the best test accuracy (vision), the last
+    evaluation's test accuracy (graphs) or the training MLM accuracy over the last 10 steps (BERT)."""
     with open(out / "state.json") as f:
         state = json.load(f)
+    if card["metric"]["name"].startswith("MLM accuracy"):
+        last = state["history"][-10:]
+        return sum(h["mlm_acc"] for h in last) / len(last)
     if "best_acc" in state:
         return state["best_acc"]
     return state["history"][-1]["test_acc"]
@@ -63,15 +68,18 @@ def run(card, out, short):
     p = subprocess.run(rerun_command(card, out, short), capture_output=True, text=True, env=ENV,
                        timeout=1800, cwd=REPO)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-    return metric_of(out)
+    return metric_of(out, card)
 
 
 @pytest.mark.horovod
 def test_shortened_commands_of_every_card_train(tmp_path):
     for card in cards():
         value = run(card, tmp_path / card["name"], short=True)
-        # one epoch of the long vision run, or the whole graph run: clearly better than chance
-        assert value > 0.5, (card["name"], value)
+        if card["metric"]["name"].startswith("MLM accuracy"):
+            assert 0.0 < value < 1.0, value          # 20 steps of a 4,156-token masked LM: it runs
+        else:
+            # one epoch of the long vision run, or the whole graph run: clearly better than chance
+            assert value > 0.5, (card["name"], value)
 
 
 @pytest.mark.long

@@ -71,3 +71,53 @@ def test_squad_learns_to_point_at_the_answer(pretrained, tmp_path):
     # a context has about 10 words: picking one word at random would give EM of about 10%
     assert hist[-1]["dev_exact_match"] >= 50.0, hist
     assert hist[-1]["dev_f1"] >= hist[-1]["dev_exact_match"]
+
+
+@pytest.fixture
+def offline_zoo(tmp_path, monkeypatch):
+    """No network and a fresh cache: the zoo BERT and its vocabulary come from the source tree."""
+    monkeypatch.setenv("GLUON_SUITE_OFFLINE", "1")
+    monkeypatch.setenv("GLUON_SUITE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GLUON_SUITE_QUIET", "1")
+    monkeypatch.delenv("GLUON_SUITE_REPO", raising=False)
+
+
+def test_classification_script_fine_tunes_the_zoo_bert_offline(offline_zoo, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from ..conftest import REPO
+    rs = np.random.RandomState(1)
+    for name, n in (("train", 160), ("dev", 60)):
+        rows = ["sentence\tlabel"]
+        for i in range(n):
+            lab = int(rs.randint(0, 2))
+            rows.append(f"{_sentence(rs, 2)} the film was {'good' if lab else 'bad'} {_sentence(rs, 2)}\t{lab}")
+        (tmp_path / f"{name}.tsv").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "run"
+    p = subprocess.run([sys.executable, os.path.join(REPO, "scripts/nlp/finetune_classification.py"),
+                        "--model", "bert_2_128_2_lee", "--pretrained", "--train", str(tmp_path / "train.tsv"),
+                        "--dev", str(tmp_path / "dev.tsv"), "--max-len", "24", "--epochs", "4",
+                        "--batch-size", "16", "--lr", "1e-3", "--out", str(out)],
+                       capture_output=True, text=True, timeout=600, env=dict(os.environ, PYTHONPATH=REPO))
+    assert p.returncode == 0, p.stderr[-2000:]
+    hist = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert hist[-1]["dev_accuracy"] >= 0.8          # chance is 0.5
+
+
+def test_squad_fine_tunes_the_zoo_bert(offline_zoo, tmp_path):
+    rs = np.random.RandomState(2)
+    _squad(tmp_path / "train.json", 200, rs)
+    _squad(tmp_path / "dev.json", 50, rs)
+    hist = finetune_squad(str(tmp_path / "train.json"), str(tmp_path / "dev.json"), None, max_len=40,
+                          epochs=4, batch=16, lr=1e-3, log=lambda m: None, model="bert_2_128_2_lee",
+                          pretrained=True)
+    assert hist[-1]["dev_exact_match"] >= 50.0, hist
+
+
+def test_pretrained_needs_a_zoo_bert_with_a_vocabulary(offline_zoo, tmp_path):
+    from gluon_suite.utils import UserError
+    with pytest.raises(UserError, match="has no published vocabulary"):
+        finetune_squad(str(tmp_path / "t.json"), str(tmp_path / "d.json"), None, model="bert_2_128_2",
+                       pretrained=True)
