@@ -58,3 +58,28 @@ def test_write_into_replaces_only_the_block_and_refuses_a_file_without_markers(t
                        env=dict(os.environ, PYTHONPATH=REPO), timeout=120)
     assert p.returncode != 0 and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
     assert plain.read_text() == "no markers\n"
+
+
+def test_every_shipped_checkpoint_builds_through_get_model_offline(tmp_path, monkeypatch):
+    """No network, a fresh cache: get_model(name, pretrained=True) for every catalogue model of
+    every domain (vision, language, graphs) loads the weights shipped in the source tree."""
+    import mxnet as mx
+
+    from gluon_suite.model_zoo import get_model
+    from gluon_suite.model_zoo.registry import resolve
+    monkeypatch.setenv("GLUON_SUITE_OFFLINE", "1")
+    monkeypatch.setenv("GLUON_SUITE_HOME", str(tmp_path))
+    monkeypatch.setenv("GLUON_SUITE_QUIET", "1")
+    monkeypatch.delenv("GLUON_SUITE_REPO", raising=False)
+    with open(os.path.join(REPO, "gluon_suite", "model_zoo", "checkpoints.json")) as f:
+        records = [r for r in json.load(f)["checkpoints"] if not r.get("companion")]
+    tasks = set()
+    for rec in records:
+        net = get_model(rec["model"], pretrained=True)
+        shipped = mx.nd.load(os.path.join(REPO, "model_zoo", "store", rec["file_name"]))
+        params = net._collect_params_with_prefix()
+        assert set(params) <= set(shipped)
+        for k, p in params.items():        # the loaded values are the shipped ones
+            assert (p.data().asnumpy() == shipped[k].asnumpy()).all(), (rec["model"], k)
+        tasks.add(resolve(rec["model"]).task)
+    assert {"classification", "masked-lm", "node-classification", "graph-classification"} <= tasks
