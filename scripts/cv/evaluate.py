@@ -22,7 +22,7 @@ def main(argv=None):
     from gluon_suite.utils.validate import ArgumentParser, existing_dir, existing_file, existing_path, positive_int
     p = ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", required=True, type=model_name)
-    p.add_argument("--dataset", default="digits", choices=["digits", "cifar10", "cifar100", "rec", "folder"])
+    p.add_argument("--dataset", default="digits", choices=["digits", "mnist5k", "cifar10", "cifar100", "rec", "folder"])
     p.add_argument("--data-dir", type=existing_path)
     p.add_argument("--image-size", type=positive_int)
     p.add_argument("--params", type=existing_file, help="a .params file instead of the published weights")
@@ -31,7 +31,8 @@ def main(argv=None):
                    help="serve this zoo store folder on loopback and fetch from it")
     args = p.parse_args(argv)
     from gluon_suite.utils import UserError
-    if args.dataset != "digits" and not args.data_dir:
+    from gluon_suite.cv.data.pipeline import EMBEDDED
+    if args.dataset not in EMBEDDED and not args.data_dir:
         raise UserError(f"dataset {args.dataset} reads from a local path: give --data-dir")
     if args.params:
         check_weights(args.params, args.model, "--params")

@@ -93,7 +93,8 @@ def check_inputs(config):
     from gluon_suite.cv.recipe import DEFAULTS
     from gluon_suite.utils.checkpoints import check_resume
     cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None}}
-    if cfg["dataset"] != "digits" and not cfg["data_dir"]:
+    from gluon_suite.cv.data.pipeline import EMBEDDED
+    if cfg["dataset"] not in EMBEDDED and not cfg["data_dir"]:
         raise UserError(f"dataset {cfg['dataset']} reads from a local path: give --data-dir (or data_dir in "
                         "the config)")
     elastic = bool(cfg["elastic"])
