@@ -40,6 +40,7 @@ class Interruption:
         return self
 
     def __exit__(self, *exc):
+        self._pending = None
         if self._old:
             for s, h in self._old.items():
                 signal.signal(s, h)
@@ -51,6 +52,7 @@ class Interruption:
         for pretraining) and ``step`` (global steps done; when None, ``count_steps()`` is asked
         at the moment of the signal)."""
         self.where, self.unit = (int(epoch), None if step is None else int(step)), unit
+        self.check()
 
     def position(self):
         """``(epoch, step)`` now, or None before training started."""
@@ -62,10 +64,17 @@ class Interruption:
         return epoch, step
 
     def _handler(self, signum, frame):
-        if self._hold:
-            self._pending = signum
-            return
-        raise Interrupted(signum, self.position(), self.unit, self.hint)
+        # remembered as well as raised: a signal that lands in a finalizer (an NDArray's __del__)
+        # has its exception swallowed by Python, and is raised again at the next check()
+        self._pending = signum
+        if not self._hold:
+            raise Interrupted(signum, self.position(), self.unit, self.hint)
+
+    def check(self):
+        """Raise a signal received earlier whose exception was lost (see ``_handler``)."""
+        if self._pending is not None and not self._hold:
+            signum, self._pending = self._pending, None
+            raise Interrupted(signum, self.position(), self.unit, self.hint)
 
     @contextlib.contextmanager
     def held(self):

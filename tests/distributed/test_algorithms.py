@@ -272,13 +272,24 @@ def test_local_adaalter_with_period_1_equals_synchronous_adaalter(runs):
 
 
 def test_local_adaalter_requires_the_adaalter_optimizer():
-    import mxnet as mx
-    from mxnet import gluon
-    from gluon_suite.distributed import DistributedTrainer
-    net = gluon.nn.Dense(2, in_units=3)
-    net.initialize()
-    with pytest.raises(ValueError, match="needs the 'adaalter' optimizer, got 'sgd'"):
-        DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, algorithm="local_adaalter")
+    """Run in its own process: in this process it left state behind that changed the results of
+    later, unrelated trainers (seen in tests/distributed/test_trainer.py; not yet understood)."""
+    import subprocess
+    import sys
+    import textwrap
+    code = textwrap.dedent("""
+        from mxnet import gluon
+        from gluon_suite.distributed import DistributedTrainer
+        net = gluon.nn.Dense(2, in_units=3)
+        net.initialize()
+        try:
+            DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, algorithm="local_adaalter")
+        except ValueError as exc:
+            print(exc)
+    """)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=REPO))
+    assert "needs the 'adaalter' optimizer, got 'sgd'" in p.stdout, p.stdout + p.stderr[-2000:]
 
 
 @pytest.mark.parametrize("name", ["cser", "ef"])
