@@ -1,10 +1,14 @@
 #!/usr/bin/env python
-"""CSER vs synchronous SGD vs EF-SGD on a slow network (needs root): 4 namespace hosts at
-100 Mbit/s train a 1.1M-parameter MLP on the digits data; training time (evaluation excluded) to a
-target test accuracy and final accuracy per algorithm. JSON and a plot of accuracy over training
-time in bench/results/.
+"""CSER vs synchronous SGD vs EF-SGD on a slow network (needs root): namespace hosts at
+100 Mbit/s train on the digits data, several seeds each; training time (evaluation excluded) to a
+target test accuracy and final accuracy per algorithm, as mean and standard deviation over seeds.
+JSON and a plot of accuracy over training time (mean curve, band = one standard deviation) in
+bench/results/cser_speedup_<model>.json / .png.
 
-    sudo .venv/bin/python bench/cser_speedup.py [--epochs 10] [--target 0.95]
+Models: ``mlp`` (64-1024-1024-10, 1.1M parameters, 6 tensors) and ``resnet`` (GluonCV's
+cifar_resnet20_v1, 0.27M parameters in 65 tensors, BatchNorm, on the 8x8 images).
+
+    sudo .venv/bin/python bench/cser_speedup.py --model resnet --seeds 3
 """
 import argparse
 import json
@@ -23,24 +27,46 @@ CONFIGS = {
     "cser (grbs, 64x overall)": dict(algorithm="cser", compressor="grbs", ratio=128, period=2, compressor2="grbs", ratio2=64),
     "ef-sgd (top-k, 64x)": dict(algorithm="ef", compressor="topk", ratio=64),
 }
+MODELS = {
+    "mlp": dict(desc="MLP 64-1024-1024-10 (1.1M parameters) on digits, NAG lr 0.05, batch 32/worker",
+                lr=0.05, target=0.95, epochs=8),
+    "resnet": dict(desc="cifar_resnet20_v1 (0.27M parameters, 65 tensors) on digits 8x8, NAG lr 0.05, "
+                        "batch 32/worker", lr=0.05, target=0.95, epochs=10),
+}
 
 
-def worker(cfg, epochs, out):
+def build(model):
+    import mxnet as mx
+    from mxnet import gluon
+    if model == "mlp":
+        net = gluon.nn.HybridSequential()
+        net.add(gluon.nn.Dense(1024, activation="relu", in_units=64),
+                gluon.nn.Dense(1024, activation="relu", in_units=1024), gluon.nn.Dense(10, in_units=1024))
+        net.initialize(mx.init.Xavier())
+        return net, lambda x: x.reshape(len(x), -1)
+    import gluon_suite.cv.models  # noqa: F401  registers the vision models
+    from gluon_suite.model_zoo import get_model
+    net = get_model("cifar_resnet20_v1", classes=10)
+    net.initialize(mx.init.Xavier())
+    net(mx.nd.zeros((1, 1, 8, 8)))  # finish deferred initialisation before the trainer broadcasts
+    return net, lambda x: x.reshape(len(x), 1, 8, 8)
+
+
+def worker(model, cfg, epochs, seed, out):
     import mxnet as mx
     import numpy as np
     from mxnet import autograd, gluon
     from gluon_suite.cv.data import load_digits
     from gluon_suite.distributed import DistributedTrainer, get_communicator
     comm = get_communicator()
-    mx.random.seed(0)
+    mx.random.seed(seed)
+    np.random.seed(seed)
     xtr, ytr = load_digits("train")
     xte, yte = load_digits("test")
-    xtr, xte = xtr.reshape(len(xtr), -1), xte.reshape(len(xte), -1)
-    net = gluon.nn.HybridSequential()
-    net.add(gluon.nn.Dense(1024, activation="relu", in_units=64), gluon.nn.Dense(1024, activation="relu", in_units=1024),
-            gluon.nn.Dense(10, in_units=1024))
-    net.initialize(mx.init.Xavier())
-    tr = DistributedTrainer(net.collect_params(), "nag", {"learning_rate": 0.05, "momentum": 0.9}, communicator=comm, **cfg)
+    net, shape = build(model)
+    xtr, xte = shape(xtr), shape(xte)
+    tr = DistributedTrainer(net.collect_params(), "nag", {"learning_rate": MODELS[model]["lr"], "momentum": 0.9},
+                            communicator=comm, seed=seed, **cfg)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     B = 32
     steps = len(ytr) // (B * comm.size)
@@ -48,7 +74,7 @@ def worker(cfg, epochs, out):
     for epoch in range(epochs):
         mx.nd.waitall()
         t0 = time.perf_counter()
-        perm = np.random.RandomState(epoch).permutation(len(ytr))[comm.rank::comm.size]
+        perm = np.random.RandomState(1000 * seed + epoch).permutation(len(ytr))[comm.rank::comm.size]
         for k in range(steps):
             idx = perm[k * B:(k + 1) * B]
             with autograd.record():
@@ -67,72 +93,129 @@ def worker(cfg, epochs, out):
             json.dump(rec, f)
 
 
+def _stats(values):
+    import numpy as np
+    v = [x for x in values if x is not None]
+    if len(v) < len(values):  # a seed that never reached the target: no mean time to it
+        return {"mean": None, "std": None, "n": len(v), "of": len(values)}
+    return {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
+            "n": len(v), "of": len(values)}
+
+
+def summarise(curves, target):
+    """Per algorithm: each seed's numbers, then mean and spread (sample std) over seeds."""
+    rows = {}
+    for name, runs in curves.items():
+        per = []
+        for c in runs:
+            hit = next((r["time_s"] for r in c if r["test_acc"] >= target), None)
+            per.append({"final_acc": c[-1]["test_acc"], "time_to_target_s": hit,
+                        "total_s": c[-1]["time_s"], "wire_bytes": c[-1]["wire_bytes"]})
+        rows[name] = {"seeds": per, **{k: _stats([p[k] for p in per])
+                                       for k in ("final_acc", "time_to_target_s", "total_s")}}
+    base = rows.get("sync")
+    for name, r in rows.items():
+        if not base or name == "sync":
+            continue
+        verdicts = {}
+        for key in ("time_to_target_s", "final_acc"):
+            a, b = r[key], base[key]
+            if a["mean"] is None or b["mean"] is None:
+                verdicts[key] = "not reached by every seed"
+                continue
+            diff = a["mean"] - b["mean"]
+            spread = max(a["std"], b["std"])
+            verdicts[key] = ("within noise" if abs(diff) <= spread else
+                             ("higher" if diff > 0 else "lower") + " than sync beyond the spread")
+        r["vs_sync"] = verdicts
+        t, tb = r["time_to_target_s"]["mean"], base["time_to_target_s"]["mean"]
+        r["speedup_to_target_vs_sync"] = (tb / t) if t and tb else None
+    return rows
+
+
+def plot(curves, path, title, target):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, runs in curves.items():
+        t = np.array([[r["time_s"] for r in c] for c in runs])
+        a = np.array([[r["test_acc"] for r in c] for c in runs])
+        tm, am, sd = t.mean(0), a.mean(0), a.std(0)
+        line, = ax.plot(tm, am, "o-", ms=3, label=f"{name} ({len(runs)} seeds)")
+        ax.fill_between(tm, am - sd, am + sd, color=line.get_color(), alpha=0.2)
+    ax.axhline(target, color="grey", lw=0.8, ls=":")
+    ax.set_xscale("log")
+    ax.set_xlabel("training time (s, evaluation excluded)")
+    ax.set_ylabel("test accuracy")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--epochs", type=int, default=10)
-    ap.add_argument("--target", type=float, default=0.95)
+    ap.add_argument("--model", choices=sorted(MODELS), default="mlp")
+    ap.add_argument("--epochs", type=int, default=None, help="default: 8 (mlp), 10 (resnet)")
+    ap.add_argument("--target", type=float, default=None, help="test accuracy to time (default 0.95)")
+    ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--hosts", type=int, default=4)
     ap.add_argument("--rate-mbit", type=float, default=100)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    spec = MODELS[args.model]
+    epochs = args.epochs or spec["epochs"]
+    target = args.target or spec["target"]
     if args.worker:
-        return worker(CONFIGS[args.worker], args.epochs, args.out)
+        return worker(args.model, CONFIGS[args.worker], epochs, args.seed, args.out)
     from gluon_suite.whatif.testbed import Testbed, TestbedUnavailable
     from gluon_suite.utils import write_json
-    curves = {}
+    from gluon_suite.utils.progress import progress
+    curves = {name: [] for name in CONFIGS}
+    jobs = [(seed, name) for seed in range(args.seeds) for name in CONFIGS]
     try:
         with Testbed(args.hosts, args.rate_mbit) as tb, tempfile.TemporaryDirectory() as tmp:
-            for name in CONFIGS:
+            for seed, name in progress(jobs, desc="runs"):
                 out = os.path.join(tmp, "r.json")
                 procs = tb.launch_horovod([sys.executable, os.path.abspath(__file__), "--worker", name,
-                                           "--epochs", str(args.epochs), "--out", out],
+                                           "--model", args.model, "--epochs", str(epochs),
+                                           "--seed", str(seed), "--out", out],
                                           env={"OMP_NUM_THREADS": "1", "MXNET_CPU_WORKER_NTHREADS": "1",
                                                "PYTHONPATH": os.path.dirname(HERE)},
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 codes = tb.wait_all(procs, timeout=1800)
                 if any(codes):
-                    print(f"{name}: workers failed {codes}")
+                    print(f"{name} seed {seed}: workers failed {codes}")
                     continue
-                curves[name] = json.load(open(out))
-                c = curves[name]
-                print(f"{name:<26} final acc {c[-1]['test_acc']:.4f}  total {c[-1]['time_s']:.1f} s", flush=True)
+                with open(out) as f:
+                    c = json.load(f)
+                curves[name].append(c)
+                print(f"seed {seed} {name:<26} final acc {c[-1]['test_acc']:.4f}  total {c[-1]['time_s']:.1f} s",
+                      flush=True)
     except TestbedUnavailable as exc:
         print(f"skipped: {exc}")
         return
-    rows = {}
-    for name, c in curves.items():
-        hit = next((r["time_s"] for r in c if r["test_acc"] >= args.target), None)
-        rows[name] = {"final_acc": c[-1]["test_acc"], "best_acc": max(r["test_acc"] for r in c),
-                      "time_to_target_s": hit, "total_s": c[-1]["time_s"], "wire_bytes": c[-1]["wire_bytes"]}
-    base = rows.get("sync", {}).get("time_to_target_s")
-    for r in rows.values():
-        r["speedup_to_target_vs_sync"] = (base / r["time_to_target_s"]) if base and r["time_to_target_s"] else None
-    write_json(os.path.join(HERE, "results", "cser_speedup.json"),
+    curves = {k: v for k, v in curves.items() if v}
+    rows = summarise(curves, target)
+    stem = os.path.join(HERE, "results", f"cser_speedup_{args.model}")
+    write_json(stem + ".json",
                {"benchmark": "cser_speedup", "date": time.strftime("%Y-%m-%d"), "hosts": args.hosts,
-                "rate_mbit": args.rate_mbit, "target_acc": args.target, "epochs": args.epochs,
-                "model": "MLP 64-1024-1024-10 (1.1M parameters) on digits, NAG lr 0.05, batch 32/worker",
-                "results": rows, "curves": curves})
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name, c in curves.items():
-        ax.plot([r["time_s"] for r in c], [r["test_acc"] for r in c], "o-", label=name)
-    ax.axhline(args.target, color="grey", lw=0.8, ls=":")
-    ax.set_xscale("log")
-    ax.set_xlabel("training time (s, evaluation excluded)")
-    ax.set_ylabel("test accuracy")
-    ax.set_title(f"{args.hosts} hosts at {args.rate_mbit:g} Mbit/s")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(os.path.join(HERE, "results", "cser_speedup.png"), dpi=100)
-    print(f"{'algorithm':<26}{'final acc':>10}{'to ' + str(args.target):>10}{'speedup':>9}")
+                "rate_mbit": args.rate_mbit, "target_acc": target, "epochs": epochs,
+                "seeds": args.seeds, "model": spec["desc"], "results": rows, "curves": curves})
+    plot(curves, stem + ".png", f"{args.model}: {args.hosts} hosts at {args.rate_mbit:g} Mbit/s", target)
+
+    def ms(s, fmt):
+        return "never (some seed)" if s["mean"] is None else f"{s['mean']:{fmt}} ± {s['std']:{fmt}}"
+    print(f"{'algorithm':<26}{'final acc':>18}{'time to ' + str(target):>22}{'speedup':>9}  vs sync")
     for name, r in rows.items():
-        t = f"{r['time_to_target_s']:.1f}s" if r["time_to_target_s"] else "never"
-        sp = f"{r['speedup_to_target_vs_sync']:.1f}x" if r["speedup_to_target_vs_sync"] else "-"
-        print(f"{name:<26}{r['final_acc']:>10.4f}{t:>10}{sp:>9}")
-    print("results: bench/results/cser_speedup.json")
+        sp = r.get("speedup_to_target_vs_sync")
+        print(f"{name:<26}{ms(r['final_acc'], '.4f'):>18}{ms(r['time_to_target_s'], '.1f'):>22}"
+              f"{(f'{sp:.1f}x' if sp else '-'):>9}  {r.get('vs_sync', {}).get('time_to_target_s', '')}")
+    print(f"results: {os.path.relpath(stem, os.path.dirname(HERE))}.json")
 
 
 if __name__ == "__main__":
