@@ -1,0 +1,257 @@
+#!/usr/bin/env python
+"""Local AdaAlter against synchronous AdaGrad and AdaAlter on a word-level LSTM language model
+trained on real English text (gensim's Lee background corpus, read from the installed package), 2 Horovod
+workers on loopback, several seeds. Validation perplexity of the worker-averaged model against
+wall time and against the number of synchronisations (model or gradient allreduces), for
+H = 1, 4, 8. JSON and plots (mean curve, band = one standard deviation) in
+bench/results/local_adaalter_lm.json / .png.
+
+    .venv/bin/python bench/local_adaalter_lm.py [--seeds 3] [--steps 600] [--workers 2]
+
+Every run uses the same model, data order, learning rate (0.1, the best of 0.03/0.1/0.3 for
+synchronous AdaAlter on one worker, 600 steps) and epsilon (1e-4, which also serves as AdaAlter's
+accumulator start, so its first step, where B = 0, stays bounded). Local AdaAlter runs its first
+20 steps synchronously (warm-up); the synchronisation count includes them.
+"""
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+CONFIGS = {
+    "sync adagrad": dict(optimizer="adagrad", algorithm="sync"),
+    "sync adaalter": dict(optimizer="adaalter", algorithm="sync"),
+    "local adaalter H=1": dict(optimizer="adaalter", algorithm="local_adaalter", period=1),
+    "local adaalter H=4": dict(optimizer="adaalter", algorithm="local_adaalter", period=4),
+    "local adaalter H=8": dict(optimizer="adaalter", algorithm="local_adaalter", period=8),
+}
+VOCAB, EMBED, HIDDEN, BPTT, BATCH = 4000, 64, 128, 20, 16
+LR, EPS, WARMUP, EVAL_EVERY, EVAL_TOKENS = 0.1, 1e-4, 20, 100, 20000
+
+
+def corpus_ids():
+    """Token ids of gensim's Lee background corpus (300 news articles: real English sentences;
+    lower-cased words and punctuation marks as tokens, <eos> after each article; words seen once
+    map to <unk>): every 10th run of 1,000 tokens is held out for validation."""
+    import re
+    from gluon_suite.nlp.corpora import gensim_corpus_path
+    with open(gensim_corpus_path("lee_background"), encoding="utf-8") as f:
+        docs = [re.findall(r"[a-z0-9']+|[.,!?;:()\"-]", line.lower()) + ["<eos>"]
+                for line in f.read().splitlines() if line.strip()]
+    chunks, stream = [], [w for d in docs for w in d]
+    chunks = [stream[i:i + 1000] for i in range(0, len(stream), 1000)]
+    train = [w for k, ch in enumerate(chunks) if k % 10 != 9 for w in ch]
+    valid = [w for k, ch in enumerate(chunks) if k % 10 == 9 for w in ch][:EVAL_TOKENS]
+    counts = collections.Counter(train)
+    itos = ["<unk>"] + [w for w, n in counts.most_common(VOCAB - 1) if n >= 2]
+    stoi = {w: i for i, w in enumerate(itos)}
+    return [stoi.get(w, 0) for w in train], [stoi.get(w, 0) for w in valid]
+
+
+def build():
+    from mxnet import gluon
+
+    class LM(gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            with self.name_scope():
+                self.embed = gluon.nn.Embedding(VOCAB, EMBED)
+                self.rnn = gluon.rnn.LSTM(HIDDEN, input_size=EMBED, layout="NTC")
+                self.out = gluon.nn.Dense(VOCAB, in_units=HIDDEN, flatten=False)
+
+        def hybrid_forward(self, F, x, h, c):
+            y, (h, c) = self.rnn(self.embed(x), [h, c])
+            return self.out(y), h, c
+    return LM()
+
+
+def worker(cfg, steps, seed, out):
+    import mxnet as mx
+    import numpy as np
+    from mxnet import autograd, gluon
+    import gluon_suite.optim  # noqa: F401  registers 'adaalter'
+    from gluon_suite.distributed import DistributedTrainer, get_communicator
+    comm = get_communicator()
+    mx.random.seed(seed)
+    train, valid = corpus_ids()
+    net = build()
+    net.initialize(mx.init.Uniform(0.1))
+    net.hybridize(static_alloc=True)
+    kw = {k: v for k, v in cfg.items() if k not in ("optimizer", "algorithm")}
+    if cfg["algorithm"] == "local_adaalter":
+        kw["warmup_steps"] = WARMUP
+    opt = {"learning_rate": LR, ("epsilon" if cfg["optimizer"] == "adaalter" else "eps"): EPS}
+    tr = DistributedTrainer(net.collect_params(), cfg["optimizer"], opt, algorithm=cfg["algorithm"],
+                            communicator=comm, **kw)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    # GluonNLP's batchify: the stream as BATCH * size columns; this worker reads its own columns
+    cols = BATCH * comm.size
+    n = len(train) // cols
+    data = np.array(train[:n * cols], dtype=np.float32).reshape(cols, n)[comm.rank::comm.size]
+    vcols = 10
+    vn = len(valid) // vcols
+    vdata = mx.nd.array(np.array(valid[:vn * vcols], dtype=np.float32).reshape(vcols, vn))
+    rs = np.random.RandomState(seed)
+    offset = int(rs.randint(0, max(1, n - steps * BPTT - 1))) if n > steps * BPTT + 1 else 0
+
+    def zeros(b):
+        return mx.nd.zeros((1, b, HIDDEN)), mx.nd.zeros((1, b, HIDDEN))
+
+    def perplexity():
+        h, c = zeros(vcols)
+        tot, cnt = 0.0, 0
+        for s in range(0, vn - 1, 64):
+            e = min(s + 64, vn - 1)
+            y, h, c = net(vdata[:, s:e], h, c)
+            tot += float(loss_fn(y, vdata[:, s + 1:e + 1]).sum().asscalar()) * (e - s)
+            cnt += vcols * (e - s)
+        return float(np.exp(tot / cnt))
+
+    syncs = 0
+    rec, wall = [], 0.0
+    h, c = zeros(BATCH)
+    for step in range(steps):
+        mx.nd.waitall()
+        t0 = time.perf_counter()
+        s = (offset + step * BPTT) % (n - BPTT - 1)
+        x = mx.nd.array(data[:, s:s + BPTT])
+        y = mx.nd.array(data[:, s + 1:s + BPTT + 1])
+        h, c = h.detach(), c.detach()
+        with autograd.record():
+            logits, h, c = net(x, h, c)
+            loss = loss_fn(logits, y)
+        loss.backward()
+        tr.step(BATCH)  # the loss is already the mean over the BPTT window
+        mx.nd.waitall()
+        wall += time.perf_counter() - t0
+        if cfg["algorithm"] != "local_adaalter" or step < WARMUP:
+            syncs += 1
+        elif (step - WARMUP + 1) % cfg["period"] == 0:
+            syncs += 1
+        if (step + 1) % EVAL_EVERY == 0:
+            with tr.averaged():
+                ppl = perplexity()
+            rec.append({"step": step + 1, "time_s": wall, "syncs": syncs, "valid_ppl": ppl})
+    comm.barrier()
+    if comm.rank == 0:
+        with open(out, "w") as f:
+            json.dump(rec, f)
+
+
+def _ms(values):
+    import numpy as np
+    return {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0}
+
+
+def summarise(curves):
+    rows = {}
+    for name, runs in curves.items():
+        final = [c[-1]["valid_ppl"] for c in runs]
+        rows[name] = {"final_ppl": _ms(final), "final_ppl_seeds": final,
+                      "syncs": runs[0][-1]["syncs"], "time_s": _ms([c[-1]["time_s"] for c in runs])}
+    base = rows.get("sync adaalter")
+    for name, r in rows.items():
+        if base and name != "sync adaalter":
+            diff = r["final_ppl"]["mean"] - base["final_ppl"]["mean"]
+            spread = max(r["final_ppl"]["std"], base["final_ppl"]["std"])
+            r["vs_sync_adaalter"] = {
+                "ppl_ratio": r["final_ppl"]["mean"] / base["final_ppl"]["mean"],
+                "sync_ratio": base["syncs"] / r["syncs"],
+                "time_ratio": r["time_s"]["mean"] / base["time_s"]["mean"],
+                "verdict": "within noise" if abs(diff) <= spread else
+                           ("worse" if diff > 0 else "better") + " than sync beyond the spread"}
+    return rows
+
+
+def plot(curves, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for name, runs in curves.items():
+        p = np.array([[r["valid_ppl"] for r in c] for c in runs])
+        pm, sd = p.mean(0), p.std(0)
+        for ax, key in zip(axes, ("time_s", "syncs")):
+            x = np.array([[r[key] for r in c] for c in runs]).mean(0)
+            line, = ax.plot(x, pm, "o-", ms=3, label=name)
+            ax.fill_between(x, pm - sd, pm + sd, color=line.get_color(), alpha=0.2)
+    axes[0].set_xlabel("training time (s, evaluation excluded)")
+    axes[1].set_xlabel("synchronisations (allreduce rounds)")
+    axes[1].set_xscale("log")
+    for ax in axes:
+        ax.set_ylabel("validation perplexity")
+        ax.set_yscale("log")
+    axes[0].legend(fontsize=8)
+    fig.suptitle("LSTM LM on gensim lee_background, 2 workers")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--only", help="comma-separated config names (default: all)")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        return worker(CONFIGS[args.worker], args.steps, args.seed, args.out)
+    from gluon_suite.utils import progress, write_json
+    names = args.only.split(",") if args.only else list(CONFIGS)
+    bad = [n for n in names if n not in CONFIGS]
+    if bad:
+        sys.exit(f"unknown config {bad[0]!r}; choose from: {', '.join(CONFIGS)}")
+    curves = {n: [] for n in names}
+    hvdrun = os.path.join(os.path.dirname(sys.executable), "horovodrun")
+    env = dict(os.environ, OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1",
+               PYTHONPATH=os.path.dirname(HERE))
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed, name in progress([(s, n) for s in range(args.seeds) for n in names], desc="runs"):
+            out = os.path.join(tmp, "r.json")
+            p = subprocess.run([hvdrun, "-np", str(args.workers), "-H", f"localhost:{args.workers}", "--gloo",
+                                sys.executable, os.path.abspath(__file__), "--worker", name,
+                                "--steps", str(args.steps), "--seed", str(seed), "--out", out],
+                               env=env, capture_output=True, text=True)
+            if p.returncode:
+                print(f"{name} seed {seed}: failed ({p.returncode})\n{(p.stdout + p.stderr)[-3000:]}")
+                continue
+            with open(out) as f:
+                c = json.load(f)
+            curves[name].append(c)
+            print(f"seed {seed} {name:<20} ppl {c[-1]['valid_ppl']:8.1f}  syncs {c[-1]['syncs']:4d}  "
+                  f"{c[-1]['time_s']:.1f} s", flush=True)
+    curves = {k: v for k, v in curves.items() if v}
+    if not curves:
+        sys.exit("every run failed: nothing written")
+    rows = summarise(curves)
+    write_json(os.path.join(HERE, "results", "local_adaalter_lm.json"),
+               {"benchmark": "local_adaalter_lm", "date": time.strftime("%Y-%m-%d"), "workers": args.workers,
+                "seeds": args.seeds, "steps": args.steps, "warmup_steps": WARMUP,
+                "model": f"LSTM LM: vocab {VOCAB}, embedding {EMBED}, 1x{HIDDEN} LSTM; BPTT {BPTT}, batch "
+                         f"{BATCH}/worker; lr {LR}, eps {EPS}; gensim lee_background (every 10th 1,000-token run held out, "
+                         f"{EVAL_TOKENS} validation tokens)",
+                "results": rows, "curves": curves})
+    plot(curves, os.path.join(HERE, "results", "local_adaalter_lm.png"))
+    print(f"{'config':<20}{'final ppl':>18}{'syncs':>7}{'time':>16}  vs sync adaalter")
+    for name, r in rows.items():
+        v = r.get("vs_sync_adaalter")
+        cmp = (f"ppl x{v['ppl_ratio']:.3f}, {v['sync_ratio']:.1f}x fewer syncs, time x{v['time_ratio']:.2f}, "
+               f"{v['verdict']}") if v else ""
+        print(f"{name:<20}{r['final_ppl']['mean']:>10.1f} ± {r['final_ppl']['std']:<5.1f}{r['syncs']:>7}"
+              f"{r['time_s']['mean']:>9.1f} ± {r['time_s']['std']:<4.1f}  {cmp}")
+    print("results: bench/results/local_adaalter_lm.json")
+
+
+if __name__ == "__main__":
+    main()
