@@ -1,5 +1,7 @@
 """What every graph module shares: the error type, DGL's sentinel and id-field names, feature
 frames, and the batches that user-defined message, edge and reduce functions see."""
+from collections import namedtuple
+
 import mxnet as mx
 import numpy as np
 
@@ -15,6 +17,10 @@ class GraphError(UserError):
 
 
 _WHAT = {"ndata": "nodes", "srcdata": "source nodes", "dstdata": "destination nodes", "edata": "edges"}
+
+
+Scheme = namedtuple("Scheme", ["shape", "dtype"])
+Scheme.__doc__ = "A feature's per-row shape and dtype (DGL's ``node_attr_schemes()`` values)."
 
 
 class Frame(dict):
@@ -43,6 +49,10 @@ class Frame(dict):
         if key not in self:
             self[key] = default
         return self[key]
+
+    def schemes(self):
+        """``{name: Scheme(shape of one row, dtype)}`` for every feature."""
+        return {k: Scheme(tuple(v.shape[1:]), v.dtype) for k, v in self.items()}
 
     def _restore(self, saved):
         """Back to the items in ``saved`` (used by ``local_scope``; values are not re-checked)."""

@@ -231,19 +231,59 @@ class SBMDataset(NodeDataset):
         super().__init__(g, len(sizes))
 
 
-class GraphFamiliesDataset:
-    """``graph_families`` read like DGL's ``GINDataset``: ``data[i]`` is ``(graph, label)`` with
-    node features in ``ndata['attr']``; ``dim_nfeats`` and ``gclasses`` give the sizes."""
+class GraphClassificationDataset:
+    """Graphs with labels, read like DGL's ``GINDataset``: ``data[i]`` is ``(graph, label)`` (an
+    int64 NDArray), node features in ``ndata['attr']``; ``dim_nfeats`` and ``gclasses`` give the
+    sizes."""
 
-    def __init__(self, per_family=40, seed=0):
-        self.graphs, labels = graph_families(per_family, np.random.RandomState(seed))
-        for g in self.graphs:
-            g.ndata["attr"] = g.ndata["feat"]
-        self.labels = mx.nd.array(labels, dtype="int64")
-        self.dim_nfeats, self.gclasses = 1, 4
+    def __init__(self, graphs, labels):
+        self.graphs, self.labels = graphs, mx.nd.array(labels, dtype="int64")
+        self.dim_nfeats = graphs[0].ndata["attr"].shape[1]
+        self.gclasses = self.num_classes = int(labels.max()) + 1
 
     def __getitem__(self, i):
         return self.graphs[i], self.labels[i]
 
     def __len__(self):
         return len(self.graphs)
+
+
+class GraphFamiliesDataset(GraphClassificationDataset):
+    """``graph_families`` as a ``GraphClassificationDataset`` (``attr`` all ones)."""
+
+    def __init__(self, per_family=40, seed=0):
+        graphs, labels = graph_families(per_family, np.random.RandomState(seed))
+        for g in graphs:
+            g.ndata["attr"] = g.ndata["feat"]
+        super().__init__(graphs, labels)
+
+
+class GINDataset(GraphClassificationDataset):
+    """DGL's ``GINDataset(name, self_loop, degree_as_nlabel)`` on data at hand: ``name='families'``
+    is the embedded ``graph_families`` (``per_family`` of each), any other name a TU data set read
+    from the local folder ``raw_dir`` (``load_tu``; DGL downloads its own copies, this package never
+    downloads). ``self_loop`` adds one self-loop per node; ``degree_as_nlabel`` makes ``attr`` the
+    one-hot in-degree (before self-loops), as DGL's degree tags; otherwise ``attr`` is ``feat``."""
+
+    def __init__(self, name, self_loop, degree_as_nlabel=False, raw_dir=None, per_family=40, seed=0):
+        from .transform import add_self_loop
+        if name == "families":
+            graphs, labels = graph_families(per_family, np.random.RandomState(seed))
+        elif raw_dir is None:
+            raise GraphError(f"GINDataset({name!r}): the embedded data set is 'families'; for a TU data set "
+                             f"pass raw_dir=<folder holding {name}_A.txt, {name}_graph_indicator.txt, ...>")
+        else:
+            graphs, labels = load_tu(raw_dir, name)
+        degrees = [g.in_degrees().asnumpy() for g in graphs]
+        width = max(int(d.max(initial=0)) for d in degrees) + 1
+        for g, d in zip(graphs, degrees):
+            g.ndata["attr"] = np.eye(width, dtype=np.float32)[d] if degree_as_nlabel else g.ndata["feat"]
+        super().__init__([add_self_loop(g) for g in graphs] if self_loop else graphs, labels)
+        self.name, self.self_loop, self.degree_as_nlabel = name, self_loop, degree_as_nlabel
+
+
+def register_data_args(parser):
+    """``--dataset`` for node-classification scripts (DGL's ``dgl.data.register_data_args``): the
+    embedded ``karate`` or ``sbm`` here, in place of DGL's citation sets."""
+    parser.add_argument("--dataset", type=str, required=False,
+                        help="The input dataset: karate (Zachary's club) or sbm (stochastic block model)")

@@ -153,6 +153,14 @@ class Graph(MessagePassing):
             return mx.nd.array(d.astype(np.float32).reshape(-1, 1), ctx=ctx)
         return self._get((kind, power, str(ctx)), build)
 
+    def node_attr_schemes(self):
+        """``{name: Scheme(shape, dtype)}`` of the node features (DGL's ``node_attr_schemes``)."""
+        return self.srcdata.schemes()
+
+    def edge_attr_schemes(self):
+        """``{name: Scheme(shape, dtype)}`` of the edge features."""
+        return self.edata.schemes()
+
     def has_zero_in_degree(self):
         """Whether some destination node has no incoming edge (no device round trip)."""
         return bool(self._ndst) and int(self._degrees("in").min()) == 0

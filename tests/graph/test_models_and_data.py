@@ -6,7 +6,7 @@ import pytest
 from mxnet import autograd, gluon
 
 from gluon_suite.graph import Graph, GraphError, batch, max_nodes, mean_nodes, sum_nodes, unbatch
-from gluon_suite.graph.data import karate_club, load_linqs, load_tu, sbm_graph
+from gluon_suite.graph.data import GINDataset, karate_club, load_linqs, load_tu, register_data_args, sbm_graph
 from gluon_suite.graph.nn import GATConv, GraphConv, SAGEConv
 
 
@@ -122,3 +122,29 @@ def test_tu_loader_and_errors(tmp_path):
     (d / "T_A.txt").write_text("1, 2\n2, 9\n")
     with pytest.raises(GraphError, match=r"T_A.txt:2: node id out of range 1..5"):
         load_tu(str(d), "T")
+
+
+def test_gin_dataset_reads_like_dgls(tmp_path):
+    """DGL's ``GINDataset(name, self_loop, degree_as_nlabel)``: the embedded 'families', a TU folder
+    by ``raw_dir``, self-loops on request, degree one-hots as ``attr``; ``node_attr_schemes``."""
+    plain, looped = GINDataset("families", False), GINDataset("families", True)
+    g, label = plain[0]
+    assert len(plain) == 160 and plain.gclasses == 4 and plain.dim_nfeats == 1 and label.dtype == np.int64
+    assert looped[0][0].num_edges() == g.num_edges() + g.num_nodes()
+    assert g.node_attr_schemes()["attr"] == ((1,), np.float32) and g.edge_attr_schemes() == {}
+    tags = GINDataset("families", False, degree_as_nlabel=True)
+    deg = tags[1][0].in_degrees().asnumpy()
+    assert (tags[1][0].ndata["attr"].asnumpy().argmax(1) == deg).all()
+    with pytest.raises(GraphError, match=r"GINDataset\('MUTAG'\): the embedded data set is 'families'.*raw_dir"):
+        GINDataset("MUTAG", True)
+    (tmp_path / "T_A.txt").write_text("1, 2\n2, 1\n")
+    (tmp_path / "T_graph_indicator.txt").write_text("1\n1\n")
+    (tmp_path / "T_graph_labels.txt").write_text("0\n")
+    assert GINDataset("T", True, raw_dir=str(tmp_path))[0][0].num_edges() == 4
+
+
+def test_register_data_args_adds_dataset():
+    import argparse
+    parser = argparse.ArgumentParser()
+    register_data_args(parser)
+    assert parser.parse_args(["--dataset", "sbm"]).dataset == "sbm"
