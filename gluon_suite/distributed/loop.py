@@ -65,9 +65,10 @@ class Interruption:
 
     def _handler(self, signum, frame):
         # remembered as well as raised: a signal that lands in a finalizer (an NDArray's __del__)
-        # has its exception swallowed by Python, and is raised again at the next check()
+        # would have its exception swallowed by Python, which prints it as "Exception ignored
+        # in ... Traceback": there it is only remembered, and raised at the next check()
         self._pending = signum
-        if not self._hold:
+        if not self._hold and not _in_finalizer(frame):
             raise Interrupted(signum, self.position(), self.unit, self.hint)
 
     def check(self):
@@ -87,6 +88,14 @@ class Interruption:
             if not self._hold and self._pending is not None:
                 signum, self._pending = self._pending, None
                 raise Interrupted(signum, self.position(), self.unit, self.hint)
+
+
+def _in_finalizer(frame):
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def epochs(interruption, start, end, trainer=None):

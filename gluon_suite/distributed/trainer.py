@@ -11,7 +11,7 @@ synchronisation algorithm (with its compressors) and a communicator.
 
 Parameters start identical on every worker (broadcast from rank 0 when they are initialised,
 deferred initialisation included). Per-parameter state is keyed by the parameter's index in the
-sorted parameter list, the same on every worker. ``save_states``/``load_states`` write this worker's
+network's parameter order, the same on every worker. ``save_states``/``load_states`` write this worker's
 optimizer and algorithm state to one MXNet NDArray file (metadata inside as JSON), atomically;
 no pickle.
 """
@@ -20,7 +20,6 @@ import json
 import time
 import os
 import types
-from collections import OrderedDict
 
 import mxnet as mx
 import numpy as np
@@ -53,10 +52,12 @@ class DistributedTrainer(gluon.Trainer):
                                     warmup_steps=warmup_steps, seed=seed)
         self._comm = communicator or get_communicator()
         self._prefix = prefix
-        if isinstance(params, dict):
-            params = OrderedDict(sorted(params.items()))
-        elif isinstance(params, (list, tuple)):
-            params = sorted(params, key=lambda p: p.name)
+        # the network's own parameter order (the same on every worker, which builds the same
+        # network): sorting by name would not be, across two instances of a network in one
+        # process, as Gluon numbers block names with a global counter ('dense10' < 'dense9').
+        # gluon.Trainer sorts a dict's keys itself: hand it a list
+        if isinstance(params, (dict, gluon.ParameterDict)):
+            params = list(params.values())
         super().__init__(params, optimizer, optimizer_params=optimizer_params, kvstore=None)
         self._algo.check_optimizer(self._optimizer)
         self._step_count = 0
@@ -174,7 +175,8 @@ class DistributedTrainer(gluon.Trainer):
                 "index_update_count": {str(k): v for k, v in opt._index_update_count.items()},
                 "learning_rate": self.learning_rate, "optimizer": type(opt).__name__.lower(),
                 "algorithm": self._algo.config(), "opt_layout": layout,
-                "rank": self._comm.rank, "size": self._comm.size,
+                "rank": self._comm.rank, "size": self._comm.size, "param_order": "network",
+                "param_shapes": [list(p.shape) if p.shape else None for p in self._params],
                 "lr_scheduler": (opt.lr_scheduler.state_dict()
                                  if hasattr(opt.lr_scheduler, "state_dict") else None)}
         arrays[_META] = mx.nd.array(np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
@@ -193,6 +195,7 @@ class DistributedTrainer(gluon.Trainer):
         if not isinstance(arrays, dict) or _META not in arrays:
             raise ValueError(f"{fname} is not a trainer state file written by save_states")
         meta = json.loads(arrays.pop(_META).asnumpy().tobytes().decode())
+        meta, arrays = self._to_network_order(meta, arrays, fname)
         updater = self._updaters[0]
         for key, spec in meta["opt_layout"].items():
             updater.states[int(key)] = _unflatten_state(spec, arrays)
@@ -210,6 +213,28 @@ class DistributedTrainer(gluon.Trainer):
             opt.lr_scheduler.load_state_dict(meta["lr_scheduler"])
         self._algo.load_state_arrays({k[5:]: v for k, v in arrays.items() if k.startswith("algo.")})
         self._step_count = meta["step_count"]
+
+    def _to_network_order(self, meta, arrays, fname):
+        """States index parameters by their position in the trainer. Files written before the
+        trainer kept the network's order used the order of sorted names: renumber those; check
+        the shapes of newer ones."""
+        names = [p.name for p in self._params]
+        if meta.get("param_order") == "network":
+            shapes = [list(p.shape) if p.shape else None for p in self._params]
+            if meta.get("param_shapes") not in (None, shapes):
+                raise ValueError(f"{fname} holds trainer states of another network (parameter shapes "
+                                 "differ); resume with the network that wrote it")
+            return meta, arrays
+        order = sorted(range(len(names)), key=lambda i: names[i])  # old index -> current index
+
+        def renumber(key):
+            head, _, tail = key.rpartition(".")
+            return f"{head}.{order[int(tail)]}" if tail.isdigit() and int(tail) < len(order) else key
+        layout = {str(order[int(k)]): v for k, v in meta["opt_layout"].items()}
+        meta = dict(meta, opt_layout=layout, index_update_count={
+            str(order[int(k)]): v for k, v in meta["index_update_count"].items()})
+        arrays = {(f"algo.{renumber(k[5:])}" if k.startswith("algo.") else k): v for k, v in arrays.items()}
+        return meta, arrays
 
 
 def _flatten_state(state, key, out):
