@@ -11,7 +11,8 @@ synchronisation algorithm (with its compressors) and a communicator.
 
 Parameters start identical on every worker (broadcast from rank 0 when they are initialised,
 deferred initialisation included). Per-parameter state is keyed by the parameter's index in the
-network's parameter order, the same on every worker. ``save_states``/``load_states`` write this worker's
+sorted parameter list, the same on every worker (state files also record each parameter's position
+in the network, so another instance of the network, with other block names, resumes them). ``save_states``/``load_states`` write this worker's
 optimizer and algorithm state to one MXNet NDArray file (metadata inside as JSON), atomically;
 no pickle.
 """
@@ -52,14 +53,16 @@ class DistributedTrainer(gluon.Trainer):
                                     warmup_steps=warmup_steps, seed=seed)
         self._comm = communicator or get_communicator()
         self._prefix = prefix
-        # the network's own parameter order (the same on every worker, which builds the same
-        # network): sorting by name would not be, across two instances of a network in one
-        # process, as Gluon numbers block names with a global counter ('dense10' < 'dense9').
-        # gluon.Trainer sorts a dict's keys itself: hand it a list
-        if isinstance(params, (dict, gluon.ParameterDict)):
-            params = list(params.values())
+        # sorted by name, as gluon.Trainer and Horovod do: the same order on every worker. Names
+        # are not the same between two instances of a network in one process (Gluon numbers
+        # blocks with a global counter, and 'dense10' sorts before 'dense9'), so state files also
+        # record each parameter's position in the network's own order (see load_states)
+        given = list(params.values()) if isinstance(params, (dict, gluon.ParameterDict)) else list(params)
+        position = {id(p): k for k, p in enumerate(given)}
+        params = sorted(given, key=lambda p: p.name)
         super().__init__(params, optimizer, optimizer_params=optimizer_params, kvstore=None)
         self._algo.check_optimizer(self._optimizer)
+        self._network_position = [position[id(p)] for p in self._params]
         self._step_count = 0
         self._bound = False
         self._profile = bool(profile_comm)
@@ -175,7 +178,7 @@ class DistributedTrainer(gluon.Trainer):
                 "index_update_count": {str(k): v for k, v in opt._index_update_count.items()},
                 "learning_rate": self.learning_rate, "optimizer": type(opt).__name__.lower(),
                 "algorithm": self._algo.config(), "opt_layout": layout,
-                "rank": self._comm.rank, "size": self._comm.size, "param_order": "network",
+                "rank": self._comm.rank, "size": self._comm.size, "network_position": self._network_position,
                 "param_shapes": [list(p.shape) if p.shape else None for p in self._params],
                 "lr_scheduler": (opt.lr_scheduler.state_dict()
                                  if hasattr(opt.lr_scheduler, "state_dict") else None)}
@@ -215,24 +218,28 @@ class DistributedTrainer(gluon.Trainer):
         self._step_count = meta["step_count"]
 
     def _to_network_order(self, meta, arrays, fname):
-        """States index parameters by their position in the trainer. Files written before the
-        trainer kept the network's order used the order of sorted names: renumber those; check
-        the shapes of newer ones."""
-        names = [p.name for p in self._params]
-        if meta.get("param_order") == "network":
-            shapes = [list(p.shape) if p.shape else None for p in self._params]
-            if meta.get("param_shapes") not in (None, shapes):
-                raise ValueError(f"{fname} holds trainer states of another network (parameter shapes "
-                                 "differ); resume with the network that wrote it")
+        """States index parameters by their position in this trainer (sorted names). A file from
+        another instance of the network (other names, maybe another sorted order) is renumbered
+        through the network positions it records; files without them are taken as they are."""
+        if "network_position" not in meta:
             return meta, arrays
-        order = sorted(range(len(names)), key=lambda i: names[i])  # old index -> current index
+        here = {q: i for i, q in enumerate(self._network_position)}
+        shapes = [list(p.shape) if p.shape else None for p in self._params]
+        try:
+            order = [here[q] for q in meta["network_position"]]  # saved index -> index here
+            same = all(meta["param_shapes"][j] in (None, shapes[i]) for j, i in enumerate(order))
+        except (KeyError, IndexError, TypeError):
+            same = False
+        if not same or len(order) != len(shapes):
+            raise ValueError(f"{fname} holds trainer states of another network (parameter shapes "
+                             "differ); resume with the network that wrote it")
 
         def renumber(key):
             head, _, tail = key.rpartition(".")
             return f"{head}.{order[int(tail)]}" if tail.isdigit() and int(tail) < len(order) else key
-        layout = {str(order[int(k)]): v for k, v in meta["opt_layout"].items()}
-        meta = dict(meta, opt_layout=layout, index_update_count={
-            str(order[int(k)]): v for k, v in meta["index_update_count"].items()})
+        meta = dict(meta, opt_layout={str(order[int(k)]): v for k, v in meta["opt_layout"].items()},
+                    index_update_count={str(order[int(k)]): v
+                                        for k, v in meta["index_update_count"].items()})
         arrays = {(f"algo.{renumber(k[5:])}" if k.startswith("algo.") else k): v for k, v in arrays.items()}
         return meta, arrays
 

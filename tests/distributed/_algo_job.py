@@ -39,8 +39,7 @@ def run(comm, cfg):
     tr = DistributedTrainer(net.collect_params(), "sgd", dict(OPT), communicator=comm, **cfg)
     x, y = (mx.nd.array(a) for a in data(comm.rank))
     loss_fn = gluon.loss.L2Loss()
-    params = [p for _, p in sorted(net.collect_params().items())]  # the tests' layout: bias, weight
-    order = [[q.name for q in tr._params].index(p.name) for p in params]  # trainer index of each
+    params = [p for _, p in sorted(net.collect_params().items())]
     traj, errs = [np.concatenate([p.data().asnumpy().ravel() for p in params])], []
     for step in range(STEPS):
         # the global RNGs differ per rank, as data augmentation would make them
@@ -53,7 +52,7 @@ def run(comm, cfg):
         traj.append(np.concatenate([p.data().asnumpy().ravel() for p in params]))
         err = getattr(tr.algorithm, "err", None)
         if err:
-            errs.append(np.concatenate([err[i].asnumpy().ravel() for i in order]))
+            errs.append(np.concatenate([err[i].asnumpy().ravel() for i in sorted(err)]))
     with tr.averaged():
         avg = np.concatenate([p.data().asnumpy().ravel() for p in params])
     after = np.concatenate([p.data().asnumpy().ravel() for p in params])
@@ -75,8 +74,7 @@ def run_adaalter(comm, cfg, same_data):
     tr = DistributedTrainer(net.collect_params(), "adaalter", dict(ADA_OPT), communicator=comm, **cfg)
     x, y = (mx.nd.array(a) for a in data(0 if same_data else comm.rank))
     loss_fn = gluon.loss.L2Loss()
-    params = [p for _, p in sorted(net.collect_params().items())]  # the tests' layout: bias, weight
-    order = [[q.name for q in tr._params].index(p.name) for p in params]  # trainer index of each
+    params = [p for _, p in sorted(net.collect_params().items())]
     flat = lambda arrs: np.concatenate([a.asnumpy().ravel() for a in arrs])  # noqa: E731
     traj, accs, Bs = [flat(p.data() for p in params)], [], []
     for step in range(12):
@@ -86,9 +84,9 @@ def run_adaalter(comm, cfg, same_data):
         tr.step(B)
         traj.append(flat(p.data() for p in params))
         states = tr._updaters[0].states
-        Bs.append(flat(states[i] for i in order))
+        Bs.append(flat(states[i] for i in sorted(states)))
         acc = getattr(tr.algorithm, "acc", None)
-        accs.append(flat(acc[i] for i in order) if acc else np.zeros(1))
+        accs.append(flat(acc[i] for i in sorted(acc)) if acc else np.zeros(1))
     return np.array(traj), np.array(Bs), np.array(accs)
 
 

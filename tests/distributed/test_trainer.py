@@ -128,7 +128,7 @@ def make_named_net(first, second, seed=0):
     return net
 
 
-@pytest.mark.parametrize("old_format", [False, True], ids=["current", "sorted-name file"])
+@pytest.mark.parametrize("old_format", [False, True], ids=["current", "file without positions"])
 def test_states_resume_into_a_net_whose_names_sort_differently(tmp_path, old_format):
     opt, algo = {"learning_rate": 0.1, "momentum": 0.9}, dict(algorithm="ef", compressor="topk", ratio=4)
     data = list(batches(20))
@@ -141,33 +141,17 @@ def test_states_resume_into_a_net_whose_names_sort_differently(tmp_path, old_for
     path = str(tmp_path / "trainer.states")
     tr1.save_states(path)
     if old_format:
-        # rewrite the file as trainers that sorted parameters by name wrote it: index k is the
-        # k-th parameter in name order, and no 'param_order' entry
+        # a file as trainers wrote it before they recorded network positions: read as it is
         import json
         arrays = mx.nd.load(path)
         meta = json.loads(arrays.pop("__meta_json__").asnumpy().tobytes().decode())
-        names = [p.name for p in net.collect_params().values()]
-        new_of_old = sorted(range(len(names)), key=lambda i: names[i])
-        old_of_new = {n: o for o, n in enumerate(new_of_old)}
-        out = {"__meta_json__": None}
-        for k, v in arrays.items():
-            head, _, tail = k.rpartition(".")
-            if k.startswith("opt."):
-                parts = k.split(".")
-                parts[1] = str(old_of_new[int(parts[1])])
-                out[".".join(parts)] = v
-            else:
-                out[f"{head}.{old_of_new[int(tail)]}"] = v
-        meta["opt_layout"] = {str(old_of_new[int(i)]): json.loads(json.dumps(spec).replace(
-            f'"opt.{i}.', f'"opt.{old_of_new[int(i)]}.').replace(f'"opt.{i}"', f'"opt.{old_of_new[int(i)]}"'))
-            for i, spec in meta["opt_layout"].items()}
-        meta["index_update_count"] = {str(old_of_new[int(i)]): c for i, c in meta["index_update_count"].items()}
-        del meta["param_order"], meta["param_shapes"]
-        out["__meta_json__"] = mx.nd.array(np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), dtype="uint8")
-        mx.nd.save(path, out)
+        del meta["network_position"], meta["param_shapes"]
+        arrays["__meta_json__"] = mx.nd.array(np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+                                              dtype="uint8")
+        mx.nd.save(path, arrays)
 
-    # a file of the old order can only be read by a network with the writer's names (a resumed
-    # process builds them again); the current order needs no names at all
+    # a file without positions can only be read by a network with the writer's names (a resumed
+    # process builds them again); with positions the names do not matter
     net2 = make_named_net(*(("dense9_", "dense10_") if old_format else ("dense11_", "dense12_")), seed=5)
     for dst, src in zip(net2.collect_params().values(), net.collect_params().values()):
         dst.set_data(src.data())
