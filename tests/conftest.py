@@ -30,12 +30,27 @@ def run_horovod(script_text, np_=2, tmp_path=None, timeout=300, extra_args=()):
     proc = subprocess.run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True,
                           timeout=timeout)
     if proc.returncode != 0:
-        pytest.fail(f"horovodrun failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        pytest.fail(f"horovodrun failed ({proc.returncode}):\n{job_output(proc, 4000)}")
     results = []
     for r in range(np_):
         with open(out / f"rank{r}.json") as f:
             results.append(json.load(f))
     return results
+
+
+def job_output(proc, tail=3000):
+    """What a failed job printed, for the assertion message: every native-crash dump
+    (faulthandler's "Fatal Python error" with the Python stacks under it, which a worker prints long
+    before the job ends) in full, then the last ``tail`` characters of stdout and of stderr."""
+    text = (proc.stdout or "") + "\n" + (proc.stderr or "")
+    dumps, lines = [], text.splitlines()
+    for i, line in enumerate(lines):
+        if "Fatal Python error" in line:
+            prefix = line.split("Fatal Python error")[0]   # the rank's "[0]<stderr>:" prefix
+            block = [ln for ln in lines[i:i + 400] if ln.startswith(prefix)][:120]
+            dumps.append("\n".join(block))
+    head = ("native crash dump(s):\n" + "\n---\n".join(dumps) + "\n=== tail ===\n") if dumps else ""
+    return head + (proc.stdout or "")[-tail:] + (proc.stderr or "")[-tail:]
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """Worker of tests/distributed/test_elastic.py: an elastic digits MLP job; with KILL=1 the worker of
 rank 2 kills itself with SIGKILL in the middle of epoch 2 (once); with ADD=1 rank 0 adds the host
 ADD_HOST to the discovery file in the middle of epoch 2 (once)."""
-import json, os, signal, sys
+import faulthandler, json, os, signal
+faulthandler.enable()  # a native crash prints every thread's Python stack
 import mxnet as mx, numpy as np
 from mxnet import autograd, gluon
 import horovod.mxnet as hvd

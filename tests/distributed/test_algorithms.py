@@ -10,7 +10,7 @@ import pytest
 
 from gluon_suite.distributed.compression import make_compressor
 
-from ..conftest import HOROVODRUN, REPO
+from ..conftest import HOROVODRUN, REPO, job_output
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -27,7 +27,7 @@ def runs(tmp_path_factory):
     p = subprocess.run([HOROVODRUN, "-np", str(N), "-H", f"localhost:{N}", "--gloo", sys.executable,
                         os.path.join(HERE, "_algo_job.py")], env=env, capture_output=True, text=True,
                        timeout=600)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert p.returncode == 0, job_output(p)
     ranks = [dict(np.load(out / f"rank{r}.npz")) for r in range(N)]
     meta = [json.load(open(out / f"rank{r}.json")) for r in range(N)]
     return ranks, meta

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from ..conftest import HOROVODRUN, REPO
+from ..conftest import HOROVODRUN, REPO, job_output
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -31,7 +31,7 @@ def run_job(tmp_path, kill=False, add=False, algo="sync"):
                         "--host-discovery-script", str(disc), "--network-interface", "lo", "--gloo",
                         sys.executable, os.path.join(HERE, "_elastic_job.py")], env=env,
                        capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert p.returncode == 0, job_output(p)
     return out, [json.load(open(f)) for f in sorted(out.glob("rank*.json"))]
 
 

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from ..conftest import REPO
+from ..conftest import REPO, job_output
 
 CLI = os.path.join(os.path.dirname(sys.executable), "gluon-suite")
 pytestmark = pytest.mark.horovod
@@ -31,7 +31,7 @@ def elastic(discovery, script, *args, timeout=400):
                         os.path.join(REPO, "scripts", script), "--elastic", *args],
                        capture_output=True, text=True, timeout=timeout,
                        env=dict(os.environ, PYTHONPATH=REPO, OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1"))
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert p.returncode == 0, job_output(p)
     return p.stdout
 
 
