@@ -17,6 +17,13 @@ and with no generator state to save or to desynchronise.
 
 Options shared by all compressors: ``min_size`` (tensors with fewer elements are sent dense) and
 ``warmup_steps`` (the first N steps are sent dense).
+
+The trainer applies a compressor to a *bucket* (``buckets.py``): the concatenation of many
+parameters as one flat vector (or the tensor itself in a one-tensor bucket). ``C`` is then the
+documented definition on that vector: top-k keeps the k largest magnitudes of the whole bucket,
+sign has one scale (mean |v|) per bucket, GRBS's slab is one contiguous run of the flat vector,
+random-k strata span the bucket. No step leaves the device: selection, bit packing and
+decompression are MXNet operators.
 """
 import math
 
@@ -42,6 +49,19 @@ class Payload:
         """``target += alpha * decompress(tensors)`` in place."""
         if self.tensors:
             self._add_to(target, tensors, alpha)
+
+    def add_gathered(self, target, gathered, n, alpha=1.0):
+        """``target += alpha * sum_w decompress(payload of worker w)``, where ``gathered`` holds
+        the ``n`` workers' tensors concatenated along axis 0 (what allgather returns). The default
+        decompresses worker by worker; top-k and sign override it with one fused operation."""
+        if not self.tensors:
+            return
+        if n == 1:
+            self._add_to(target, gathered, alpha)
+            return
+        parts = [mx.nd.split(g, num_outputs=n, axis=0, squeeze_axis=False) for g in gathered]
+        for w in range(n):
+            self._add_to(target, [p[w] for p in parts], alpha)
 
     @property
     def nbytes(self):
@@ -88,9 +108,11 @@ class Compressor:
         self.warmup_steps = int(warmup_steps)
         self.seed = int(seed)
 
-    def compress(self, v, key, step):
-        """Return the ``Payload`` of tensor ``v`` (parameter index ``key``) at step ``step`` (from 0)."""
-        if step < self.warmup_steps or v.size < self.min_size:
+    def compress(self, v, key, step, dense=False):
+        """Return the ``Payload`` of ``v`` (a tensor, or a bucket's flat vector, keyed by ``key``)
+        at step ``step`` (from 0); ``dense`` forces the identity (a bucket of tensors under
+        ``min_size``)."""
+        if dense or step < self.warmup_steps or v.size < self.min_size:
             return dense_payload(v)
         return self._compress(v, key, step)
 
@@ -212,23 +234,54 @@ class GRBSCompressor(Compressor):
 
 
 class RandomKCompressor(Compressor):
-    """Random-k sparsifier with a mask shared by all workers: k = ceil(numel/r) coordinates drawn
-    without replacement from the shared generator; their values are summable."""
+    """Random-k sparsifier with a mask shared by all workers, drawn on the device in O(k).
+
+    k = ceil(numel/r) coordinates, one per stratum: the flat index range is cut into k strata
+    [floor(j*n/k), floor((j+1)*n/k)) and stratum j contributes the coordinate at offset
+    h_j mod (its width), with h_j = (A*(j^2 mod M) + B*j + C) mod M, M = 2^31 - 1, and A, B, C
+    drawn from the generator shared by all workers for (seed, step, key). Every coordinate is
+    kept with probability about 1/r, the mask is the same on every worker, and the values are
+    summable. (Our choice: stratified rather than k draws without replacement, the same expected
+    payload with no host-side draw and upload of k indices.)
+    """
     name = "randomk"
+    _M = 2147483647
 
     def __init__(self, ratio=32.0, **kw):
         super().__init__(ratio, **kw)
+        self._strata = {}
+
+    def _strata_of(self, n, ctx):
+        got = self._strata.get((n, str(ctx)))
+        if got is None:
+            k = max(1, int(math.ceil(n / self.ratio)))
+            j = mx.nd.arange(k, dtype="int64", ctx=ctx)
+            starts = np.arange(k + 1, dtype=np.int64) * n // k
+            start = mx.nd.array(starts[:-1], dtype="int64", ctx=ctx)
+            width = mx.nd.array(np.diff(starts), dtype="int64", ctx=ctx)
+            got = self._strata[(n, str(ctx))] = (j, (j * j) % self._M, start, width)
+        return got
+
+    def indices(self, n, key, step, ctx=None):
+        """The k flat indices kept for a tensor of ``n`` elements (int64 NDArray, increasing)."""
+        j, jj, start, width = self._strata_of(n, ctx or mx.cpu())
+        a, b, c = (int(x) for x in self.rng(key, step).integers(0, 1 << 30, size=3))
+        h = (jj * a + j * b + c) % self._M
+        return start + mx.nd.broadcast_mod(h, width)
 
     def _compress(self, v, key, step):
         n = v.size
-        k = max(1, int(math.ceil(n / self.ratio)))
-        idx_np = np.sort(self.rng(key, step).choice(n, size=k, replace=False))
-        idx = mx.nd.array(idx_np, dtype="int64", ctx=v.context)
-        vals = mx.nd.take(v.reshape(-1), idx)
+        idx = self.indices(n, key, step, v.context)
+        vals = mx.nd.take(v.reshape((-1,)), idx)
+        where = idx.reshape((1, -1))
 
         def add_to(target, tensors, alpha):
-            dense = mx.nd.scatter_nd(tensors[0], idx.reshape((1, -1)), shape=(n,))
-            _dense_add(target, [dense.reshape(target.shape)], alpha)
+            # the k indices are distinct: read, add and write back only those entries
+            flat = target.reshape((-1,))
+            t = tensors[0] if alpha == 1.0 else alpha * tensors[0]
+            if t.dtype != target.dtype:
+                t = t.astype(target.dtype)
+            mx.nd._internal._scatter_set_nd(flat, mx.nd.take(flat, idx) + t, where, shape=(n,), out=flat)
 
         return Payload([vals], add_to)
 
@@ -236,7 +289,7 @@ class RandomKCompressor(Compressor):
 class TopKCompressor(Compressor):
     """Top-k by magnitude: each worker sends its own k values and their int32 indices, so payloads
     go through allgather. k = max(1, round(numel / (2r))) so that values + indices are dense/r
-    bytes."""
+    bytes. On a bucket: the k largest magnitudes of the bucket's concatenated vector."""
     name = "topk"
     summable = False
 
@@ -246,21 +299,78 @@ class TopKCompressor(Compressor):
     def _compress(self, v, key, step):
         n = v.size
         k = max(1, min(n, int(round(n / (2.0 * self.ratio)))))
-        flat = v.reshape(-1)
-        idx = mx.nd.topk(flat.abs(), k=k, ret_typ="indices", dtype="int32")
+        flat = v.reshape((-1,))
+        idx = mx.nd.topk(mx.nd.abs(flat), k=k, ret_typ="indices", dtype="int32")
         vals = mx.nd.take(flat, idx)
 
         def add_to(target, tensors, alpha):
+            # one worker's indices are distinct: read, add and write back only those k entries
             vv, ii = tensors
-            dense = mx.nd.scatter_nd(vv, ii.astype("int64").reshape((1, -1)), shape=(n,))
-            _dense_add(target, [dense.reshape(target.shape)], alpha)
+            where = ii.astype("int64").reshape((1, -1))
+            out = target.reshape((-1,))
+            t = vv if alpha == 1.0 else alpha * vv
+            if t.dtype != target.dtype:
+                t = t.astype(target.dtype)
+            mx.nd._internal._scatter_set_nd(out, mx.nd.gather_nd(out, where) + t, where, shape=(n,), out=out)
 
-        return Payload([vals, idx], add_to, summable=False)
+        def add_gathered(target, gathered, workers, alpha):
+            # every worker's (value, index) pairs at once; duplicate indices are summed
+            vv, ii = gathered
+            t = vv if alpha == 1.0 else alpha * vv
+            dense = mx.nd._internal._backward_gather_nd(t, ii.astype("int64").reshape((1, -1)), shape=(n,))
+            _dense_add(target, [dense.reshape(target.shape)], 1.0)
+
+        pl = Payload([vals, idx], add_to, summable=False)
+        pl.add_gathered = add_gathered
+        return pl
+
+
+_BIT_WEIGHTS = {}
+
+
+def _bit_weights(ctx):
+    w = _BIT_WEIGHTS.get(str(ctx))
+    if w is None:
+        w = _BIT_WEIGHTS[str(ctx)] = mx.nd.array([128, 64, 32, 16, 8, 4, 2, 1], dtype="float32", ctx=ctx)
+    return w
+
+
+def pack_signs(v):
+    """Bits of ``v >= 0`` (flat order, most significant bit first, last byte zero-padded), as
+    uint8 on ``v``'s device: what ``numpy.packbits(v.ravel() >= 0)`` gives."""
+    flat = v.reshape((-1,))
+    n = flat.size
+    ge = flat >= 0
+    if ge.dtype != np.float32:
+        ge = ge.astype("float32")
+    w = _bit_weights(v.context)
+    m8 = n - n % 8
+    parts = []
+    if m8:
+        parts.append(mx.nd.dot(ge[:m8].reshape((-1, 8)), w))
+    if n % 8:
+        tail = mx.nd.concat(ge[m8:], mx.nd.zeros((8 - n % 8,), ctx=v.context), dim=0)
+        parts.append(mx.nd.dot(tail.reshape((1, 8)), w))
+    bits = parts[0] if len(parts) == 1 else mx.nd.concat(*parts, dim=0)
+    return bits.astype("uint8")
+
+
+def unpack_signs(bits, n):
+    """+-1 (float32) of the first ``n`` bits of each row of ``bits`` (a 1-D array is one row):
+    shape (rows, n)."""
+    rows = bits.reshape((1, -1)) if bits.ndim == 1 else bits
+    w = _bit_weights(bits.context).reshape((1, 1, 8))
+    b = rows.astype("float32").expand_dims(2)
+    signs = mx.nd.floor(mx.nd.broadcast_div(b, w)) % 2
+    signs = signs.reshape((rows.shape[0], -1)) * 2 - 1
+    return mx.nd.slice_axis(signs, axis=1, begin=0, end=n)
 
 
 class SignCompressor(Compressor):
-    """Scaled sign (1 bit per coordinate): C(v) = mean(|v|) * sign(v), the signs packed into bits
-    (payload ratio about 32). Each worker has its own scale, so payloads go through allgather."""
+    """Scaled sign (1 bit per coordinate): C(v) = mean(|v|) * sign(v) (sign(0) = +1), the signs
+    packed into bits on the device (payload ratio about 32). Each worker has its own scale, so
+    payloads go through allgather. On a bucket: one scale, the mean magnitude of the bucket's
+    concatenated vector."""
     name = "sign"
     summable = False
 
@@ -269,17 +379,26 @@ class SignCompressor(Compressor):
 
     def _compress(self, v, key, step):
         n = v.size
-        x = v.asnumpy().reshape(-1)
-        bits = mx.nd.array(np.packbits(x >= 0), dtype="uint8", ctx=v.context)
-        scale = mx.nd.array([np.abs(x).mean(dtype=np.float64)], dtype="float32", ctx=v.context)
+        x = v.reshape((-1,))
+        if x.dtype != np.float32:
+            x = x.astype("float32")
+        scale = mx.nd.mean(mx.nd.abs(x)).reshape((1,))
+        bits = pack_signs(v)
 
         def add_to(target, tensors, alpha):
             b, s = tensors
-            signs = np.unpackbits(b.asnumpy())[:n].astype(np.float32) * 2.0 - 1.0
-            dense = mx.nd.array(signs.reshape(target.shape), ctx=target.context) * s
-            _dense_add(target, [dense], alpha)
+            dense = unpack_signs(b, n).reshape(target.shape)
+            _dense_add(target, [mx.nd.broadcast_mul(dense, (s * alpha).reshape((1,) * dense.ndim))], 1.0)
 
-        return Payload([bits, scale], add_to, summable=False)
+        def add_gathered(target, gathered, workers, alpha):
+            b, s = gathered
+            signs = unpack_signs(b.reshape((workers, -1)), n)          # (workers, n)
+            dense = mx.nd.dot((s * alpha).reshape((1, workers)), signs)  # sum_w alpha * s_w * sign_w
+            _dense_add(target, [dense.reshape(target.shape)], 1.0)
+
+        pl = Payload([bits, scale], add_to, summable=False)
+        pl.add_gathered = add_gathered
+        return pl
 
 
 COMPRESSORS = {c.name: c for c in (NoCompression, ZeroCompressor, FP16Compressor, GRBSCompressor,
