@@ -94,7 +94,7 @@ class Algorithm:
 
     def snapshot(self):
         """The weights of every bucket, concatenated (one flat copy per bucket)."""
-        return [b.gather(b.weights()) for b in self.buckets]
+        return [b.gather_weights() for b in self.buckets]
 
     def view(self, kind, index):
         """Parameter ``index``'s view (shared memory) of the per-bucket state ``kind``."""
@@ -206,7 +206,7 @@ class ErrorFeedbackSGD(Algorithm):
         for b, wb, e in zip(self.buckets, before, self.err):
             ws = b.weights()
             e += wb
-            e -= b.gather(ws)                        # p_i = u_i + e_i, kept in e
+            e -= b.gather_weights()                        # p_i = u_i + e_i, kept in e
             es = b.shaped(e)
             pl = self.compressor.compress(es, b.key, step, dense=b.small)
             work.append((b, ws, wb, es, pl, sync_payload(self.comm, pl, f"ef.b{b.key}")))
@@ -263,7 +263,7 @@ class CSER(Algorithm):
         work = []
         for b, u, e in zip(self.buckets, before, self.err):
             ws = b.weights()
-            x = b.gather(ws)
+            x = b.gather_weights()
             u -= x                                   # u_i = w_before - w_after (in the snapshot)
             pl = self.c1.compress(b.shaped(u), b.key, step, dense=b.small)
             work.append((b, ws, x, u, e, pl, sync_payload(comm, pl, f"cser.c1.b{b.key}")))

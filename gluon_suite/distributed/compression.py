@@ -22,15 +22,15 @@ The trainer applies a compressor to a *bucket* (``buckets.py``): the concatenati
 parameters as one flat vector (or the tensor itself in a one-tensor bucket). ``C`` is then the
 documented definition on that vector: top-k keeps the k largest magnitudes of the whole bucket,
 sign has one scale (mean |v|) per bucket, GRBS's slab is one contiguous run of the flat vector,
-random-k strata span the bucket. No step leaves the device: selection, bit packing and
-decompression are MXNet operators.
+random-k strata span the bucket. Nothing is copied back to the host: selection, bit packing and
+decompression are MXNet operators (random-k's k offsets are drawn on the host and uploaded).
 """
 import math
 
 import mxnet as mx
 import numpy as np
 
-from .bitpack import pack_signs, unpack_signs
+from .bitpack import mean_abs, pack_signs, unpack_signs
 
 
 class Payload:
@@ -236,40 +236,36 @@ class GRBSCompressor(Compressor):
 
 
 class RandomKCompressor(Compressor):
-    """Random-k sparsifier with a mask shared by all workers, drawn on the device in O(k).
+    """Random-k sparsifier with a mask shared by all workers, stratified, drawn in O(k).
 
     k = ceil(numel/r) coordinates, one per stratum: the flat index range is cut into k strata
-    [floor(j*n/k), floor((j+1)*n/k)) and stratum j contributes the coordinate at offset
-    h_j mod (its width), with h_j = (A*(j^2 mod M) + B*j + C) mod M, M = 2^31 - 1, and A, B, C
-    drawn from the generator shared by all workers for (seed, step, key). Every coordinate is
-    kept with probability about 1/r, the mask is the same on every worker, and the values are
-    summable. (Our choice: stratified rather than k draws without replacement, the same expected
-    payload with no host-side draw and upload of k indices.)
+    [floor(j*n/k), floor((j+1)*n/k)) and stratum j keeps the coordinate at offset
+    floor(u_j * width_j), u_j uniform from the generator shared by all workers for
+    (seed, step, key). Every coordinate is kept with probability about 1/r, the mask is the same
+    on every worker, and the values are summable. (Our choice: stratified rather than k draws
+    without replacement, the same expected payload; the k offsets are drawn with NumPy's
+    counter-based generator, O(k), and uploaded once: integer hashing with MXNet operators on
+    the device measured 6x slower on CPU.)
     """
     name = "randomk"
-    _M = 2147483647
 
     def __init__(self, ratio=32.0, **kw):
         super().__init__(ratio, **kw)
         self._strata = {}
 
-    def _strata_of(self, n, ctx):
-        got = self._strata.get((n, str(ctx)))
+    def indices_np(self, n, key, step):
+        """The k flat indices kept for a tensor of ``n`` elements (NumPy int64, increasing)."""
+        got = self._strata.get(n)
         if got is None:
             k = max(1, int(math.ceil(n / self.ratio)))
-            j = mx.nd.arange(k, dtype="int64", ctx=ctx)
             starts = np.arange(k + 1, dtype=np.int64) * n // k
-            start = mx.nd.array(starts[:-1], dtype="int64", ctx=ctx)
-            width = mx.nd.array(np.diff(starts), dtype="int64", ctx=ctx)
-            got = self._strata[(n, str(ctx))] = (j, (j * j) % self._M, start, width)
-        return got
+            got = self._strata[n] = (starts[:-1], np.diff(starts).astype(np.float64))
+        start, width = got
+        return start + (self.rng(key, step).random(len(start)) * width).astype(np.int64)
 
     def indices(self, n, key, step, ctx=None):
-        """The k flat indices kept for a tensor of ``n`` elements (int64 NDArray, increasing)."""
-        j, jj, start, width = self._strata_of(n, ctx or mx.cpu())
-        a, b, c = (int(x) for x in self.rng(key, step).integers(0, 1 << 30, size=3))
-        h = (jj * a + j * b + c) % self._M
-        return start + mx.nd.broadcast_mod(h, width)
+        """``indices_np`` as an int64 NDArray on ``ctx``."""
+        return mx.nd.array(self.indices_np(n, key, step), dtype="int64", ctx=ctx or mx.cpu())
 
     def _compress(self, v, key, step):
         n = v.size
@@ -343,7 +339,7 @@ class SignCompressor(Compressor):
         x = v.reshape((-1,))
         if x.dtype != np.float32:
             x = x.astype("float32")
-        scale = mx.nd.mean(mx.nd.abs(x)).reshape((1,))
+        scale = mean_abs(x).reshape((1,))
         bits = pack_signs(v)
 
         def add_to(target, tensors, alpha):
