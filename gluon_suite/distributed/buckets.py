@@ -12,8 +12,11 @@ sees per-parameter gradients. Weights are *not* moved into a flat buffer: oneDNN
 out in place, which a shared buffer does not survive; they are gathered with one ``concat`` and
 written back with one ``split`` per bucket where an algorithm needs them flat.
 """
+import ctypes
+
 import mxnet as mx
 import numpy as np
+from mxnet._ctypes.ndarray import _imperative_invoke
 
 DEFAULT_BUCKET_MB = 25.0
 
@@ -89,7 +92,7 @@ class Bucket:
         if len(outs) == 1:
             mx.nd._internal._plus_scalar(flat, scalar=0.0, out=outs[0])
             return
-        mx.nd._internal._split_v2(flat, indices=tuple(self.offsets), axis=0, sections=0, out=outs)
+        _split_into(flat, outs)
 
     def bind_gradients(self):
         """Make every member's gradient a view of this bucket's flat gradient vector (current
@@ -102,6 +105,22 @@ class Bucket:
             mx.autograd.mark_variables([data], [view], grad_reqs=p.grad_req)
             p._grad[0] = view
             data._fresh_grad = fresh
+
+
+_CONCAT_BACKWARD = []
+
+
+def _split_into(flat, outs):
+    """Write consecutive pieces of the 1-D ``flat`` into the 1-D arrays ``outs``, in one operator:
+    Concat's backward (``split_v2`` costs O(pieces x size) on CPU: 129 ms against 6 ms for 800
+    pieces of 1,000). Its extra inputs only give the pieces' shapes: ``outs`` serve."""
+    if not _CONCAT_BACKWARD:
+        from mxnet.base import OpHandle, _LIB, c_str, check_call
+        handle = OpHandle()
+        check_call(_LIB.NNGetOpHandle(c_str("_backward_Concat"), ctypes.byref(handle)))
+        _CONCAT_BACKWARD.append(handle.value)
+    _imperative_invoke(_CONCAT_BACKWARD[0], [flat] + list(outs), ["num_args", "dim"],
+                       [str(len(outs)), "0"], list(outs), False, True)
 
 
 def layout_buckets(params, bucket_mb=DEFAULT_BUCKET_MB, min_size=0, network_position=None):
