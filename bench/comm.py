@@ -265,7 +265,8 @@ def main():
     shapes = {m: MODELS[m]() for m in set(args.models.split(",")) | set(args.two_worker_models.split(","))}
     result = {"benchmark": "comm", "date": time.strftime("%Y-%m-%d"), "cpu_count": os.cpu_count(),
               "what": "median seconds of trainer.step() with the gradients given (no model compute)",
-              "shape_sets": {m: {"tensors": len(s), "params": numel(s)} for m, s in shapes.items()}}
+              "shape_sets": {m: {"tensors": len(s), "params": numel(s)} for m, s in shapes.items()},
+              "load_average_at_start": os.getloadavg()}
 
     single = {}
     for m in args.models.split(","):
@@ -306,6 +307,7 @@ def main():
             for k, row in r["configs"].items():
                 print(f"  {k:<28}{row['step_s'] * 1e3:>10.1f} ms{row['time_vs_sync']:>8.2f}x sync"
                       f"{row['bytes_vs_sync']:>9.4f}x sync bytes")
+    result["load_average_at_end"] = os.getloadavg()  # other jobs on the machine skew the times
     write_json(RESULTS, result)
     print(f"results: {os.path.relpath(RESULTS)}")
 
