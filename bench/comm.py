@@ -109,7 +109,7 @@ def time_trainer(params, grads, trainer, steps, warmup=2):
         mx.nd.waitall()
         if s >= warmup:
             times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+    return float(np.median(times)) if times else float("nan")
 
 
 def build(kind, params, comm=None):

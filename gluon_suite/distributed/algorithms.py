@@ -21,6 +21,8 @@ and its momentum stays local (never reduced).
   C1 = none is synchronous SGD, C1 = zero with C2 = none is local SGD, C1 = zero with C2 = grbs is
   CSER-PL.
 """
+import mxnet as mx
+
 from .buckets import DEFAULT_BUCKET_MB, layout_buckets
 from .comm import write_plain
 from .compression import Compressor, make_compressor
@@ -93,8 +95,9 @@ class Algorithm:
         self._where = {i: (k, j) for k, b in enumerate(self.buckets) for j, i in enumerate(b.indices)}
 
     def snapshot(self):
-        """The weights of every bucket, concatenated (one flat copy per bucket)."""
-        return [b.gather_weights() for b in self.buckets]
+        """The weights of every bucket, concatenated (one flat copy per bucket, in the bucket's
+        work vector 'before': valid until the next snapshot)."""
+        return [b.gather_weights("before") for b in self.buckets]
 
     def view(self, kind, index):
         """Parameter ``index``'s view (shared memory) of the per-bucket state ``kind``."""
@@ -179,6 +182,9 @@ class SyncSGD(Algorithm):
             pl = self.compressor.compress(g, b.key, step, dense=b.small)
             work.append((g, sync_payload(comm, pl, f"sync.b{b.key}")))
         for g, ex in work:
+            if ex.payload.dense and ex.arrays:  # every coordinate: write, no zero + add
+                mx.nd.cast(ex.arrays[0], dtype=g.dtype, out=g)
+                continue
             g[:] = 0
             ex.add_to(g)
 
@@ -206,7 +212,7 @@ class ErrorFeedbackSGD(Algorithm):
         for b, wb, e in zip(self.buckets, before, self.err):
             ws = b.weights()
             e += wb
-            e -= b.gather_weights()                        # p_i = u_i + e_i, kept in e
+            e -= b.gather_weights("after")               # p_i = u_i + e_i, kept in e
             es = b.shaped(e)
             pl = self.compressor.compress(es, b.key, step, dense=b.small)
             work.append((b, ws, wb, es, pl, sync_payload(self.comm, pl, f"ef.b{b.key}")))
@@ -263,7 +269,7 @@ class CSER(Algorithm):
         work = []
         for b, u, e in zip(self.buckets, before, self.err):
             ws = b.weights()
-            x = b.gather_weights()
+            x = b.gather_weights("after")
             u -= x                                   # u_i = w_before - w_after (in the snapshot)
             pl = self.c1.compress(b.shaped(u), b.key, step, dense=b.small)
             work.append((b, ws, x, u, e, pl, sync_payload(comm, pl, f"cser.c1.b{b.key}")))

@@ -42,10 +42,11 @@ class Payload:
     averaged or gathered tensors of all workers.
     """
 
-    def __init__(self, tensors, add_to, summable=True):
+    def __init__(self, tensors, add_to, summable=True, dense=False):
         self.tensors = tensors
         self._add_to = add_to
         self.summable = summable
+        self.dense = dense  # one tensor of the target's shape, every coordinate (identity, fp16)
 
     def add_to(self, target, tensors, alpha=1.0):
         """``target += alpha * decompress(tensors)`` in place."""
@@ -83,7 +84,7 @@ def _dense_add(target, tensors, alpha):
 
 def dense_payload(v):
     """The identity payload: the whole tensor, as is."""
-    return Payload([v.copy()], _dense_add)
+    return Payload([v.copy()], _dense_add, dense=True)
 
 
 _EMPTY = Payload([], None)
@@ -167,7 +168,7 @@ class FP16Compressor(Compressor):
         super().__init__(2.0, **kw)
 
     def _compress(self, v, key, step):
-        return Payload([v.astype("float16")], _dense_add)
+        return Payload([v.astype("float16")], _dense_add, dense=True)
 
 
 class GRBSCompressor(Compressor):
