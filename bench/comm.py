@@ -1,14 +1,22 @@
 #!/usr/bin/env python
-"""Communication benchmark of the distributed layer.
+"""Communication benchmark of the distributed layer on real models' parameter shapes.
 
-1. Per algorithm x compressor, on 2 Horovod workers and a 10M-parameter MLP: wire bytes per step
-   (from the communicator's counters), step time, and both as ratios against ``sync``.
-2. Single worker: DistributedTrainer (sync) step time vs plain ``gluon.Trainer``.
-3. Allreduce throughput of our communicator path vs raw ``hvd.allreduce_`` on a 40 MB tensor.
+What one trainer step costs (``trainer.step`` with the gradients given, so that the layer's own
+cost is not hidden behind a model's compute), per algorithm x compressor:
 
-    .venv/bin/python bench/comm.py            # launches the 2-worker part with horovodrun itself
+1. 1 worker, each shape set (ResNet-50 v1b: 161 tensors, 25.6M; BERT-base: 199 tensors, 110M;
+   the 8-tensor MLP): DistributedTrainer vs plain ``gluon.Trainer``.
+2. Tensor-count fit: the same total size (ResNet-50's) cut into 8 / 161 / 800 equal tensors;
+   step time = a + b x tensors, per configuration, and the same for the extra time over
+   ``gluon.Trainer``.
+3. Compute floor of each compressor: the bare MXNet operators of its definition on one flat
+   vector of ResNet-50's size, against our compressor (compress + decompress) on the same vector.
+4. 2 workers on loopback (horovodrun --gloo), each shape set: every configuration against stock
+   ``horovod.mxnet.DistributedTrainer`` and against ``sync``; wire bytes from the counters.
 
-Writes bench/results/comm.json and prints a table. Times are medians over the measured steps.
+    .venv/bin/python bench/comm.py [--models resnet50_v1b,mlp] [--two-worker-models resnet50_v1b]
+
+Writes bench/results/comm.json and prints tables. Times are medians over the measured steps.
 """
 import argparse
 import json
@@ -20,6 +28,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results", "comm.json")
+OPT = {"learning_rate": 0.01, "momentum": 0.9}
 
 CONFIGS = [
     ("sync", dict(algorithm="sync")),
@@ -28,153 +37,278 @@ CONFIGS = [
     ("ef+sign", dict(algorithm="ef", compressor="sign")),
     ("local H=8", dict(algorithm="local", period=8)),
     ("cser grbs 32/H4", dict(algorithm="cser", compressor="grbs", ratio=32, period=4)),
-    ("cser grbs 256/H16", dict(algorithm="cser", compressor="grbs", ratio=256, period=16)),
+    ("cser randomk 32/H4", dict(algorithm="cser", compressor="randomk", ratio=32, period=4)),
     ("cser-pl grbs 16/H4", dict(algorithm="cser", compressor="zero", compressor2="grbs", ratio2=16, period=4)),
 ]
 
 
-def mlp():
+# ---- shape sets ------------------------------------------------------------------------------
+def resnet50_shapes():
+    """Trainable parameter shapes of GluonCV's resnet50_v1b, in network order."""
+    import mxnet as mx
+    from gluoncv.model_zoo import get_model
+    net = get_model("resnet50_v1b", pretrained=False)
+    net.initialize()
+    net(mx.nd.zeros((1, 3, 224, 224)))
+    return [tuple(p.shape) for p in net.collect_params().values() if p.grad_req != "null"]
+
+
+def bert_base_shapes(vocab=30522, units=768, hidden=3072, layers=12, max_len=512):
+    """BERT-base's trainable shapes (GluonNLP's bert_12_768_12 encoder with pooler): embeddings,
+    12 x (Q, K, V, output projection, 2 layer norms, 2 FFN layers), pooler."""
+    s = [(vocab, units), (2, units), (max_len, units), (units,), (units,)]
+    for _ in range(layers):
+        s += [(units, units), (units,)] * 4 + [(units,), (units,)]
+        s += [(hidden, units), (hidden,), (units, hidden), (units,), (units,), (units,)]
+    return s + [(units, units), (units,)]
+
+
+def mlp_shapes():
+    """The 8-tensor MLP 784-2048-2048-2048-10 (10.1M parameters)."""
+    dims = [784, 2048, 2048, 2048, 10]
+    return sum([[(o, i), (o,)] for i, o in zip(dims, dims[1:])], [])
+
+
+def equal_shapes(total, count, cols=100):
+    """``count`` tensors of equal size (rows x cols), together about ``total`` elements."""
+    return [(max(1, round(total / count / cols)), cols)] * count
+
+
+MODELS = {"resnet50_v1b": resnet50_shapes, "bert_base": bert_base_shapes, "mlp": mlp_shapes}
+
+
+def numel(shapes):
+    import numpy as np
+    return int(sum(np.prod(s) for s in shapes))
+
+
+# ---- timing ----------------------------------------------------------------------------------
+def make_params(shapes, seed=0):
+    import mxnet as mx
     from mxnet import gluon
-    net = gluon.nn.HybridSequential()
-    net.add(gluon.nn.Dense(2048, activation="relu", in_units=784),
-            gluon.nn.Dense(2048, activation="relu", in_units=2048),
-            gluon.nn.Dense(2048, activation="relu", in_units=2048),
-            gluon.nn.Dense(10, in_units=2048))
-    return net
+    mx.random.seed(seed)
+    params = [gluon.Parameter(f"p{k:04d}", shape=s) for k, s in enumerate(shapes)]
+    for p in params:
+        p.initialize(mx.init.Normal(0.05))
+    grads = [mx.nd.random.normal(scale=1e-3, shape=s) for s in shapes]
+    return params, grads
 
 
-def time_steps(net, trainer, steps, warmup, batch=32, seed=0):
+def time_trainer(params, grads, trainer, steps, warmup=2):
+    """Median seconds of ``trainer.step`` with the given gradients (written before the clock)."""
     import mxnet as mx
     import numpy as np
-    from mxnet import autograd, gluon
-    rs = np.random.RandomState(seed)
-    x = mx.nd.array(rs.normal(size=(batch, 784)))
-    y = mx.nd.array(rs.randint(0, 10, size=batch))
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     times = []
     for s in range(warmup + steps):
+        for p, g in zip(params, grads):
+            g.copyto(p.grad())
+            p.data()._fresh_grad = True
         mx.nd.waitall()
         t0 = time.perf_counter()
-        with autograd.record():
-            loss = loss_fn(net(x), y)
-        loss.backward()
-        trainer.step(batch)
+        trainer.step(32)
         mx.nd.waitall()
         if s >= warmup:
             times.append(time.perf_counter() - t0)
     return float(np.median(times)) if times else float("nan")
 
 
-def worker(args):
-    """The 2-worker part (runs under horovodrun)."""
+def build(kind, params, comm=None):
+    from mxnet import gluon
+    if kind == "gluon.Trainer":
+        return gluon.Trainer(params, "sgd", dict(OPT))
+    if kind == "horovod DistributedTrainer":
+        import horovod.mxnet as hvd
+        return hvd.DistributedTrainer({p.name: p for p in params}, "sgd", dict(OPT))
+    from gluon_suite.distributed import DistributedTrainer
+    return DistributedTrainer(params, "sgd", dict(OPT), communicator=comm, **dict(CONFIGS)[kind])
+
+
+def single_worker(shapes, kinds, steps):
+    """1 worker: median step seconds of each trainer kind on ``shapes``."""
+    from gluon_suite.distributed import LocalCommunicator
+    out = {}
+    for kind in kinds:
+        params, grads = make_params(shapes)
+        out[kind] = time_trainer(params, grads, build(kind, params, LocalCommunicator()), steps)
+    return out
+
+
+def fit(xs, ys):
+    import numpy as np
+    b, a = np.polyfit(np.asarray(xs, float), np.asarray(ys, float), 1)
+    return float(a), float(b)
+
+
+def compute_floors(n, reps=5):
+    """Each compressor's bare operators on one flat vector of ``n`` elements (compress, then add
+    the decompressed payload into a target) vs our compressor doing the same."""
+    import math
     import mxnet as mx
     import numpy as np
-    import horovod.mxnet as hvd
-    from gluon_suite.distributed import DistributedTrainer, get_communicator
+    from gluon_suite.distributed.bitpack import mean_abs
+    from gluon_suite.distributed.compression import make_compressor
+    v = mx.nd.random.normal(shape=(n,))
+    t = mx.nd.zeros((n,))
+    k32 = int(math.ceil(n / 32))
+    ridx = mx.nd.array(np.sort(np.random.RandomState(0).choice(n, k32, replace=False)), dtype="int64")
+    where = ridx.reshape((1, -1))
 
-    comm = get_communicator()
-    out = {"workers": comm.size, "algorithms": {}, "allreduce": {}}
-    nparams = None
-    for label, cfg in CONFIGS:
-        mx.random.seed(0)
-        net = mlp()
-        net.initialize(mx.init.Xavier())
-        nparams = sum(p.data().size for p in net.collect_params().values())
-        tr = DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.01, "momentum": 0.9},
-                                communicator=comm, **cfg)
-        time_steps(net, tr, 0, 2)  # warm-up, then count bytes over the measured steps only
-        comm.stats.reset()
-        t = time_steps(net, tr, args.steps, 0)
-        out["algorithms"][label] = {"config": cfg, "step_s": t,
-                                    "wire_bytes_per_step": comm.stats.total_wire / args.steps,
-                                    "payload_bytes_per_step": comm.stats.total_payload / args.steps}
-    out["params"] = int(nparams)
-    out["dense_bytes"] = int(nparams) * 4
-    # allreduce throughput: our path vs raw Horovod, 40 MB, alternating
-    x = mx.nd.ones((10 * 1024 * 1024,))
-    ours, raw = [], []
-    for rep in range(args.reps + 1):
-        for fn, acc in ((lambda: comm.allreduce_(x, average=True, name="bench.ours"), ours),
-                        (lambda: hvd.allreduce_(x, op=hvd.Average, name="bench.raw"), raw)):
-            mx.nd.waitall()
+    def fp16():
+        t.__iadd__(v.astype("float16").astype("float32"))
+
+    def grbs():
+        b, e = n // 2, n // 2 + k32
+        mx.nd._internal._slice_assign(t, mx.nd.slice(t, begin=(b,), end=(e,)) +
+                                      mx.nd.slice(v, begin=(b,), end=(e,)), begin=(b,), end=(e,), out=t)
+
+    def randomk():
+        mx.nd._internal._scatter_set_nd(t, mx.nd.take(t, ridx) + mx.nd.take(v, ridx), where,
+                                        shape=(n,), out=t)
+
+    def topk():
+        idx = mx.nd.topk(mx.nd.abs(v), k=int(round(n / 64)), ret_typ="indices", dtype="int32")
+        w = idx.astype("int64").reshape((1, -1))
+        mx.nd._internal._scatter_set_nd(t, mx.nd.gather_nd(t, w) + mx.nd.take(v, idx), w, shape=(n,), out=t)
+
+    def sign():  # the minimum: signs and one scale (the fastest mean |v| we found), no bit packing
+        t.__iadd__(mx.nd.broadcast_mul((v >= 0) * 2 - 1, mean_abs(v)))
+
+    def ours(name):
+        comp = make_compressor(name, ratio=32)
+        step = [0]
+
+        def run():
+            pl = comp.compress(v, 0, step[0])
+            step[0] += 1
+            pl.add_to(t, pl.tensors, 1.0)
+        return run
+
+    def med(fn):
+        fn()
+        mx.nd.waitall()
+        ts = []
+        for _ in range(reps):
             t0 = time.perf_counter()
-            fn().wait_to_read()
-            if rep:
-                acc.append(time.perf_counter() - t0)
-    mb = x.size * 4 / 1e6
-    out["allreduce"] = {"megabytes": mb, "ours_s": float(np.median(ours)), "raw_s": float(np.median(raw)),
-                        "ours_MBps": mb / float(np.median(ours)), "raw_MBps": mb / float(np.median(raw))}
+            fn()
+            mx.nd.waitall()
+            ts.append(time.perf_counter() - t0)
+        return float(np.median(ts))
+    out = {}
+    for name, floor in (("fp16", fp16), ("grbs", grbs), ("randomk", randomk), ("topk", topk), ("sign", sign)):
+        f, o = med(floor), med(ours(name))
+        out[name] = {"floor_s": f, "ours_s": o, "ratio": o / f}
+    return out
+
+
+# ---- 2 workers -------------------------------------------------------------------------------
+def worker(args):
+    """Runs under horovodrun: every configuration and stock Horovod on each shape set."""
+    import mxnet as mx
+    import horovod.mxnet as hvd
+    from gluon_suite.distributed import get_communicator
+    comm = get_communicator()
+    with open(os.environ["BENCH_SHAPES"]) as f:
+        shape_sets = json.load(f)
+    out = {}
+    for model, shapes in shape_sets.items():
+        shapes = [tuple(s) for s in shapes]
+        rows = {}
+        for kind in ["horovod DistributedTrainer"] + [k for k, _ in CONFIGS]:
+            params, grads = make_params(shapes)
+            tr = build(kind, params, comm)
+            time_trainer(params, grads, tr, 0, warmup=2)
+            comm.stats.reset()
+            t = time_trainer(params, grads, tr, args.steps, warmup=0)
+            rows[kind] = {"step_s": t, "wire_bytes_per_step": comm.stats.total_wire / args.steps}
+            del params, grads, tr
+            mx.nd.waitall()
+        sync = rows["sync"]
+        for row in rows.values():
+            row["time_vs_sync"] = row["step_s"] / sync["step_s"]
+            row["bytes_vs_sync"] = row["wire_bytes_per_step"] / sync["wire_bytes_per_step"]
+        rows["sync"]["time_vs_horovod"] = sync["step_s"] / rows["horovod DistributedTrainer"]["step_s"]
+        out[model] = {"tensors": len(shapes), "params": numel(shapes), "configs": rows}
+    hvd.allreduce(mx.nd.zeros((1,)), name="bench.done").wait_to_read()
     if comm.rank == 0:
         with open(os.environ["BENCH_OUT"], "w") as f:
             json.dump(out, f)
 
 
-def single(args):
-    """Single worker: DistributedTrainer (sync) vs gluon.Trainer, interleaved rounds."""
-    import mxnet as mx
-    import numpy as np
-    from mxnet import gluon
-    from gluon_suite.distributed import DistributedTrainer, LocalCommunicator
-    res = {"gluon": [], "ours": []}
-    nets = {}
-    for kind in ("gluon", "ours"):
-        mx.random.seed(0)
-        net = mlp()
-        net.initialize(mx.init.Xavier())
-        opt = {"learning_rate": 0.01, "momentum": 0.9}
-        tr = gluon.Trainer(net.collect_params(), "sgd", opt) if kind == "gluon" else \
-            DistributedTrainer(net.collect_params(), "sgd", opt, communicator=LocalCommunicator())
-        nets[kind] = (net, tr)
-        time_steps(net, tr, 0, 3)
-    for _ in range(args.rounds):
-        for kind in ("gluon", "ours"):
-            res[kind].append(time_steps(*nets[kind], args.steps, 0))
-    g, o = float(np.median(res["gluon"])), float(np.median(res["ours"]))
-    return {"gluon_trainer_step_s": g, "distributed_trainer_step_s": o, "ratio": o / g}
+def two_workers(shape_sets, steps):
+    with tempfile.TemporaryDirectory() as tmp:
+        out, shp = os.path.join(tmp, "w.json"), os.path.join(tmp, "shapes.json")
+        with open(shp, "w") as f:
+            json.dump(shape_sets, f)
+        env = dict(os.environ, BENCH_OUT=out, BENCH_SHAPES=shp, OMP_NUM_THREADS="1",
+                   MXNET_CPU_WORKER_NTHREADS="1")
+        hvdrun = os.path.join(os.path.dirname(sys.executable), "horovodrun")
+        subprocess.run([hvdrun, "-np", "2", "-H", "localhost:2", "--gloo", sys.executable,
+                        os.path.abspath(__file__), "--worker", "--steps", str(steps)], env=env, check=True)
+        with open(out) as f:
+            return json.load(f)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--reps", type=int, default=10)
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--models", default="resnet50_v1b,bert_base,mlp", help="1-worker shape sets")
+    p.add_argument("--two-worker-models", default="resnet50_v1b,mlp")
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--fit-total", type=int, default=0, help="elements of the 8/161/800 sets and the "
+                   "compute floors (default: ResNet-50's)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
         return worker(args)
-
-    single_res = single(args)
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "w.json")
-        env = dict(os.environ, BENCH_OUT=out, OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1")
-        hvdrun = os.path.join(os.path.dirname(sys.executable), "horovodrun")
-        subprocess.run([hvdrun, "-np", "2", "-H", "localhost:2", "--gloo", sys.executable,
-                        os.path.abspath(__file__), "--worker", "--steps", str(args.steps),
-                        "--reps", str(args.reps)], env=env, check=True)
-        with open(out) as f:
-            multi = json.load(f)
-    base = multi["algorithms"]["sync"]
-    for row in multi["algorithms"].values():
-        row["bytes_vs_sync"] = row["wire_bytes_per_step"] / base["wire_bytes_per_step"]
-        row["time_vs_sync"] = row["step_s"] / base["step_s"]
-    result = {"benchmark": "comm", "date": time.strftime("%Y-%m-%d"), "cpu_count": os.cpu_count(),
-              "model": f"MLP 784-2048-2048-2048-10 ({multi['params'] / 1e6:.1f}M parameters), batch 32/worker",
-              "two_workers": multi, "single_worker": single_res}
     sys.path.insert(0, os.path.dirname(HERE))
     from gluon_suite.utils import write_json
-    write_json(RESULTS, result)
+    kinds = ["gluon.Trainer"] + [k for k, _ in CONFIGS]
+    shapes = {m: MODELS[m]() for m in set(args.models.split(",")) | set(args.two_worker_models.split(","))}
+    result = {"benchmark": "comm", "date": time.strftime("%Y-%m-%d"), "cpu_count": os.cpu_count(),
+              "what": "median seconds of trainer.step() with the gradients given (no model compute)",
+              "shape_sets": {m: {"tensors": len(s), "params": numel(s)} for m, s in shapes.items()},
+              "load_average_at_start": os.getloadavg()}
 
-    print(f"\n{result['model']}, 2 workers on loopback ({os.cpu_count()} cores)")
-    print(f"{'configuration':<22}{'wire MB/step':>14}{'x sync bytes':>14}{'step ms':>10}{'x sync time':>13}")
-    for label, row in multi["algorithms"].items():
-        print(f"{label:<22}{row['wire_bytes_per_step'] / 1e6:>14.3f}{row['bytes_vs_sync']:>14.4f}"
-              f"{row['step_s'] * 1e3:>10.1f}{row['time_vs_sync']:>13.2f}")
-    s = single_res
-    print(f"\nsingle worker: DistributedTrainer {s['distributed_trainer_step_s'] * 1e3:.1f} ms vs "
-          f"gluon.Trainer {s['gluon_trainer_step_s'] * 1e3:.1f} ms per step: {s['ratio']:.3f}x (target <= 1.05x)")
-    a = multi["allreduce"]
-    print(f"allreduce 40 MB: ours {a['ours_MBps']:.0f} MB/s vs raw hvd {a['raw_MBps']:.0f} MB/s: "
-          f"{a['ours_MBps'] / a['raw_MBps']:.3f}x (target >= 0.9x)")
+    single = {}
+    for m in args.models.split(","):
+        t = single_worker(shapes[m], kinds, args.steps)
+        single[m] = {k: {"step_s": v, "vs_gluon_trainer": v / t["gluon.Trainer"]} for k, v in t.items()}
+        print(f"\n1 worker, {m} ({len(shapes[m])} tensors, {numel(shapes[m]) / 1e6:.1f}M)")
+        for k, row in single[m].items():
+            print(f"  {k:<28}{row['step_s'] * 1e3:>10.1f} ms{row['vs_gluon_trainer']:>8.2f}x gluon.Trainer")
+    result["single_worker"] = single
+
+    total = args.fit_total or numel(shapes.get("resnet50_v1b") or resnet50_shapes())
+    counts = [8, 161, 800]
+    per_count = {c: single_worker(equal_shapes(total, c), kinds, args.steps) for c in counts}
+    fits = {}
+    for k in kinds:
+        ys = [per_count[c][k] for c in counts]
+        extra = [per_count[c][k] - per_count[c]["gluon.Trainer"] for c in counts]
+        a, b = fit(counts, ys)
+        ea, eb = fit(counts, extra)
+        fits[k] = {"step_s": dict(zip(map(str, counts), ys)), "a_s": a, "b_us_per_tensor": b * 1e6,
+                   "extra_over_gluon_a_s": ea, "extra_over_gluon_b_us_per_tensor": eb * 1e6}
+    result["tensor_count_fit"] = {"total_params": total, "counts": counts, "configs": fits}
+    print(f"\n1 worker, {total / 1e6:.1f}M parameters in 8/161/800 equal tensors: a + b x tensors")
+    for k, f in fits.items():
+        print(f"  {k:<28} b = {f['b_us_per_tensor']:>7.1f} us/tensor, extra over gluon.Trainer "
+              f"b = {f['extra_over_gluon_b_us_per_tensor']:>7.1f} us/tensor")
+
+    result["compute_floor"] = {"elements": total, "compressors": compute_floors(total)}
+    print(f"\ncompressors on one flat vector of {total / 1e6:.1f}M: ours vs bare operators")
+    for k, f in result["compute_floor"]["compressors"].items():
+        print(f"  {k:<10}{f['ours_s'] * 1e3:>9.1f} ms vs {f['floor_s'] * 1e3:>8.1f} ms: {f['ratio']:.2f}x")
+
+    two = [m for m in args.two_worker_models.split(",") if m]
+    if two:
+        result["two_workers"] = two_workers({m: shapes[m] for m in two}, args.steps)
+        for m, r in result["two_workers"].items():
+            print(f"\n2 workers on loopback, {m} ({r['tensors']} tensors, {r['params'] / 1e6:.1f}M)")
+            for k, row in r["configs"].items():
+                print(f"  {k:<28}{row['step_s'] * 1e3:>10.1f} ms{row['time_vs_sync']:>8.2f}x sync"
+                      f"{row['bytes_vs_sync']:>9.4f}x sync bytes")
+    result["load_average_at_end"] = os.getloadavg()  # other jobs on the machine skew the times
+    write_json(RESULTS, result)
     print(f"results: {os.path.relpath(RESULTS)}")
 
 

@@ -1,9 +1,11 @@
 """Synchronisation algorithms: what a data-parallel job communicates, and when.
 
-Every algorithm sees the same two moments of a training step in ``DistributedTrainer``:
+Every algorithm works on buckets (``buckets.py``): flat vectors of many parameters, one
+compression and one collective per bucket; per-bucket state (EF/CSER residuals) is one flat vector
+per bucket. Every algorithm sees the same two moments of a training step in ``DistributedTrainer``:
 ``reduce_gradients`` (after backward, before the optimizer) and ``after_update`` (after the local
 optimizer update, with the weights from before it). Algorithms that compress the *update*
-(``ef``, ``cser``) take it as ``u_i = w_before - w_after``, so any optimizer (SGD with momentum,
+(``ef``, ``cser``) take it as ``u_i = w_before - w_after`` (per bucket: the concatenation), so any optimizer (SGD with momentum,
 NAG, Adam, LANS, ...) supplies the update, with learning rate and weight decay already inside it,
 and its momentum stays local (never reduced).
 
@@ -11,7 +13,7 @@ and its momentum stays local (never reduced).
 - ``ef``: error-feedback SGD. p_i = u_i + e_i; x <- x_before - allreduce_mean(C(p_i));
   e_i <- p_i - C(p_i). One global model.
 - ``local``: every worker updates its own model; every H steps the models are averaged.
-- ``local_adaalter``: Local AdaAlter (SPECS §3), with the ``adaalter`` optimizer.
+- ``local_adaalter``: Local AdaAlter (SPECS §3), with the ``adaalter`` optimizer (``local_adaalter.py``).
 - ``cser``: CSER (SPECS §1). Local models x_i = x̂ + e_i. Each step
   x_i <- x_before - allreduce_mean(C1(u_i)) - (u_i - C1(u_i)), e_i <- e_i - (u_i - C1(u_i));
   every H steps the error is partially synchronised with C2:
@@ -19,59 +21,94 @@ and its momentum stays local (never reduced).
   C1 = none is synchronous SGD, C1 = zero with C2 = none is local SGD, C1 = zero with C2 = grbs is
   CSER-PL.
 """
-import math
-
 import mxnet as mx
 
+from .buckets import DEFAULT_BUCKET_MB, layout_buckets
 from .comm import write_plain
 from .compression import Compressor, make_compressor
 
 
+class Exchange:
+    """A payload's collective in flight: ``add_to(target, alpha)`` performs
+    ``target += alpha * allreduce_mean(C(v))`` once the averaged (summable) or gathered payloads
+    are there. ``arrays`` are the collective's results."""
+
+    def __init__(self, payload, arrays, workers):
+        self.payload, self.arrays, self.workers = payload, arrays, workers
+
+    def add_to(self, target, alpha=1.0):
+        """``target += alpha * allreduce_mean(C(v))`` in place."""
+        if not self.arrays:
+            return
+        if self.payload.summable:
+            self.payload.add_to(target, self.arrays, alpha)
+        else:
+            self.payload.add_gathered(target, self.arrays, self.workers, alpha / self.workers)
+
+
 def sync_payload(comm, payload, name):
-    """Exchange ``payload`` and return ``[(tensors, alpha), ...]`` whose weighted sum of
-    decompressions is ``allreduce_mean(C(v))``: one averaged payload for a summable compressor, or
-    every worker's payload with weight 1/n for a gathered one."""
+    """Start the collective of ``payload``: allreduce (mean) of a summable payload, allgather of a
+    gathered one (one call per payload tensor), and return the ``Exchange``."""
     if not payload.tensors:
-        return []
+        return Exchange(payload, [], comm.size)
     if payload.summable:
-        return [([comm.allreduce(t, average=True, name=f"{name}.{j}")
-                  for j, t in enumerate(payload.tensors)], 1.0)]
-    gathered = [comm.allgather(t, name=f"{name}.{j}") for j, t in enumerate(payload.tensors)]
-    n = comm.size
-    per_worker = [mx.nd.split(g, num_outputs=n, axis=0, squeeze_axis=False) if n > 1 else [g]
-                  for g in gathered]
-    return [([parts[w] for parts in per_worker], 1.0 / n) for w in range(n)]
-
-
-def add_synced(payload, target, synced, sign=1.0):
-    """``target += sign * allreduce_mean(C(v))`` from the result of ``sync_payload``."""
-    for tensors, alpha in synced:
-        payload.add_to(target, tensors, sign * alpha)
+        arrays = [comm.allreduce(t, average=True, name=f"{name}.{j}") for j, t in enumerate(payload.tensors)]
+    else:
+        arrays = [comm.allgather(t, name=f"{name}.{j}") for j, t in enumerate(payload.tensors)]
+    return Exchange(payload, arrays, comm.size)
 
 
 class Algorithm:
     """Base class: no communication. ``needs_update`` asks the trainer for the weights before the
-    optimizer update; ``local_models`` says workers' models may differ between synchronisations;
-    ``requires_summable`` rejects gathered compressors."""
+    optimizer update (``snapshot``: one flat vector per bucket); ``local_models`` says workers'
+    models may differ between synchronisations; ``requires_summable`` rejects gathered
+    compressors; ``state_kinds`` names per-bucket state vectors (residuals) kept as attributes."""
 
     name = "base"
     needs_update = False
     local_models = False
     requires_summable = False
+    state_kinds = ()
 
     def __init__(self):
         self.comm = None
         self.params = []
+        self.buckets = []
 
-    def bind(self, params, comm):
-        """Attach the trainer's ``[(index, Parameter)]`` with gradients, and the communicator."""
+    @property
+    def compressors(self):
+        """The compressors this algorithm applies."""
+        return []
+
+    def bind(self, params, comm, bucket_mb=DEFAULT_BUCKET_MB, network_position=None):
+        """Attach the trainer's ``[(index, Parameter)]`` with gradients and the communicator; lay
+        the parameters out in buckets (reverse network order: ``network_position[index]``) and
+        point their gradients into them."""
         self.params, self.comm = params, comm
+        min_size = max([c.min_size for c in self.compressors] + [0])
+        self.buckets = layout_buckets(params, bucket_mb, min_size=min_size,
+                                      network_position=network_position)
+        for b in self.buckets:
+            b.bind_gradients()
+        for kind in self.state_kinds:
+            setattr(self, kind, [b.zeros() for b in self.buckets])
+        self._where = {i: (k, j) for k, b in enumerate(self.buckets) for j, i in enumerate(b.indices)}
+
+    def snapshot(self):
+        """The weights of every bucket, concatenated (one flat copy per bucket, in the bucket's
+        work vector 'before': valid until the next snapshot)."""
+        return [b.gather_weights("before") for b in self.buckets]
+
+    def view(self, kind, index):
+        """Parameter ``index``'s view (shared memory) of the per-bucket state ``kind``."""
+        k, j = self._where[index]
+        return self.buckets[k].views(getattr(self, kind)[k])[j]
 
     def reduce_gradients(self, step):
         """Called after backward, before the optimizer update (``step`` counts from 0)."""
 
     def after_update(self, before, step):
-        """Called after the optimizer update; ``before[i]`` holds parameter i's weights before it."""
+        """Called after the optimizer update; ``before[k]`` holds bucket k's weights before it."""
 
     def check_optimizer(self, optimizer):
         """Raise ValueError when the algorithm cannot work with ``optimizer``."""
@@ -84,17 +121,21 @@ class Algorithm:
         """The algorithm's own update, called instead of the optimizer's when ``owns_update``."""
 
     def state_arrays(self):
-        """Per-worker state to checkpoint, as ``{name: NDArray}``."""
-        return {}
+        """Per-worker state to checkpoint, as ``{'<kind>.b<bucket>': flat NDArray}``."""
+        return {f"{kind}.b{k}": v for kind in self.state_kinds for k, v in enumerate(getattr(self, kind))}
+
+    def load_state_arrays(self, arrays):
+        """Restore per-worker state given per parameter, ``{'<kind>.<index>': NDArray}`` (the
+        trainer splits saved buckets into parameters, so any bucket layout can be read)."""
+        for kind in self.state_kinds:
+            for b, flat in zip(self.buckets, getattr(self, kind)):
+                flat[:] = b.gather([arrays[f"{kind}.{i}"].as_in_context(b.context) for i in b.indices])
 
     def reset_for_resize(self):
         """Elastic resize: bring this worker's state to a form every worker can share before the
         parameters are broadcast from rank 0. Default: per-worker state restarts from zero."""
         for arr in self.state_arrays().values():
             arr[:] = 0
-
-    def load_state_arrays(self, arrays):
-        """Restore what ``state_arrays`` returned."""
 
     def config(self):
         """Hyper-parameters as a JSON-ready dict."""
@@ -106,21 +147,12 @@ class Algorithm:
                 f"algorithm {self.name!r} needs an allreduce-summable {role} compressor, but "
                 f"{compressor.name!r} goes through allgather; choose one of: none, fp16, grbs, randomk")
 
-
-class _ResidualState:
-    """Mixin for algorithms that keep a per-parameter residual ``err`` (EF, CSER): zeroed on bind,
-    saved and restored with the trainer state."""
-
-    def bind(self, params, comm):
-        super().bind(params, comm)
-        self.err = {i: mx.nd.zeros(p.shape, dtype=p.dtype) for i, p in params}
-
-    def state_arrays(self):
-        return {f"err.{i}": e for i, e in self.err.items()}
-
-    def load_state_arrays(self, arrays):
-        for i in self.err:
-            self.err[i][:] = arrays[f"err.{i}"]
+    def _average_models(self, name):
+        """Every bucket's weights <- their mean over workers (one collective per bucket)."""
+        flats = self.snapshot()
+        self.comm.grouped_allreduce_(flats, average=True, name=name)
+        for b, flat in zip(self.buckets, flats):
+            b.scatter(flat, b.weights())
 
 
 class SyncSGD(Algorithm):
@@ -134,46 +166,60 @@ class SyncSGD(Algorithm):
         self.compressor = make_compressor(compressor)
         self._check(self.compressor, "gradient")
 
+    @property
+    def compressors(self):
+        return [self.compressor]
+
     def reduce_gradients(self, step):
         comm = self.comm
-        grads = [p.grad() for _, p in self.params]
         if self.compressor.name == "none":
             if comm.size > 1:
-                comm.grouped_allreduce_(grads, average=True, name="sync.grads")
+                comm.grouped_allreduce_([b.grad for b in self.buckets], average=True, name="sync.grads")
             return
         work = []
-        for (i, _), g in zip(self.params, grads):
-            pl = self.compressor.compress(g, i, step)
-            work.append((g, pl, sync_payload(comm, pl, f"sync.{i}")))
-        for g, pl, synced in work:
+        for b in self.buckets:
+            g = b.shaped(b.grad)
+            pl = self.compressor.compress(g, b.key, step, dense=b.small)
+            work.append((g, sync_payload(comm, pl, f"sync.b{b.key}")))
+        for g, ex in work:
+            if ex.payload.dense and ex.arrays:  # every coordinate: write, no zero + add
+                mx.nd.cast(ex.arrays[0], dtype=g.dtype, out=g)
+                continue
             g[:] = 0
-            add_synced(pl, g, synced)
+            ex.add_to(g)
 
     def config(self):
         return {"name": self.name, "compressor": self.compressor.config()}
 
 
-class ErrorFeedbackSGD(_ResidualState, Algorithm):
+class ErrorFeedbackSGD(Algorithm):
     """EF-SGD: compress the update plus the carried error; one global model on all workers."""
     name = "ef"
     needs_update = True
+    state_kinds = ("err",)
 
     def __init__(self, compressor="none"):
         super().__init__()
         self.compressor = make_compressor(compressor)
-        self.err = {}
+        self.err = []
+
+    @property
+    def compressors(self):
+        return [self.compressor]
 
     def after_update(self, before, step):
         work = []
-        for i, p in self.params:
-            w, e = p.data(), self.err[i]
-            e += before[i] - w                      # p_i = u_i + e_i, kept in e
-            pl = self.compressor.compress(e, i, step)
-            work.append((w, e, i, pl, sync_payload(self.comm, pl, f"ef.{i}")))
-        for w, e, i, pl, synced in work:
-            pl.add_to(e, pl.tensors, -1.0)          # e_i = p_i - C(p_i)
-            w[:] = before[i]
-            add_synced(pl, w, synced, -1.0)         # x = x_before - mean(C(p))
+        for b, wb, e in zip(self.buckets, before, self.err):
+            ws = b.weights()
+            e += wb
+            e -= b.gather_weights("after")               # p_i = u_i + e_i, kept in e
+            es = b.shaped(e)
+            pl = self.compressor.compress(es, b.key, step, dense=b.small)
+            work.append((b, ws, wb, es, pl, sync_payload(self.comm, pl, f"ef.b{b.key}")))
+        for b, ws, wb, es, pl, ex in work:
+            pl.add_to(es, pl.tensors, -1.0)          # e_i = p_i - C(p_i)
+            ex.add_to(b.shaped(wb), -1.0)            # x = x_before - mean(C(p))
+            b.scatter(wb, ws)
 
     def config(self):
         return {"name": self.name, "compressor": self.compressor.config()}
@@ -190,20 +236,20 @@ class LocalSGD(Algorithm):
 
     def after_update(self, before, step):
         if (step + 1) % self.period == 0 and self.comm.size > 1:
-            self.comm.grouped_allreduce_([p.data() for _, p in self.params], average=True,
-                                         name="local.models", relayout=True)
+            self._average_models("local.models")
 
     def config(self):
         return {"name": self.name, "period": self.period}
 
 
-class CSER(_ResidualState, Algorithm):
+class CSER(Algorithm):
     """Communication-efficient SGD with error reset (SPECS §1): partial synchronisation of the
     update with C1 every step and of the residual error with C2 every ``period`` steps."""
     name = "cser"
     needs_update = True
     local_models = True
     requires_summable = True
+    state_kinds = ("err",)
 
     def __init__(self, compressor="grbs", compressor2=None, period=8):
         super().__init__()
@@ -212,121 +258,57 @@ class CSER(_ResidualState, Algorithm):
         self.period = _check_period(period)
         self._check(self.c1, "gradient (C1)")
         self._check(self.c2, "error (C2)")
-        self.err = {}
+        self.err = []
+
+    @property
+    def compressors(self):
+        return [self.c1, self.c2]
 
     def after_update(self, before, step):
         comm, reset = self.comm, (step + 1) % self.period == 0
         work = []
-        for i, p in self.params:
-            w = p.data()
-            u = before[i] - w
-            pl = self.c1.compress(u, i, step)
-            work.append((w, self.err[i], u, pl, sync_payload(comm, pl, f"cser.c1.{i}")))
-        for w, e, u, pl, synced in work:
+        for b, u, e in zip(self.buckets, before, self.err):
+            ws = b.weights()
+            x = b.gather_weights("after")
+            u -= x                                   # u_i = w_before - w_after (in the snapshot)
+            pl = self.c1.compress(b.shaped(u), b.key, step, dense=b.small)
+            work.append((b, ws, x, u, e, pl, sync_payload(comm, pl, f"cser.c1.b{b.key}")))
+        for b, ws, x, u, e, pl, ex in work:
             # x_i = x_before - mean(C1(u)) - (u - C1(u)) = w_after + C1(u) - mean(C1(u))
-            pl.add_to(w, pl.tensors, 1.0)
-            add_synced(pl, w, synced, -1.0)
+            xs, es = b.shaped(x), b.shaped(e)
+            pl.add_to(xs, pl.tensors, 1.0)
+            ex.add_to(xs, -1.0)
             e -= u                                   # e_i -= r_i, r_i = u - C1(u)
-            pl.add_to(e, pl.tensors, 1.0)
+            pl.add_to(es, pl.tensors, 1.0)
+            if not reset and pl.tensors:             # C1 = zero leaves the local model as it is
+                b.scatter(x, ws)
         if not reset:
             return
-        work = []
-        for i, p in self.params:
-            e = self.err[i]
-            pl = self.c2.compress(e, i, step)
-            work.append((p.data(), e, pl, sync_payload(comm, pl, f"cser.c2.{i}")))
-        for w, e, pl, synced in work:
+        work2 = []
+        for b, ws, x, _, e, _, _ in work:
+            es = b.shaped(e)
+            pl = self.c2.compress(es, b.key, step, dense=b.small)
+            work2.append((b, ws, x, es, pl, sync_payload(comm, pl, f"cser.c2.b{b.key}")))
+        for b, ws, x, es, pl, ex in work2:
             # x_i = x_i - e_i + mean(C2(e)) + (e_i - C2(e_i)) = x_i - C2(e_i) + mean(C2(e))
-            add_synced(pl, w, synced, 1.0)
-            pl.add_to(w, pl.tensors, -1.0)
-            pl.add_to(e, pl.tensors, -1.0)           # e_i = e_i - C2(e_i)
+            xs = b.shaped(x)
+            ex.add_to(xs, 1.0)
+            pl.add_to(xs, pl.tensors, -1.0)
+            pl.add_to(es, pl.tensors, -1.0)          # e_i = e_i - C2(e_i)
+            b.scatter(x, ws)
 
     def reset_for_resize(self):
         """Fold the residual into the model: x_i - e_i is the same on every worker (the CSER
         invariant), so after ``x_i <- x_i - e_i; e_i <- 0`` every worker holds that common model
         with no residual, whatever rank 0's local deviation was."""
-        for i, p in self.params:
-            write_plain(p.data() - self.err[i], p.data())
-            self.err[i][:] = 0
+        for b, e in zip(self.buckets, self.err):
+            for (_, p), ev in zip(b.members, b.views(e)):
+                write_plain(p.data() - ev, p.data())
+            e[:] = 0
 
     def config(self):
         return {"name": self.name, "c1": self.c1.config(), "c2": self.c2.config(),
                 "period": self.period}
-
-
-class LocalAdaAlter(Algorithm):
-    """Local AdaAlter (SPECS §3): fully synchronous AdaAlter for ``warmup_steps`` steps, then local
-    steps ``x_i <- x_i - lr*(g_i/sqrt(B_s + k*eps) + wd*x_i)`` with the accumulator B_s frozen at
-    the last synchronisation (k = local steps since it), accumulating ``A_i += g_i^2``; every
-    ``period`` steps ``x_i <- mean(x_i)``, ``B_s <- B_s + mean(A_i)``, ``A_i <- 0``. Needs the
-    ``adaalter`` optimizer, whose state holds B_s."""
-    name = "local_adaalter"
-    local_models = True
-
-    def __init__(self, period=4, warmup_steps=0):
-        super().__init__()
-        self.period = _check_period(period)
-        if warmup_steps < 0:
-            raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
-        self.warmup = int(warmup_steps)
-        self.acc = {}
-
-    def check_optimizer(self, optimizer):
-        if type(optimizer).__name__.lower() != "adaalter":
-            raise ValueError(f"algorithm 'local_adaalter' needs the 'adaalter' optimizer, got "
-                             f"'{type(optimizer).__name__.lower()}'")
-        if getattr(optimizer, "multi_precision", False):
-            raise ValueError("algorithm 'local_adaalter' does not support multi_precision")
-
-    def bind(self, params, comm):
-        super().bind(params, comm)
-        self.acc = {i: mx.nd.zeros(p.shape, dtype=p.dtype) for i, p in params}
-
-    def reduce_gradients(self, step):
-        if step < self.warmup and self.comm.size > 1:
-            self.comm.grouped_allreduce_([p.grad() for _, p in self.params], average=True,
-                                         name="ladaalter.grads")
-
-    def owns_update(self, step):
-        return step >= self.warmup
-
-    def local_update(self, trainer, step):
-        opt, updater = trainer._optimizer, trainer._updaters[0]
-        k = (step - self.warmup) % self.period + 1
-        for i, p in self.params:
-            w = p.data()
-            if i not in updater.states:
-                updater.states[i] = opt.create_state(i, w)
-                updater.states_synced[i] = True
-            B = updater.states[i]
-            opt._update_count(i)
-            lr, wd = opt._get_lr(i), opt._get_wd(i)
-            g = opt.prepare_grad(p.grad())
-            delta = g / mx.nd.sqrt(B + k * opt.epsilon)
-            if wd:
-                delta = delta + wd * w
-            w -= lr * delta
-            self.acc[i] += mx.nd.square(g)
-        if (step - self.warmup + 1) % self.period == 0:
-            comm = self.comm
-            if comm.size > 1:
-                comm.grouped_allreduce_([p.data() for _, p in self.params], average=True,
-                                        name="ladaalter.models", relayout=True)
-                comm.grouped_allreduce_([self.acc[i] for i, _ in self.params], average=True,
-                                        name="ladaalter.acc")
-            for i, _ in self.params:
-                updater.states[i] += self.acc[i]
-                self.acc[i][:] = 0
-
-    def state_arrays(self):
-        return {f"acc.{i}": a for i, a in self.acc.items()}
-
-    def load_state_arrays(self, arrays):
-        for i in self.acc:
-            self.acc[i][:] = arrays[f"acc.{i}"]
-
-    def config(self):
-        return {"name": self.name, "period": self.period, "warmup_steps": self.warmup}
 
 
 def _check_period(period):
@@ -334,6 +316,8 @@ def _check_period(period):
         raise ValueError(f"period must be an integer >= 1 (steps between synchronisations), got {period}")
     return int(period)
 
+
+from .local_adaalter import LocalAdaAlter  # noqa: E402 (it builds on Algorithm above)
 
 ALGORITHMS = {a.name: a for a in (SyncSGD, ErrorFeedbackSGD, LocalSGD, CSER, LocalAdaAlter)}
 

@@ -28,9 +28,14 @@ from mxnet import gluon
 
 from ..utils.fileio import atomic_path
 from .algorithms import make_algorithm
+from .buckets import DEFAULT_BUCKET_MB, bucket_layout_json, explode
 from .comm import get_communicator, write_plain
 
 _META = "__meta_json__"
+# format 1: algorithm state per parameter ('algo.err.<index>'); format 2: per bucket
+# ('algo.err.b<k>', the layout in meta['buckets']). Both are read.
+_FORMAT = "gluon_suite.trainer_states/2"
+_READABLE = ("gluon_suite.trainer_states/1", _FORMAT)
 
 
 class DistributedTrainer(gluon.Trainer):
@@ -39,7 +44,8 @@ class DistributedTrainer(gluon.Trainer):
     Arguments as ``gluon.Trainer`` (no kvstore), plus ``algorithm`` (``sync``, ``ef``, ``local``,
     ``cser`` or an ``Algorithm``), ``compressor``/``ratio``/``period``/``compressor2``/``ratio2``/
     ``min_size``/``warmup_steps``/``seed`` (see ``make_algorithm``) and ``communicator`` (default:
-    Horovod under ``horovodrun``, else single-process). Bad names or values raise ValueError here,
+    Horovod under ``horovodrun``, else single-process) and ``bucket_mb`` (size of the flat
+    gradient buckets, default 25 MB; 0: one bucket per tensor; see ``buckets.py``). Bad names or values raise ValueError here,
     before any training step. With ``profile_comm=True`` the time spent in the algorithm's
     synchronisation (communication plus compression) is measured between barriers and summed in
     ``sync_seconds`` (the barriers cost some overlap: use it to measure, not to train fast).
@@ -47,10 +53,14 @@ class DistributedTrainer(gluon.Trainer):
 
     def __init__(self, params, optimizer, optimizer_params=None, algorithm="sync", compressor="none",
                  ratio=None, period=None, compressor2=None, ratio2=None, min_size=0,
-                 warmup_steps=0, seed=0, communicator=None, prefix="", profile_comm=False):
+                 warmup_steps=0, seed=0, communicator=None, prefix="", profile_comm=False,
+                 bucket_mb=DEFAULT_BUCKET_MB):
         self._algo = make_algorithm(algorithm, compressor=compressor, ratio=ratio, period=period,
                                     compressor2=compressor2, ratio2=ratio2, min_size=min_size,
                                     warmup_steps=warmup_steps, seed=seed)
+        if not float(bucket_mb) >= 0:
+            raise ValueError(f"bucket_mb must be >= 0 (0: one bucket per tensor), got {bucket_mb}")
+        self._bucket_mb = float(bucket_mb)
         self._comm = communicator or get_communicator()
         self._prefix = prefix
         # sorted by name, as gluon.Trainer and Horovod do: the same order on every worker. Names
@@ -107,7 +117,8 @@ class DistributedTrainer(gluon.Trainer):
     def _bind(self):
         if not self._bound:
             trainable = [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]
-            self._algo.bind(trainable, self._comm)
+            self._algo.bind(trainable, self._comm, bucket_mb=self._bucket_mb,
+                            network_position=self._network_position)
             self._bound = True
 
     # --- the step -------------------------------------------------------------------------------
@@ -135,9 +146,7 @@ class DistributedTrainer(gluon.Trainer):
                 for d in p.list_data():
                     d._fresh_grad = False
         else:
-            before = None
-            if self._algo.needs_update:
-                before = {i: p.data().copy() for i, p in self._algo.params}
+            before = self._algo.snapshot() if self._algo.needs_update else None
             super()._update(ignore_stale_grad)
             with self._timed():
                 self._algo.after_update(before, self._step_count)
@@ -173,12 +182,13 @@ class DistributedTrainer(gluon.Trainer):
         for k, v in self._algo.state_arrays().items():
             arrays[f"algo.{k}"] = v
         opt = self._optimizer
-        meta = {"format": "gluon_suite.trainer_states/1", "step_count": self._step_count,
+        meta = {"format": _FORMAT, "step_count": self._step_count,
                 "num_update": opt.num_update, "begin_num_update": opt.begin_num_update,
                 "index_update_count": {str(k): v for k, v in opt._index_update_count.items()},
                 "learning_rate": self.learning_rate, "optimizer": type(opt).__name__.lower(),
                 "algorithm": self._algo.config(), "opt_layout": layout,
                 "rank": self._comm.rank, "size": self._comm.size, "network_position": self._network_position,
+                "buckets": bucket_layout_json(self._algo.buckets),
                 "param_shapes": [list(p.shape) if p.shape else None for p in self._params],
                 "lr_scheduler": (opt.lr_scheduler.state_dict()
                                  if hasattr(opt.lr_scheduler, "state_dict") else None)}
@@ -198,6 +208,11 @@ class DistributedTrainer(gluon.Trainer):
         if not isinstance(arrays, dict) or _META not in arrays:
             raise ValueError(f"{fname} is not a trainer state file written by save_states")
         meta = json.loads(arrays.pop(_META).asnumpy().tobytes().decode())
+        if meta.get("format") not in _READABLE:
+            raise ValueError(f"{fname} holds trainer states of format {meta.get('format')!r}; this "
+                             f"version reads {', '.join(_READABLE)}: resume with the version that wrote it")
+        if meta["format"] == _FORMAT:
+            arrays = _per_parameter(meta, arrays, fname)
         meta, arrays = self._to_network_order(meta, arrays, fname)
         updater = self._updaters[0]
         for key, spec in meta["opt_layout"].items():
@@ -242,6 +257,27 @@ class DistributedTrainer(gluon.Trainer):
                                         for k, v in meta["index_update_count"].items()})
         arrays = {(f"algo.{renumber(k[5:])}" if k.startswith("algo.") else k): v for k, v in arrays.items()}
         return meta, arrays
+
+
+def _per_parameter(meta, arrays, fname):
+    """Format 2 keeps algorithm state per bucket: split it into per-parameter arrays (the keys of
+    format 1, in the writer's numbering), so that any bucket layout can read it."""
+    flat, out = {}, {}
+    for key, arr in arrays.items():
+        head, _, tail = key.rpartition(".")
+        if key.startswith("algo.") and tail[:1] == "b" and tail[1:].isdigit():
+            flat.setdefault(head, {})[int(tail[1:])] = arr
+        else:
+            out[key] = arr
+    for head, by_bucket in flat.items():
+        try:
+            parts = explode(by_bucket, meta["buckets"], meta["param_shapes"])
+        except (KeyError, IndexError, TypeError, mx.base.MXNetError):
+            raise ValueError(f"{fname} holds bucketed states that do not match their recorded "
+                             "layout (damaged file?)") from None
+        for i, arr in parts.items():
+            out[f"{head}.{i}"] = arr
+    return out
 
 
 def _flatten_state(state, key, out):

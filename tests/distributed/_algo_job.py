@@ -25,6 +25,9 @@ CONFIGS = {
     "ef_sign": dict(algorithm="ef", compressor="sign"),
     "sync_fp16": dict(algorithm="sync", compressor="fp16"),
 }
+# every configuration once more with one bucket per tensor (bucket_mb=0), suffix '.pt'; the
+# default is one bucket holding both parameters (bias, then weight: reverse network order)
+CONFIGS.update({f"{k}.pt": dict(v, bucket_mb=0) for k, v in list(CONFIGS.items())})
 
 
 def data(rank):
@@ -50,9 +53,9 @@ def run(comm, cfg):
         loss.backward()
         tr.step(B)
         traj.append(np.concatenate([p.data().asnumpy().ravel() for p in params]))
-        err = getattr(tr.algorithm, "err", None)
-        if err:
-            errs.append(np.concatenate([err[i].asnumpy().ravel() for i in sorted(err)]))
+        if "err" in tr.algorithm.state_kinds:  # per parameter, trainer (sorted) order
+            errs.append(np.concatenate([tr.algorithm.view("err", i).asnumpy().ravel()
+                                        for i in range(len(tr._params))]))
     with tr.averaged():
         avg = np.concatenate([p.data().asnumpy().ravel() for p in params])
     after = np.concatenate([p.data().asnumpy().ravel() for p in params])
@@ -65,6 +68,7 @@ ADA_CONFIGS = {
     "ladaalter_h1_same_data": (dict(algorithm="local_adaalter", period=1), True),
     "adaalter_sync_same_data": (dict(algorithm="sync"), True),
 }
+ADA_CONFIGS.update({f"{k}.pt": (dict(v[0], bucket_mb=0), v[1]) for k, v in list(ADA_CONFIGS.items())})
 
 
 def run_adaalter(comm, cfg, same_data):
@@ -85,8 +89,8 @@ def run_adaalter(comm, cfg, same_data):
         traj.append(flat(p.data() for p in params))
         states = tr._updaters[0].states
         Bs.append(flat(states[i] for i in sorted(states)))
-        acc = getattr(tr.algorithm, "acc", None)
-        accs.append(flat(acc[i] for i in sorted(acc)) if acc else np.zeros(1))
+        accs.append(flat(tr.algorithm.view("acc", i) for i in range(len(tr._params)))
+                    if "acc" in tr.algorithm.state_kinds else np.zeros(1))
     return np.array(traj), np.array(Bs), np.array(accs)
 
 
@@ -133,19 +137,19 @@ def main():
     dense = sum(t.size * 4 for t in tensors)
     wire = {}
     from gluon_suite.distributed.algorithms import sync_payload
+    bucket = [mx.nd.concat(*[t.reshape((-1,)) for t in tensors], dim=0)]  # the same set as one bucket
     for cname, ratio in [("none", 1), ("fp16", 2), ("grbs", 32), ("randomk", 32), ("topk", 32), ("sign", 32)]:
-        comp = make_compressor(cname, ratio=ratio)
-        comm.stats.reset()
-        steps = 30
-        for step in range(steps):
-            for key, t in enumerate(tensors):
-                pl = comp.compress(t, key, step)
-                synced = sync_payload(comm, pl, f"wire.{cname}.{key}")
-                for ts, _ in synced:
-                    for a in ts:
+        for suffix, arrays in (("", tensors), (".bucket", bucket)):
+            comp = make_compressor(cname, ratio=ratio)
+            comm.stats.reset()
+            steps = 30
+            for step in range(steps):
+                for key, t in enumerate(arrays):
+                    ex = sync_payload(comm, comp.compress(t, key, step), f"wire.{cname}{suffix}.{key}")
+                    for a in ex.arrays:
                         a.wait_to_read()
-        wire[cname] = {"payload_per_step": comm.stats.total_payload / steps,
-                       "wire_per_step": comm.stats.total_wire / steps, "dense": dense}
+            wire[cname + suffix] = {"payload_per_step": comm.stats.total_payload / steps,
+                                    "wire_per_step": comm.stats.total_wire / steps, "dense": dense}
     with open(os.path.join(os.environ["OUT"], f"rank{comm.rank}.json"), "w") as f:
         json.dump({"rank": comm.rank, "wire": wire}, f)
     np.savez(os.path.join(os.environ["OUT"], f"rank{comm.rank}.npz"), **out)

@@ -1,5 +1,7 @@
 """Synchronisation algorithms on 2 real Horovod workers, against float64 NumPy references of the
-update rules in SPECS §1, plus the CSER invariant, shared GRBS masks and wire bytes."""
+update rules in SPECS §1, plus the CSER invariant, shared GRBS masks and wire bytes. Every
+configuration runs twice: with buckets (the default: one bucket, bias then weight) and with one
+bucket per tensor (``bucket_mb=0``, suffix '.pt')."""
 import json
 import os
 import subprocess
@@ -17,6 +19,7 @@ sys.path.insert(0, HERE)
 import _algo_job as job  # noqa: E402
 
 N = 2
+LAYOUTS = ["", ".pt"]  # one bucket for both parameters / one bucket per tensor
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +61,7 @@ def grbs_mask(comp, shape, key, step):
 
 def reference_cser(x0, c1, c2, period, steps=job.STEPS):
     """CSER exactly as in SPECS §1 (momentum SGD, wd in the gradient), for N workers; c1/c2 map
-    (shape, key, step) to a 0/1 mask (identity: all ones; zero: all zeros)."""
+    a step to the 0/1 masks of the tensors (identity: all ones; zero: all zeros)."""
     lr, mu, wd = job.OPT["learning_rate"], job.OPT["momentum"], job.OPT["wd"]
     x = [[a.copy() for a in x0] for _ in range(N)]
     e = [[np.zeros_like(a) for a in x0] for _ in range(N)]
@@ -71,16 +74,18 @@ def reference_cser(x0, c1, c2, period, steps=job.STEPS):
             for k in range(len(x0)):
                 m[i][k] = mu * m[i][k] + g[k] + wd * x[i][k]
             p.append([lr * mk for mk in m[i]])
+        masks = c1(t)
         for k, shape in enumerate(SHAPES):
-            mask = c1(shape, k, t)
+            mask = masks[k]
             c = sum(mask * p[i][k] for i in range(N)) / N
             for i in range(N):
                 r = p[i][k] - mask * p[i][k]
                 x[i][k] = x[i][k] - c - r
                 e[i][k] = e[i][k] - r
         if (t + 1) % period == 0:
+            masks = c2(t)
             for k, shape in enumerate(SHAPES):
-                mask = c2(shape, k, t)
+                mask = masks[k]
                 ce = sum(mask * e[i][k] for i in range(N)) / N
                 for i in range(N):
                     re = e[i][k] - mask * e[i][k]
@@ -105,8 +110,16 @@ def reference_sync(x0, steps=job.STEPS):
     return hist
 
 
-ONES = lambda shape, k, t: np.ones(shape)  # noqa: E731
-ZEROS = lambda shape, k, t: np.zeros(shape)  # noqa: E731
+ONES = lambda t: [np.ones(s) for s in SHAPES]  # noqa: E731
+ZEROS = lambda t: [np.zeros(s) for s in SHAPES]  # noqa: E731
+
+
+def grbs_masks(comp, layout, t):
+    """GRBS's masks at step t: per tensor (keys = sorted parameter index: bias 0, weight 1), or on
+    the bucket's concatenated vector (bias, then weight; key 0, its first member)."""
+    if layout == ".pt":
+        return [grbs_mask(comp, s, k, t) for k, s in enumerate(SHAPES)]
+    return split(grbs_mask(comp, (job.O * (job.D + 1),), 0, t))
 
 
 # ---- tests ---------------------------------------------------------------------------------------
@@ -116,65 +129,79 @@ def test_initial_parameters_are_broadcast_from_rank0(runs):
         assert np.array_equal(ranks[0][f"{name}.traj"][0], ranks[1][f"{name}.traj"][0])
 
 
-def test_sync_matches_float64_reference(runs):
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_sync_matches_float64_reference(runs, layout):
     ranks, _ = runs
-    x0 = split(ranks[0]["sync.traj"][0])
+    x0 = split(ranks[0][f"sync{layout}.traj"][0])
     ref = reference_sync(x0)
     for r in range(N):
-        traj = ranks[r]["sync.traj"][1:]
+        traj = ranks[r][f"sync{layout}.traj"][1:]
         assert np.abs(traj - np.array(ref)).max() <= 1e-5
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("name", ["cser_identity", "ef_identity"])
-def test_identity_compression_equals_sync(runs, name):
+def test_identity_compression_equals_sync(runs, name, layout):
     ranks, _ = runs
     for r in range(N):
-        diff = np.abs(ranks[r][f"{name}.traj"] - ranks[r]["sync.traj"]).max()
+        diff = np.abs(ranks[r][f"{name}{layout}.traj"] - ranks[r][f"sync{layout}.traj"]).max()
         assert diff <= 1e-6, f"{name} rank {r}: max abs diff {diff}"
 
 
-def test_cser_with_zero_c1_and_identity_c2_equals_local_sgd(runs):
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_cser_with_zero_c1_and_identity_c2_equals_local_sgd(runs, layout):
     ranks, _ = runs
     for r in range(N):
-        diff = np.abs(ranks[r]["cser_zero_identity.traj"] - ranks[r]["local.traj"]).max()
+        diff = np.abs(ranks[r][f"cser_zero_identity{layout}.traj"] - ranks[r][f"local{layout}.traj"]).max()
         assert diff <= 1e-6
     # and local SGD itself matches the reference with C1 = 0, C2 = identity
-    ref = reference_cser(split(ranks[0]["local.traj"][0]), ZEROS, ONES, period=4)
+    ref = reference_cser(split(ranks[0][f"local{layout}.traj"][0]), ZEROS, ONES, period=4)
     for r in range(N):
-        assert np.abs(ranks[r]["local.traj"][1:] - np.array([h[r] for h in ref])).max() <= 1e-5
+        assert np.abs(ranks[r][f"local{layout}.traj"][1:] - np.array([h[r] for h in ref])).max() <= 1e-5
     # models differ between averagings and agree right after one (step 4, 8, ...)
-    t = ranks[0]["local.traj"], ranks[1]["local.traj"]
+    t = ranks[0][f"local{layout}.traj"], ranks[1][f"local{layout}.traj"]
     assert np.abs(t[0][3] - t[1][3]).max() > 1e-4
     assert np.abs(t[0][4] - t[1][4]).max() <= 1e-6
 
 
-def test_cser_grbs_matches_float64_reference(runs):
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_cser_grbs_matches_float64_reference(runs, layout):
     ranks, _ = runs
-    cfg = job.CONFIGS["cser_grbs"]
+    name = f"cser_grbs{layout}"
+    cfg = job.CONFIGS[name]
     c1 = make_compressor("grbs", ratio=cfg["ratio"], seed=0)
     c2 = make_compressor("grbs", ratio=cfg["ratio2"], seed=7919)
-    ref = reference_cser(split(ranks[0]["cser_grbs.traj"][0]),
-                         lambda s, k, t: grbs_mask(c1, s, k, t),
-                         lambda s, k, t: grbs_mask(c2, s, k, t), period=cfg["period"])
+    ref = reference_cser(split(ranks[0][f"{name}.traj"][0]), lambda t: grbs_masks(c1, layout, t),
+                         lambda t: grbs_masks(c2, layout, t), period=cfg["period"])
     for r in range(N):
-        diff = np.abs(ranks[r]["cser_grbs.traj"][1:] - np.array([h[r] for h in ref])).max()
+        diff = np.abs(ranks[r][f"{name}.traj"][1:] - np.array([h[r] for h in ref])).max()
         assert diff <= 1e-5, f"rank {r}: {diff}"
     # local models really differ (otherwise the test above would not test much)
-    assert np.abs(ranks[0]["cser_grbs.traj"][-1] - ranks[1]["cser_grbs.traj"][-1]).max() > 1e-4
+    assert np.abs(ranks[0][f"{name}.traj"][-1] - ranks[1][f"{name}.traj"][-1]).max() > 1e-4
 
 
-def test_cser_invariant_x_minus_e_identical_on_all_workers(runs):
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_cser_invariant_x_minus_e_identical_on_all_workers(runs, layout):
     ranks, _ = runs
-    for name in ("cser_grbs", "cser_zero_identity"):
+    for name in (f"cser_grbs{layout}", f"cser_zero_identity{layout}"):
         xe = [ranks[r][f"{name}.traj"][1:] - ranks[r][f"{name}.err"] for r in range(N)]
         assert np.abs(xe[0] - xe[1]).max() <= 1e-6, name
 
 
-@pytest.mark.parametrize("name", ["ef_topk", "ef_sign", "sync_fp16"])
+@pytest.mark.parametrize("name", ["ef_topk", "ef_sign", "sync_fp16", "ef_topk.pt", "ef_sign.pt",
+                                  "sync_fp16.pt"])
 def test_global_model_algorithms_keep_workers_identical(runs, name):
     ranks, _ = runs
     assert np.abs(ranks[0][f"{name}.traj"] - ranks[1][f"{name}.traj"]).max() <= 1e-6
     assert np.abs(ranks[0][f"{name}.traj"][-1] - ranks[0][f"{name}.traj"][0]).max() > 1e-3
+
+
+def test_buckets_give_the_same_result_as_per_tensor_for_sync_and_lossless_algorithms(runs):
+    ranks, _ = runs
+    for name in ("sync", "sync_fp16", "ef_identity", "cser_identity", "local", "cser_zero_identity"):
+        for r in range(N):
+            diff = np.abs(ranks[r][f"{name}.traj"] - ranks[r][f"{name}.pt.traj"]).max()
+            assert diff <= 1e-6, f"{name} rank {r}: {diff}"
 
 
 def test_averaged_context_gives_worker_mean_and_restores(runs):
@@ -194,10 +221,11 @@ def test_grbs_masks_identical_across_workers_despite_different_global_rng(runs):
 
 @pytest.mark.parametrize("cname, ratio", [("none", 1), ("fp16", 2), ("grbs", 32), ("randomk", 32),
                                           ("topk", 32), ("sign", 32)])
-def test_bytes_per_step_within_10_percent_of_dense_over_ratio(runs, cname, ratio):
+@pytest.mark.parametrize("layout", ["", ".bucket"])
+def test_bytes_per_step_within_10_percent_of_dense_over_ratio(runs, cname, ratio, layout):
     _, meta = runs
     for r in range(N):
-        w = meta[r]["wire"][cname]
+        w = meta[r]["wire"][cname + layout]
         # payload: what this worker hands to the collective; for allreduce with n = 2 the ring
         # estimate equals it, for allgather it is (n-1) x payload = payload
         assert w["payload_per_step"] == pytest.approx(w["dense"] / ratio, rel=0.10)
@@ -242,14 +270,16 @@ def reference_local_adaalter(x0, period, warmup, steps=12):
     return hist
 
 
-def test_local_adaalter_matches_float64_reference(runs):
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_local_adaalter_matches_float64_reference(runs, layout):
     ranks, _ = runs
-    ref = reference_local_adaalter(split(ranks[0]["ladaalter.traj"][0]), period=3, warmup=2)
+    name = f"ladaalter{layout}"
+    ref = reference_local_adaalter(split(ranks[0][f"{name}.traj"][0]), period=3, warmup=2)
     for r in range(N):
         xs = np.array([h[0][r] for h in ref])
-        assert np.abs(ranks[r]["ladaalter.traj"][1:] - xs).max() <= 1e-5
+        assert np.abs(ranks[r][f"{name}.traj"][1:] - xs).max() <= 1e-5
         # the optimizer state holds B_s: frozen between syncs, grown by mean(A) at each sync
-        assert np.abs(ranks[r]["ladaalter.B"] - np.array([h[1] for h in ref])).max() <= 1e-5
+        assert np.abs(ranks[r][f"{name}.B"] - np.array([h[1] for h in ref])).max() <= 1e-5
 
 
 def test_local_adaalter_models_and_accumulators_identical_after_every_sync(runs):
@@ -263,12 +293,13 @@ def test_local_adaalter_models_and_accumulators_identical_after_every_sync(runs)
     assert np.abs(t0[4] - t1[4]).max() > 1e-5  # between syncs the local models differ
 
 
-def test_local_adaalter_with_period_1_equals_synchronous_adaalter(runs):
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_local_adaalter_with_period_1_equals_synchronous_adaalter(runs, layout):
     ranks, _ = runs
+    a, b = f"ladaalter_h1_same_data{layout}", f"adaalter_sync_same_data{layout}"
     for r in range(N):
-        diff = np.abs(ranks[r]["ladaalter_h1_same_data.traj"] - ranks[r]["adaalter_sync_same_data.traj"])
-        assert diff.max() <= 1e-6
-        assert np.abs(ranks[r]["ladaalter_h1_same_data.B"] - ranks[r]["adaalter_sync_same_data.B"]).max() <= 1e-6
+        assert np.abs(ranks[r][f"{a}.traj"] - ranks[r][f"{b}.traj"]).max() <= 1e-6
+        assert np.abs(ranks[r][f"{a}.B"] - ranks[r][f"{b}.B"]).max() <= 1e-6
 
 
 def test_local_adaalter_requires_the_adaalter_optimizer():
@@ -305,7 +336,7 @@ def test_reset_for_resize_folds_or_drops_the_residual(name):
     params = [p for _, p in sorted(net.collect_params().items())]
     names = sorted(net.collect_params().keys())
     before = [p.data().asnumpy().astype(np.float64) for p in params]
-    errs = {i: e.asnumpy().astype(np.float64) for i, e in tr.algorithm.err.items()}
+    errs = {i: tr.algorithm.view("err", i).asnumpy().astype(np.float64) for i in range(len(tr._params))}
     assert any(np.abs(e).max() > 0 for e in errs.values())          # there is something to fold
     tr.algorithm.reset_for_resize()
     index = {p.name: i for i, p in enumerate(tr._params)}
@@ -313,4 +344,4 @@ def test_reset_for_resize_folds_or_drops_the_residual(name):
         e = errs[index[p.name]]
         want = b - e if name == "cser" else b
         np.testing.assert_allclose(p.data().asnumpy(), want, rtol=0, atol=1e-6, err_msg=n)
-    assert all(np.abs(e.asnumpy()).max() == 0 for e in tr.algorithm.err.values())
+    assert all(np.abs(e.asnumpy()).max() == 0 for e in tr.algorithm.err)

@@ -141,14 +141,9 @@ def test_states_resume_into_a_net_whose_names_sort_differently(tmp_path, old_for
     path = str(tmp_path / "trainer.states")
     tr1.save_states(path)
     if old_format:
-        # a file as trainers wrote it before they recorded network positions: read as it is
-        import json
-        arrays = mx.nd.load(path)
-        meta = json.loads(arrays.pop("__meta_json__").asnumpy().tobytes().decode())
-        del meta["network_position"], meta["param_shapes"]
-        arrays["__meta_json__"] = mx.nd.array(np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
-                                              dtype="uint8")
-        mx.nd.save(path, arrays)
+        # a file as trainers wrote it before they recorded network positions (format 1, state
+        # per parameter): read as it is
+        rewrite_as_format1(path, keep_positions=False)
 
     # a file without positions can only be read by a network with the writer's names (a resumed
     # process builds them again); with positions the names do not matter
@@ -159,6 +154,70 @@ def test_states_resume_into_a_net_whose_names_sort_differently(tmp_path, old_for
     tr2.load_states(path)
     train(net2, tr2, data[10:])
     assert np.abs(params(net2) - params(ref)).max() <= 1e-6
+
+
+def rewrite_as_format1(path, keep_positions=True):
+    """Rewrite a state file as trainers wrote it before buckets: format 1, algorithm state per
+    parameter ('algo.err.<index>'), no bucket layout (and, without positions, none either)."""
+    import json
+
+    from gluon_suite.distributed.trainer import _per_parameter
+    arrays = mx.nd.load(path)
+    meta = json.loads(arrays.pop("__meta_json__").asnumpy().tobytes().decode())
+    arrays = _per_parameter(meta, arrays, path)
+    meta["format"] = "gluon_suite.trainer_states/1"
+    del meta["buckets"]
+    if not keep_positions:
+        del meta["network_position"], meta["param_shapes"]
+    arrays["__meta_json__"] = mx.nd.array(np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+                                          dtype="uint8")
+    mx.nd.save(path, arrays)
+
+
+@pytest.mark.parametrize("writer, reader, fmt", [(25, 25, 2), (25, 0, 2), (0, 25, 2), (25, 25, 1),
+                                                 (0, 25, 1)])
+@pytest.mark.parametrize("algo", [dict(algorithm="ef", compressor="topk", ratio=4),
+                                  dict(algorithm="cser", compressor="grbs", ratio=4, period=3)])
+def test_states_resume_across_bucket_layouts_and_from_format_1(tmp_path, writer, reader, fmt, algo):
+    """Residuals saved per bucket (format 2) resume into any bucket layout; files of format 1
+    (residuals per parameter, before buckets) still load."""
+    opt = {"learning_rate": 0.1, "momentum": 0.9}
+    data = list(batches(20))
+    ref = make_net()
+    train(ref, DistributedTrainer(ref.collect_params(), "sgd", dict(opt), bucket_mb=writer, **algo), data)
+    net = make_net()
+    tr1 = DistributedTrainer(net.collect_params(), "sgd", dict(opt), bucket_mb=writer, **algo)
+    train(net, tr1, data[:10])
+    path = str(tmp_path / "trainer.states")
+    tr1.save_states(path)
+    if fmt == 1:
+        rewrite_as_format1(path)
+    tr2 = DistributedTrainer(net.collect_params(), "sgd", dict(opt), bucket_mb=reader, **algo)
+    tr2.load_states(path)
+    train(net, tr2, data[10:])
+    if writer == reader:  # the same layout: exactly the uninterrupted run
+        assert np.abs(params(net) - params(ref)).max() <= 1e-6
+    else:  # another layout changes the compressor's draws (GRBS) or selection (top-k) from here on
+        assert np.isfinite(params(net)).all()
+    for i in range(len(tr1._params)):
+        np.testing.assert_array_equal(tr2.algorithm.view("err", i).shape, tr1._params[i].shape)
+
+
+def test_states_of_an_unknown_format_are_refused_in_one_line(tmp_path):
+    import json
+    net = make_net()
+    tr = DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+    train(net, tr, batches(1))
+    path = str(tmp_path / "s")
+    tr.save_states(path)
+    arrays = mx.nd.load(path)
+    meta = json.loads(arrays.pop("__meta_json__").asnumpy().tobytes().decode())
+    meta["format"] = "gluon_suite.trainer_states/9"
+    arrays["__meta_json__"] = mx.nd.array(np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+                                          dtype="uint8")
+    mx.nd.save(path, arrays)
+    with pytest.raises(ValueError, match=r"format 'gluon_suite.trainer_states/9'; this version reads"):
+        tr.load_states(path)
 
 
 def test_load_states_of_another_network_is_refused(tmp_path):

@@ -77,8 +77,13 @@ def test_shortened_commands_of_every_card_train(tmp_path):
         value = run(card, tmp_path / card["name"], short=True)
         if card["metric"]["name"].startswith("MLM accuracy"):
             assert 0.0 < value < 1.0, value          # 20 steps of a 4,156-token masked LM: it runs
+        elif card["metric"]["dataset"].startswith("digits"):
+            # one epoch of the long vision run (10 classes, chance 0.1; the warm-up epoch with its
+            # rising learning rate): it learns, at least 3x chance. The full run's metric is checked
+            # against the card by the long test below.
+            assert value > 0.3, (card["name"], value)
         else:
-            # one epoch of the long vision run, or the whole graph run: clearly better than chance
+            # the whole graph run: clearly better than chance
             assert value > 0.5, (card["name"], value)
 
 

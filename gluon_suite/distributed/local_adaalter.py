@@ -1,0 +1,73 @@
+"""Local AdaAlter (SPECS §3) as a synchronisation algorithm, with the ``adaalter`` optimizer.
+
+Fully synchronous AdaAlter for ``warmup_steps`` steps (gradients averaged per bucket), then local
+steps ``x_i <- x_i - lr*(g_i/sqrt(B_s + k*eps) + wd*x_i)`` with the accumulator B_s frozen at the
+last synchronisation (k = local steps since it), accumulating ``A_i += g_i^2`` (one flat vector per
+bucket); every ``period`` steps ``x_i <- mean(x_i)``, ``B_s <- B_s + mean(A_i)``, ``A_i <- 0``, one
+collective per bucket for the models and one for the accumulators.
+"""
+import mxnet as mx
+
+from .algorithms import Algorithm, _check_period
+
+
+class LocalAdaAlter(Algorithm):
+    """Local AdaAlter (SPECS §3): fully synchronous AdaAlter for ``warmup_steps`` steps, then local
+    steps with the accumulator B_s frozen at the last synchronisation; every ``period`` steps models
+    and accumulated squares are averaged. Needs the ``adaalter`` optimizer, whose state holds B_s."""
+    name = "local_adaalter"
+    local_models = True
+    state_kinds = ("acc",)
+
+    def __init__(self, period=4, warmup_steps=0):
+        super().__init__()
+        self.period = _check_period(period)
+        if warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
+        self.warmup = int(warmup_steps)
+        self.acc = []
+
+    def check_optimizer(self, optimizer):
+        if type(optimizer).__name__.lower() != "adaalter":
+            raise ValueError(f"algorithm 'local_adaalter' needs the 'adaalter' optimizer, got "
+                             f"'{type(optimizer).__name__.lower()}'")
+        if getattr(optimizer, "multi_precision", False):
+            raise ValueError("algorithm 'local_adaalter' does not support multi_precision")
+
+    def reduce_gradients(self, step):
+        if step < self.warmup and self.comm.size > 1:
+            self.comm.grouped_allreduce_([b.grad for b in self.buckets], average=True,
+                                         name="ladaalter.grads")
+
+    def owns_update(self, step):
+        return step >= self.warmup
+
+    def local_update(self, trainer, step):
+        opt, updater = trainer._optimizer, trainer._updaters[0]
+        k = (step - self.warmup) % self.period + 1
+        for b, acc in zip(self.buckets, self.acc):
+            for i, p in b.members:
+                w = p.data()
+                if i not in updater.states:
+                    updater.states[i] = opt.create_state(i, w)
+                    updater.states_synced[i] = True
+                opt._update_count(i)
+                lr, wd = opt._get_lr(i), opt._get_wd(i)
+                g = opt.prepare_grad(p.grad())
+                delta = g / mx.nd.sqrt(updater.states[i] + k * opt.epsilon)
+                if wd:
+                    delta = delta + wd * w
+                w -= lr * delta
+            # A_i += g_i^2 for the whole bucket at once (prepare_grad: rescale and clip)
+            acc += mx.nd.square(opt.prepare_grad(b.grad))
+        if (step - self.warmup + 1) % self.period == 0:
+            if self.comm.size > 1:
+                self._average_models("ladaalter.models")
+                self.comm.grouped_allreduce_(self.acc, average=True, name="ladaalter.acc")
+            for b, acc in zip(self.buckets, self.acc):
+                for (i, _), a in zip(b.members, b.views(acc)):
+                    updater.states[i] += a
+                acc[:] = 0
+
+    def config(self):
+        return {"name": self.name, "period": self.period, "warmup_steps": self.warmup}
