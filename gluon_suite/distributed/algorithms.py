@@ -303,7 +303,9 @@ class CSER(Algorithm):
         with no residual, whatever rank 0's local deviation was."""
         for b, e in zip(self.buckets, self.err):
             for (_, p), ev in zip(b.members, b.views(e)):
-                write_plain(p.data() - ev, p.data())
+                w = p._data[0]
+                write_plain(w - ev, w)
+            b.broadcast_weights()
             e[:] = 0
 
     def config(self):

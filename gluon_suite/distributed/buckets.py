@@ -11,6 +11,13 @@ gradient NDArray; every parameter's gradient becomes a view of its slice
 sees per-parameter gradients. Weights are *not* moved into a flat buffer: oneDNN re-lays weights
 out in place, which a shared buffer does not survive; they are gathered with one ``concat`` and
 written back with one ``split`` per bucket where an algorithm needs them flat.
+
+Several contexts per worker (GluonCV's ``split_and_load``: one parameter copy per context): a
+bucket lives on its members' *first* context (the primary copy, which the algorithm and the
+optimizer work on); the gradients of every other context are bucketed the same way on their own
+context (``replica_grads``), summed into the primary gradient with one copy and one add per bucket
+and context (``sum_replica_grads``), and the primary weights are copied back to the other copies
+with one gather, copy and split per bucket and context (``broadcast_weights``).
 """
 import ctypes
 
@@ -34,14 +41,16 @@ class Bucket:
         self.key = self.members[0][0]
         first = self.members[0][1]
         self.dtype = np.dtype(first.dtype)
-        self.context = first.list_ctx()[0]
+        self.contexts = list(first.list_ctx())
+        self.context = self.contexts[0]
         self.shapes = [tuple(p.shape) for _, p in self.members]
         self.sizes = [int(np.prod(s)) for s in self.shapes]
         self.offsets = [int(o) for o in np.cumsum([0] + self.sizes[:-1])]
         self.size = int(sum(self.sizes))
         self.indices = [i for i, _ in self.members]
         self.grad = None
-        self._weight_arrays, self._weight_flats = None, None
+        self.replica_grads = []   # flat gradients of the other contexts, one per context
+        self._weight_arrays, self._weight_flats = {}, {}
         self._buffers = {}
 
     @property
@@ -49,9 +58,9 @@ class Bucket:
         """Bytes of the bucket's flat vector."""
         return self.size * self.dtype.itemsize
 
-    def zeros(self):
-        """A new zero vector of the bucket's size, dtype and context."""
-        return mx.nd.zeros((self.size,), dtype=self.dtype, ctx=self.context)
+    def zeros(self, ctx=None):
+        """A new zero vector of the bucket's size and dtype on ``ctx`` (default: its context)."""
+        return mx.nd.zeros((self.size,), dtype=self.dtype, ctx=ctx or self.context)
 
     def views(self, flat):
         """Per-member views (sharing memory) of a flat vector of this bucket."""
@@ -74,23 +83,41 @@ class Bucket:
             return mx.nd.concat(*flats, dim=0, out=out)
         return mx.nd.concat(*flats, dim=0)
 
-    def buffer(self, name):
+    def buffer(self, name, ctx=None):
         """A persistent work vector of the bucket's size (no allocation, and no page faults of a
-        fresh 100 MB array, on every step)."""
-        buf = self._buffers.get(name)
+        fresh 100 MB array, on every step), on ``ctx`` (default: the bucket's context)."""
+        key = (name, str(ctx or self.context))
+        buf = self._buffers.get(key)
         if buf is None:
-            buf = self._buffers[name] = self.zeros()
+            buf = self._buffers[key] = self.zeros(ctx)
         return buf
 
-    def weights(self):
+    def weights(self, copy=0):
         """The members' weights as flat views (kept from step to step: NDArray.reshape costs ~40 us
         of Python per call, the dominant per-tensor cost; rebuilt when a parameter's array is
-        replaced, e.g. by reset_ctx)."""
-        current = [p._data[0] for _, p in self.members]
-        if self._weight_arrays is None or any(a is not b for a, b in zip(current, self._weight_arrays)):
-            self._weight_arrays = current
-            self._weight_flats = [a.reshape((-1,)) for a in current]
-        return self._weight_flats
+        replaced, e.g. by reset_ctx); ``copy``: which context's copy (0: the primary)."""
+        current = [p._data[copy] for _, p in self.members]
+        cached = self._weight_arrays.get(copy)
+        if cached is None or any(a is not b for a, b in zip(current, cached)):
+            self._weight_arrays[copy] = current
+            self._weight_flats[copy] = [a.reshape((-1,)) for a in current]
+        return self._weight_flats[copy]
+
+    def sum_replica_grads(self):
+        """Primary gradient += the gradients of the other contexts (one copy and one add per
+        context): what the optimizer and the algorithm see is the sum over the worker's contexts,
+        as ``gluon.Trainer`` with a local kvstore gives."""
+        for g in self.replica_grads:
+            self.grad += g.copyto(self.buffer("replica"))
+
+    def broadcast_weights(self):
+        """Copy the primary weights to every other context's copy (one gather, one copy and one
+        split per context), so that all copies are identical after a step."""
+        if len(self.contexts) < 2:
+            return
+        flat = self.gather_weights("bcast")
+        for j, ctx in enumerate(self.contexts[1:], 1):
+            self.scatter(flat.copyto(self.buffer("bcast", ctx)), self.weights(j))
 
     def gather_weights(self, buffer=None):
         """The members' weights concatenated (one operator), into the work vector ``buffer``
@@ -107,16 +134,19 @@ class Bucket:
         _split_into(flat, outs)
 
     def bind_gradients(self):
-        """Make every member's gradient a view of this bucket's flat gradient vector (current
-        gradient values and the 'fresh gradient' flag kept)."""
-        self.grad = self.zeros()
-        for (_, p), view in zip(self.members, self.views(self.grad)):
-            data = p.data()
-            fresh = data._fresh_grad
-            view[:] = p.grad()
-            mx.autograd.mark_variables([data], [view], grad_reqs=p.grad_req)
-            p._grad[0] = view
-            data._fresh_grad = fresh
+        """Make every member's gradient a view of this bucket's flat gradient vector, on each of
+        its contexts (the primary's in ``grad``, the others' in ``replica_grads``), current
+        gradient values and the 'fresh gradient' flag kept."""
+        flats = [self.zeros(ctx) for ctx in self.contexts]
+        for copy, flat in enumerate(flats):
+            for (_, p), view in zip(self.members, self.views(flat)):
+                data = p._data[copy]
+                fresh = data._fresh_grad
+                view[:] = p._grad[copy]
+                mx.autograd.mark_variables([data], [view], grad_reqs=p.grad_req)
+                p._grad[copy] = view
+                data._fresh_grad = fresh
+        self.grad, self.replica_grads = flats[0], flats[1:]
 
 
 _CONCAT_BACKWARD = []
@@ -137,10 +167,9 @@ def _split_into(flat, outs):
 
 def layout_buckets(params, bucket_mb=DEFAULT_BUCKET_MB, min_size=0, network_position=None):
     """Lay ``[(index, Parameter)]`` out in buckets: reverse network order (``network_position[i]``
-    is parameter i's place in the network; default: the given order), one dtype and context per
-    bucket, tensors under ``min_size`` elements in buckets of their own (sent dense), a bucket
-    closed once it reaches ``bucket_mb`` MB (0: one bucket per tensor). Only a parameter's first
-    context takes part (as before buckets)."""
+    is parameter i's place in the network; default: the given order), one dtype and list of
+    contexts per bucket, tensors under ``min_size`` elements in buckets of their own (sent dense),
+    a bucket closed once it reaches ``bucket_mb`` MB (0: one bucket per tensor)."""
     if not float(bucket_mb) >= 0:
         raise ValueError(f"bucket_mb must be >= 0 (0: one bucket per tensor), got {bucket_mb}")
     params = list(params)
@@ -150,7 +179,7 @@ def layout_buckets(params, bucket_mb=DEFAULT_BUCKET_MB, min_size=0, network_posi
     open_, done = {}, []
     for i, p in reversed(params):
         small = int(np.prod(p.shape)) < min_size
-        group = (np.dtype(p.dtype).str, str(p.list_ctx()[0]), small)
+        group = (np.dtype(p.dtype).str, str(p.list_ctx()), small)
         cur = open_.setdefault(group, [[], 0])
         cur[0].append((i, p))
         cur[1] += int(np.prod(p.shape)) * np.dtype(p.dtype).itemsize

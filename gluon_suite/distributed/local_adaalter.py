@@ -47,13 +47,13 @@ class LocalAdaAlter(Algorithm):
         k = (step - self.warmup) % self.period + 1
         for b, acc in zip(self.buckets, self.acc):
             for i, p in b.members:
-                w = p.data()
+                w = p._data[0]
                 if i not in updater.states:
                     updater.states[i] = opt.create_state(i, w)
                     updater.states_synced[i] = True
                 opt._update_count(i)
                 lr, wd = opt._get_lr(i), opt._get_wd(i)
-                g = opt.prepare_grad(p.grad())
+                g = opt.prepare_grad(p._grad[0])
                 delta = g / mx.nd.sqrt(updater.states[i] + k * opt.epsilon)
                 if wd:
                     delta = delta + wd * w

@@ -46,7 +46,10 @@ class DistributedTrainer(gluon.Trainer):
     ``min_size``/``warmup_steps``/``seed`` (see ``make_algorithm``) and ``communicator`` (default:
     Horovod under ``horovodrun``, else single-process) and ``bucket_mb`` (size of the flat
     gradient buckets, default 25 MB; 0: one bucket per tensor; see ``buckets.py``). Bad names or values raise ValueError here,
-    before any training step. With ``profile_comm=True`` the time spent in the algorithm's
+    before any training step. Parameters may live on several contexts (GluonCV's
+    ``split_and_load``): the gradients of a worker's contexts are summed into the first context's
+    copy, the optimizer and the algorithm work on that copy, and the other copies receive its
+    weights after every step (all copies identical). With ``profile_comm=True`` the time spent in the algorithm's
     synchronisation (communication plus compression) is measured between barriers and summed in
     ``sync_seconds`` (the barriers cost some overlap: use it to measure, not to train fast).
     """
@@ -105,13 +108,15 @@ class DistributedTrainer(gluon.Trainer):
         for i, p in enumerate(self._params):
             name = f"{self._prefix}init.{i}"
             if p._data is not None:
-                comm.broadcast_(p.data(), 0, name=name)
+                comm.broadcast_(p._data[0], 0, name=name)
+                _copy_to_replicas(p)
             else:  # deferred: broadcast right after the parameter is initialised, before any use
                 init_impl = p._init_impl
 
                 def wrapped(param, *args, _impl=init_impl, _name=name, **kwargs):
                     _impl(*args, **kwargs)
-                    comm.broadcast_(param.data(), 0, name=_name)
+                    comm.broadcast_(param._data[0], 0, name=_name)
+                    _copy_to_replicas(param)
                 p._init_impl = types.MethodType(wrapped, p)
 
     def _bind(self):
@@ -135,6 +140,8 @@ class DistributedTrainer(gluon.Trainer):
 
     def _allreduce_grads(self):
         self._bind()
+        for b in self._algo.buckets:   # several contexts: their sum, on the primary copy
+            b.sum_replica_grads()
         with self._timed():
             self._algo.reduce_gradients(self._step_count)
 
@@ -147,10 +154,42 @@ class DistributedTrainer(gluon.Trainer):
                     d._fresh_grad = False
         else:
             before = self._algo.snapshot() if self._algo.needs_update else None
-            super()._update(ignore_stale_grad)
+            self._update_primary(ignore_stale_grad)
             with self._timed():
                 self._algo.after_update(before, self._step_count)
+        for b in self._algo.buckets:   # every other copy <- the primary's weights
+            b.broadcast_weights()
         self._step_count += 1
+
+    def _update_primary(self, ignore_stale_grad=False):
+        """``gluon.Trainer._update`` on the primary (first-context) copy of each parameter only:
+        its gradient already holds the sum over the worker's contexts, and the other copies
+        receive its weights afterwards (one optimizer state, no per-context drift)."""
+        loss_scaler = getattr(self, "_amp_loss_scaler", None)
+        if loss_scaler is not None and loss_scaler.has_overflow(self._params):
+            return  # skip on overflow, as gluon.Trainer
+        work = []
+        for i, p in enumerate(self._params):
+            if p.grad_req == "null":
+                continue
+            datas = p._check_and_get(p._data, list)
+            if not ignore_stale_grad:
+                for d in datas:
+                    if not d._fresh_grad:
+                        raise UserWarning(
+                            f"Gradient of Parameter `{p.name}` on context {d.context} has not been "
+                            "updated by backward since last `step`. This could mean a bug in your "
+                            "model that made it only use a subset of the Parameters (Blocks) for "
+                            "this iteration. If you are intentionally only using a subset, call step "
+                            "with ignore_stale_grad=True to suppress this warning and skip updating "
+                            "of Parameters with stale gradient")
+            if not ignore_stale_grad or datas[0]._fresh_grad:
+                work.append((i, p._grad[0], datas[0]))
+            for d in datas:
+                d._fresh_grad = False
+        if work:
+            index, grads, weights = zip(*work)
+            self._updaters[0](index, grads, weights)
 
     # --- evaluation on the averaged model -------------------------------------------------------
     @contextlib.contextmanager
@@ -160,16 +199,20 @@ class DistributedTrainer(gluon.Trainer):
         if self._comm.size == 1:
             yield
             return
-        arrays = [p.data() for p in self._params if p._data is not None]
+        params = [p for p in self._params if p._data is not None]
+        arrays = [p._data[0] for p in params]
         saved = [a.copy() for a in arrays]
         self._comm.grouped_allreduce_(arrays, average=True, name=f"{self._prefix}averaged",
                                       relayout=True)
+        for p in params:
+            _copy_to_replicas(p)
         mx.nd.waitall()  # the collective completes here on every worker, whatever the block does
         try:
             yield
         finally:
-            for a, s in zip(arrays, saved):
-                write_plain(s, a)  # the evaluation forward may have re-laid weights out (oneDNN)
+            for p, s in zip(params, saved):
+                for d in p._data:   # the evaluation forward may have re-laid weights out (oneDNN)
+                    write_plain(s.as_in_context(d.context), d)
 
     # --- states -------------------------------------------------------------------------------
     def save_states(self, fname):
@@ -257,6 +300,12 @@ class DistributedTrainer(gluon.Trainer):
                                         for k, v in meta["index_update_count"].items()})
         arrays = {(f"algo.{renumber(k[5:])}" if k.startswith("algo.") else k): v for k, v in arrays.items()}
         return meta, arrays
+
+
+def _copy_to_replicas(param):
+    """Every other context's copy of ``param`` <- its first (primary) copy."""
+    for d in param._data[1:]:
+        write_plain(param._data[0].as_in_context(d.context), d)
 
 
 def _per_parameter(meta, arrays, fname):
