@@ -19,18 +19,19 @@ from .data import load_digits
 from .models import digits_cnn
 
 
-def evaluate(net, images, labels, batch_size=256):
-    """Top-1 accuracy of ``net`` on ``images``/``labels`` (NumPy arrays)."""
+def evaluate(net, images, labels, batch_size=256, ctx=None, dtype="float32"):
+    """Top-1 accuracy of ``net`` on ``images``/``labels`` (NumPy arrays), on ``ctx``."""
     correct = 0
     for i in range(0, len(labels), batch_size):
-        out = net(mx.nd.array(images[i:i + batch_size]))
+        out = net(mx.nd.array(images[i:i + batch_size], ctx=ctx, dtype=dtype))
         correct += int((out.argmax(axis=1).asnumpy().astype(np.int32) == labels[i:i + batch_size]).sum())
     return correct / len(labels)
 
 
 def train_digits(comm, epochs=6, batch_size=32, lr=0.1, momentum=0.9, wd=1e-4, seed=0,
                  log_path=None, show_progress=True, max_steps=None, on_epoch=None, algorithm="sync",
-                 elastic=False, ramp_steps=50, commit_every=20, ref_workers=None, **dist_kwargs):
+                 elastic=False, ramp_steps=50, commit_every=20, ref_workers=None, ctx=None,
+                 dtype="float32", **dist_kwargs):
     """Train ``digits_cnn`` on digits over ``comm``'s workers with ``algorithm`` (and the
     compressor options of ``DistributedTrainer`` in ``dist_kwargs``).
 
@@ -38,20 +39,31 @@ def train_digits(comm, epochs=6, batch_size=32, lr=0.1, momentum=0.9, wd=1e-4, s
     rate is used as given. ``max_steps`` caps the steps per epoch (for quick tests). Returns a dict
     with the per-epoch history and the final test accuracy. Rank 0 writes one JSON line per epoch
     to ``log_path`` when given; ``on_epoch(record)`` is called on every rank after each epoch.
+    ``ctx``: the worker's contexts (default: the CPU); each batch is split over them
+    (``split_and_load``). ``dtype='float16'`` trains a float16 network with float32 master weights.
     """
+    ctx = list(ctx or [mx.cpu()])
     if batch_size < 1 or epochs < 1:
         raise ValueError(f"batch_size and epochs must be >= 1 (got {batch_size}, {epochs})")
     if elastic:
-        return _train_digits_elastic(comm, epochs, batch_size, lr, momentum, wd, seed, log_path, on_epoch,
+        if len(ctx) > 1 or dtype != "float32":
+            raise ValueError("--elastic trains on one device per worker in float32; give one --gpus "
+                             "id and --dtype float32")
+        with ctx[0]:   # the worker's device as the default context
+            return _train_digits_elastic(comm, epochs, batch_size, lr, momentum, wd, seed, log_path, on_epoch,
                                      algorithm, ramp_steps, commit_every, ref_workers, dist_kwargs)
     seed_everything(seed + comm.rank)
     x_train, y_train = load_digits("train")
     x_test, y_test = load_digits("test")
 
     net = digits_cnn()
-    net.initialize(mx.init.Xavier(magnitude=2.0))
-    trainer = DistributedTrainer(net.collect_params(), "sgd",
-                                 {"learning_rate": lr, "momentum": momentum, "wd": wd},
+    net.initialize(mx.init.Xavier(magnitude=2.0), ctx=ctx)
+    opt_params = {"learning_rate": lr, "momentum": momentum, "wd": wd}
+    if dtype != "float32":
+        net(mx.nd.array(x_train[:1], ctx=ctx[0]))   # shapes first, then cast
+        net.cast(dtype)
+        opt_params["multi_precision"] = True        # float32 master weights
+    trainer = DistributedTrainer(net.collect_params(), "sgd", opt_params,
                                  algorithm=algorithm, communicator=comm, seed=seed, **dist_kwargs)
     net.hybridize(static_alloc=True)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
@@ -78,21 +90,23 @@ def train_digits(comm, epochs=6, batch_size=32, lr=0.1, momentum=0.9, wd=1e-4, s
                        enabled=show_progress and comm.rank == 0)
         for step in bar:
             idx = shard[step * batch_size:(step + 1) * batch_size]
-            data, label = mx.nd.array(x_train[idx]), mx.nd.array(y_train[idx])
+            data = gluon.utils.split_and_load(mx.nd.array(x_train[idx], dtype=dtype), ctx, even_split=False)
+            label = gluon.utils.split_and_load(mx.nd.array(y_train[idx]), ctx, even_split=False)
             with autograd.record():
-                out = net(data)
-                loss = loss_fn(out, label)
-            loss.backward()
+                outs = [net(d) for d in data]
+                losses = [loss_fn(o, lab) for o, lab in zip(outs, label)]
+            autograd.backward(losses)
             trainer.step(batch_size)
-            loss_sum += float(loss.sum().asscalar())
-            correct += int((out.argmax(axis=1) == label).sum().asscalar())
+            loss_sum += sum(float(loss.sum().asscalar()) for loss in losses)
+            correct += sum(int((o.argmax(axis=1) == lab.astype(o.dtype)).sum().asscalar())
+                           for o, lab in zip(outs, label))
             seen += len(idx)
         train_wire += comm.stats.total_wire - wire_before
         # what a dense ring allreduce of every gradient would put on each worker's link per step
-        grad_bytes = sum(p.data().size * 4 for p in net.collect_params().values()
+        grad_bytes = sum(int(np.prod(p.shape)) * 4 for p in net.collect_params().values()
                          if p.grad_req != "null")
         with trainer.averaged():
-            acc = evaluate(net, x_test, y_test)
+            acc = evaluate(net, x_test, y_test, ctx=ctx[0], dtype=dtype)
         rec = {"epoch": epoch + 1, "train_loss": loss_sum / seen, "train_acc": correct / seen,
                "test_acc": acc, "time_s": round(time.time() - t0, 3), "workers": comm.size,
                "global_batch": batch_size * comm.size,

@@ -9,6 +9,10 @@ checkpoints, exact resume, and optional publishing into a zoo store.
 Reproducibility: every epoch reseeds Python's, NumPy's and MXNet's generators from
 (seed, epoch, rank) and shuffles with a generator seeded by (seed, epoch) shared by all workers,
 so a run resumed from the checkpoint of epoch k continues exactly as the uninterrupted run.
+
+Devices (GluonCV's ``--gpus``/``--dtype``): the worker's batch is split over its contexts with
+``split_and_load`` (one parameter copy per context, gradients summed by the trainer); float16
+casts the network and keeps float32 master weights in the optimizer (``multi_precision``).
 """
 import os
 import random
@@ -23,6 +27,7 @@ from ..distributed.loop import RunFolder, resume_folder
 from ..optim import WarmupCosine, WarmupMultiStep, exclude_from_weight_decay
 from ..model_zoo import get_model, resolve
 from ..utils import UserError, progress, write_json
+from ..utils.devices import resolve_devices
 from ..utils.fileio import atomic_path
 from .data import build_datasets
 
@@ -39,6 +44,7 @@ DEFAULTS = {
     "progress": True, "publish": None, "publish_name": None, "publish_url": None, "card": None,
     "stop_after_epochs": None, "profile_comm": False, "link_mbit": None,
     "elastic": False, "commit_every": 20, "ramp_steps": 50, "ref_workers": None,
+    "gpus": None, "dtype": "float32",
 }
 
 
@@ -108,13 +114,16 @@ def _schedule(cfg, steps_per_epoch):
     return WarmupMultiStep(float(cfg["lr"]), milestones, float(cfg["lr_decay"]), warm)
 
 
-def _evaluate(net, test, comm, batch=256):
-    """Top-1 accuracy of ``net`` over the whole test set, each worker taking a shard."""
+def _evaluate(net, test, comm, batch=256, ctx=None, dtype="float32"):
+    """Top-1 accuracy of ``net`` over the whole test set, each worker taking a shard (on the
+    first of ``ctx``)."""
     idx = list(range(comm.rank, len(test), comm.size))
     loader = gluon.data.DataLoader(test, batch_size=batch, sampler=idx)
     correct = total = 0
     for x, y in loader:
-        pred = net(x).argmax(axis=1)
+        if ctx is not None:
+            x = x.as_in_context(ctx[0]).astype(dtype, copy=False)
+        pred = net(x).argmax(axis=1).as_in_context(mx.cpu())
         correct += float((pred == y.astype(pred.dtype)).sum().asscalar())
         total += len(y)
     counts = comm.allreduce(mx.nd.array([correct, total], dtype="float64"), average=False,
@@ -122,8 +131,9 @@ def _evaluate(net, test, comm, batch=256):
     return float(counts[0] / max(counts[1], 1))
 
 
-def _forward_backward(net, loss_fn, x, y, classes, smooth, alpha):
-    """Forward (with label smoothing and mixup when asked) and backward; returns (output, loss)."""
+def _forward_backward(net, loss_fn, x, y, classes, smooth, alpha, ctx=None, dtype="float32"):
+    """Forward (with label smoothing and mixup when asked) and backward, the batch split over the
+    contexts ``ctx`` (default: where ``x`` is); returns (summed loss, correct predictions)."""
     target = y
     if smooth or alpha:
         target = mx.nd.one_hot(y, classes, on_value=1 - smooth + smooth / classes, off_value=smooth / classes)
@@ -131,14 +141,20 @@ def _forward_backward(net, loss_fn, x, y, classes, smooth, alpha):
         lam = float(np.random.beta(alpha, alpha))
         x = lam * x + (1 - lam) * x[::-1]
         target = lam * target + (1 - lam) * target[::-1]
+    ctx = ctx or [x.context]
+    xs = gluon.utils.split_and_load(x, ctx, even_split=False)
+    ts = gluon.utils.split_and_load(target, ctx, even_split=False)
+    ys = gluon.utils.split_and_load(y, ctx, even_split=False)
     with autograd.record():
-        outp = net(x)
-        loss = loss_fn(outp, target)
-    loss.backward()
-    return outp, loss
+        outs = [net(a.astype(dtype, copy=False)) for a in xs]
+        losses = [loss_fn(o, t.astype(o.dtype, copy=False) if smooth or alpha else t) for o, t in zip(outs, ts)]
+    autograd.backward(losses)
+    loss_sum = sum(float(loss.sum().asscalar()) for loss in losses)
+    correct = sum(float((o.argmax(axis=1) == b.astype(o.dtype)).sum().asscalar()) for o, b in zip(outs, ys))
+    return loss_sum, correct
 
 
-def _train_elastic(cfg, net, trainer, sampler, train, test, classes, per_worker, log):
+def _train_elastic(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ctx, dtype):
     """The elastic form of the recipe: workers may join, leave or die (``--elastic``).
 
     The job state (model, optimizer, schedule, sample position, counters) is committed every
@@ -171,16 +187,16 @@ def _train_elastic(cfg, net, trainer, sampler, train, test, classes, per_worker,
         _seed(cfg["seed"], state.step, trainer.communicator.rank)
         x, y = default_batchify_fn([train[int(i)] for i in idx])
         mix = alpha if state.epoch < int(cfg["epochs"]) - int(cfg["mixup_off_epochs"]) else 0
-        outp, loss = _forward_backward(net, loss_fn, x, y, classes, smooth, mix)
+        loss_sum, correct = _forward_backward(net, loss_fn, x, y, classes, smooth, mix, ctx, dtype)
         trainer.step(step_size)
-        state.loss_sum += float(loss.sum().asscalar())
-        state.correct += float((outp.argmax(axis=1) == y.astype("float32")).sum().asscalar())
+        state.loss_sum += loss_sum
+        state.correct += correct
         state.seen += len(idx)
 
     def end_epoch(state):
         comm = trainer.communicator
         with trainer.averaged():
-            acc = _evaluate(net, test, comm)
+            acc = _evaluate(net, test, comm, ctx=ctx, dtype=dtype)
         state.best_acc = max(state.best_acc, acc)
         seen = comm.allreduce(mx.nd.array([state.loss_sum, state.correct, state.seen], dtype="float64"),
                               average=False, name="elastic.epoch.stats").asnumpy()
@@ -216,14 +232,20 @@ def _train_elastic(cfg, net, trainer, sampler, train, test, classes, per_worker,
     return result
 
 
-def train_classification(config, comm, log=print):
+def train_classification(config, comm, log=print, ctx=None):
     """Run the recipe with ``config`` (``DEFAULTS`` overridden by the user's values) on ``comm``.
 
     Returns ``{"best_acc", "final_acc", "history", "out", "published"}``. Only rank 0 writes logs,
     the best checkpoint and the card; every rank writes its own resumable ``last`` checkpoint.
+    ``ctx`` (a list of contexts) overrides the config's ``gpus``.
     """
     cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None or k not in DEFAULTS}}
     per_worker = check_config(cfg, comm)
+    found, dtype = resolve_devices(cfg["gpus"], cfg["dtype"])
+    ctx = list(ctx or found)
+    if cfg["elastic"] and len(ctx) > 1:
+        raise UserError("--elastic trains one device per worker; give one --gpus id (horovodrun "
+                        "starts one worker per GPU)")
     out, rank, size = cfg["out"], comm.rank, comm.size
     os.makedirs(out, exist_ok=True)
     train, test, classes, channels = build_datasets(cfg["dataset"], cfg["data_dir"], cfg["image_size"])
@@ -240,8 +262,10 @@ def train_classification(config, comm, log=print):
     if resolve(cfg["model"]).name.endswith(("_cifar", "_digits")):
         kwargs.update(in_channels=channels, last_gamma=bool(cfg["last_gamma"]))
     net = get_model(cfg["model"], **kwargs)
-    net.initialize(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2))
-    net(mx.nd.array(train[0][0]).expand_dims(0))  # finish deferred initialisation
+    net.initialize(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2), ctx=ctx)
+    net(mx.nd.array(train[0][0], ctx=ctx[0]).expand_dims(0))  # finish deferred initialisation
+    if dtype != "float32":
+        net.cast(dtype)
     if not cfg["wd_on_bn_bias"]:
         exclude_from_weight_decay(net.collect_params())
     steps_per_epoch = len(train) // (per_worker * size)
@@ -258,6 +282,8 @@ def train_classification(config, comm, log=print):
     else:
         sched = _schedule(cfg, steps_per_epoch)
     opt_params = {"lr_scheduler": sched, "wd": float(cfg["wd"])}
+    if dtype != "float32":
+        opt_params["multi_precision"] = True   # float32 master weights
     if cfg["optimizer"] in ("sgd", "nag"):
         opt_params["momentum"] = float(cfg["momentum"])
     trainer = DistributedTrainer(
@@ -268,7 +294,7 @@ def train_classification(config, comm, log=print):
         profile_comm=bool(cfg["profile_comm"]))
     net.hybridize(static_alloc=True)
     if cfg["elastic"]:
-        return _train_elastic(cfg, net, trainer, sampler, train, test, classes, per_worker, log)
+        return _train_elastic(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ctx, dtype)
 
     run = RunFolder(out, cfg["resume"], comm, required=("epoch", "best_acc", "history"))
     saved = run.restore(net, trainer, log)
@@ -279,7 +305,7 @@ def train_classification(config, comm, log=print):
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=not (smooth or alpha))
     logger, summary = run.logger(history), run.summary(history)
     dense_per_step = 2.0 * (size - 1) / size * sum(
-        p.data().size * 4 for p in net.collect_params().values() if p.grad_req != "null")
+        int(np.prod(p.shape)) * 4 for p in net.collect_params().values() if p.grad_req != "null")
     t_start = time.time()
     for epoch in run.epochs(start_epoch, int(cfg["epochs"]), trainer):
         _seed(cfg["seed"], epoch, rank)
@@ -290,15 +316,16 @@ def train_classification(config, comm, log=print):
         loss_sum = correct = seen = 0.0
         for x, y in progress(loader, total=len(sampler), desc=f"epoch {epoch + 1}/{cfg['epochs']}",
                              enabled=bool(cfg["progress"]) and rank == 0):
-            outp, loss = _forward_backward(net, loss_fn, x, y, classes, smooth, alpha if mix else 0)
+            batch_loss, batch_correct = _forward_backward(net, loss_fn, x, y, classes, smooth,
+                                                          alpha if mix else 0, ctx, dtype)
             trainer.step(per_worker)
-            loss_sum += float(loss.sum().asscalar())
-            correct += float((outp.argmax(axis=1) == y.astype("float32")).sum().asscalar())
+            loss_sum += batch_loss
+            correct += batch_correct
             seen += len(y)
         train_time = time.time() - t0
         wire = comm.stats.total_wire - wire0
         with trainer.averaged():
-            acc = _evaluate(net, test, comm)
+            acc = _evaluate(net, test, comm, ctx=ctx, dtype=dtype)
             is_best = acc > best_acc
             if is_best:
                 best_acc = acc

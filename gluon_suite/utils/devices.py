@@ -95,9 +95,92 @@ def contexts(gpus=None, local_rank=None):
         except mx.base.MXNetError:
             have = 0
         missing = [i for i in ids if i >= have]
+        if missing and not have:
+            raise UserError(f"--gpus asks for GPU {missing[0]} but MXNet sees 0 GPU(s): drop --gpus "
+                            f"(or give --gpus -1) to train on the CPU, or on a GPU machine install "
+                            f"the CUDA build with `{SETUP_HINT}`")
         if missing:
             raise UserError(f"--gpus asks for GPU {missing[0]} but MXNet sees {have} GPU(s); "
-                            f"use ids below {have}, or -1 for the CPU"
-                            + ("" if have else f" (a GPU machine needs `{SETUP_HINT}`)"))
+                            f"use ids below {have}, or -1 for the CPU")
         return [mx.gpu(i) for i in ids]
     return [mx.cpu()]
+
+
+DTYPES = ("float32", "float16")
+FP16_ON_CPU = ("--dtype float16 needs a GPU: MXNet 1.9.1 has no float16 matrix product on the CPU "
+               "('FP16 gemm on cpu not implemented'); drop --dtype float16 (or use --dtype float32) "
+               "on the CPU, or add --gpus")
+
+
+def gpus_flag(text):
+    """An argparse type for ``--gpus``: GPU ids like ``0,1``; ``-1`` or empty for the CPU."""
+    from .validate import _fail
+    try:
+        parse_gpus(text)
+    except UserError as exc:
+        _fail(str(exc).replace("--gpus takes", "takes"))
+    return str(text).strip()
+
+
+def dtype_flag(allowed=DTYPES, why=""):
+    """An argparse type for ``--dtype``: one of ``allowed``; a known dtype the recipe cannot train
+    in is refused with ``why``."""
+    from .validate import _fail
+
+    def check(text):
+        key = str(text).strip().lower()
+        if key in allowed:
+            return key
+        if key in DTYPES:
+            _fail(f"{key} is not supported here{why}; use {' or '.join(allowed)}")
+        _fail(f"unknown dtype {str(text)!r}; use one of {', '.join(allowed)}")
+    check.__name__ = "dtype"
+    return check
+
+
+def add_device_arguments(parser, dtypes=DTYPES, why="", defaults=True):
+    """Add GluonCV's ``--gpus`` and ``--dtype`` to ``parser`` (an argparse parser or group). With
+    ``defaults=False`` no default is set (for scripts whose YAML config supplies it)."""
+    kw = {"default": None} if defaults else {}
+    parser.add_argument("--gpus", type=gpus_flag, help="GPU ids like 0,1 (one parameter copy per GPU); "
+                        "-1 or none: the CPU; under horovodrun each worker takes its local rank's GPU",
+                        **kw)
+    parser.add_argument("--dtype", type=dtype_flag(dtypes, why), help=" or ".join(dtypes)
+                        + " (float16: float32 master weights, multi_precision)",
+                        **({"default": "float32"} if defaults else {}))
+
+
+def resolve_devices(gpus=None, dtype="float32"):
+    """The worker's contexts and training dtype from the ``--gpus``/``--dtype`` values, checked:
+    a GPU this machine lacks or float16 on the CPU is a ``UserError`` naming the flag to drop.
+    Under horovodrun with no ``--gpus``, the worker's local-rank GPU when MXNet sees GPUs."""
+    dtype = str(dtype or "float32").lower()
+    if dtype not in DTYPES:
+        raise UserError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)}")
+    import mxnet as mx
+    if isinstance(gpus, (list, tuple)):   # a YAML list
+        gpus = ",".join(str(g) for g in gpus)
+    if gpus is not None and str(gpus).strip() in ("", "-1"):
+        ctx = [mx.cpu()]                  # asked for the CPU: also under horovodrun
+    else:
+        ctx = contexts(None if gpus is None else str(gpus),
+                       local_rank=os.environ.get("HOROVOD_LOCAL_RANK"))
+    if dtype == "float16" and all(c.device_type == "cpu" for c in ctx):
+        raise UserError(FP16_ON_CPU)
+    return ctx, dtype
+
+
+def single_device(ctx, script):
+    """The one context of a worker of ``script`` (a recipe that runs on its default context: use
+    as ``with single_device(ctx, ...):``); several contexts are a ``UserError``."""
+    if len(ctx) > 1:
+        raise UserError(f"{script} trains on one device per worker, got --gpus with {len(ctx)} ids: "
+                        "give one id, or run one worker per GPU with horovodrun (each takes its local "
+                        "rank's GPU)")
+    return ctx[0]
+
+
+def float32_only(dtype, what, why):
+    """A ``UserError`` when ``dtype`` is not float32 for a recipe that trains in float32 only."""
+    if dtype != "float32":
+        raise UserError(f"--dtype {dtype} is not supported by {what} ({why}); use --dtype float32")

@@ -20,6 +20,7 @@ def build_parser():
     from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
     from gluon_suite.distributed.launch import add_elastic_arguments
     from gluon_suite.model_zoo.registry import model_name
+    from gluon_suite.utils.devices import add_device_arguments
     from gluon_suite.utils.validate import (ArgumentParser, choice_of, existing_path, float_range, fraction,
                                             nonneg_float, nonneg_int, output_dir, output_file, positive_float,
                                             positive_int, ratio, retype, run_folder, url)
@@ -64,6 +65,8 @@ def build_parser():
     g.add_argument("--profile-comm", action="store_true",
                    help="measure synchronisation time: logs sync_s and the measured scaling factor")
     g.add_argument("--link-mbit", type=positive_float, help="link rate, to log link utilisation (with --profile-comm)")
+    g = p.add_argument_group("devices")
+    add_device_arguments(g, defaults=False)
     add_elastic_arguments(p, defaults=False)
     retype(p, ramp_steps=positive_int, commit_every=positive_int, ref_workers=positive_int)
     g = p.add_argument_group("run")
@@ -92,7 +95,9 @@ def check_inputs(config):
     from; all before any data is loaded or folder created."""
     from gluon_suite.cv.recipe import DEFAULTS
     from gluon_suite.utils.checkpoints import check_resume
+    from gluon_suite.utils.devices import resolve_devices
     cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None}}
+    resolve_devices(cfg["gpus"], cfg["dtype"])  # a GPU this machine lacks, float16 on the CPU
     from gluon_suite.cv.data.pipeline import EMBEDDED
     if cfg["dataset"] not in EMBEDDED and not cfg["data_dir"]:
         raise UserError(f"dataset {cfg['dataset']} reads from a local path: give --data-dir (or data_dir in "

@@ -13,6 +13,7 @@ from gluon_suite.utils import run_cli, write_json
 def parse_args(argv):
     from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
     from gluon_suite.distributed.launch import add_elastic_arguments
+    from gluon_suite.utils.devices import add_device_arguments
     from gluon_suite.utils.validate import (ArgumentParser, choice_of, nonneg_int, output_dir, positive_float,
                                             positive_int, ratio, retype)
     p = ArgumentParser(description=__doc__.split("\n")[0])
@@ -32,6 +33,7 @@ def parse_args(argv):
                    help="CSER's error compressor (default: derived)")
     p.add_argument("--ratio2", type=ratio, default=None)
     add_elastic_arguments(p, defaults=True)
+    add_device_arguments(p)
     retype(p, ramp_steps=positive_int, commit_every=positive_int, ref_workers=positive_int)
     return p.parse_args(argv)
 
@@ -44,6 +46,8 @@ def comm_rank():
 
 def main(argv=None):
     args = parse_args(argv)
+    from gluon_suite.utils.devices import resolve_devices
+    ctx, dtype = resolve_devices(args.gpus, args.dtype)
     from gluon_suite.cv.quickstart import train_digits
     from gluon_suite.distributed import get_communicator
 
@@ -63,7 +67,7 @@ def main(argv=None):
                           algorithm=args.algorithm, compressor=args.compressor, ratio=args.ratio,
                           period=args.period, compressor2=args.compressor2, ratio2=args.ratio2,
                           elastic=args.elastic, ramp_steps=args.ramp_steps, commit_every=args.commit_every,
-                          ref_workers=args.ref_workers)
+                          ref_workers=args.ref_workers, ctx=ctx, dtype=dtype)
     if args.elastic:
         if result["rank"] == 0:
             write_json(os.path.join(args.out, "result.json"), result)

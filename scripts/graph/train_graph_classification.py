@@ -46,13 +46,18 @@ def main(argv=None):
     add_publish_arguments(p)
     add_elastic_arguments(p, defaults=False)
     retype(p, ramp_steps=positive_int, commit_every=positive_int, ref_workers=positive_int)
+    from gluon_suite.utils.devices import add_device_arguments, resolve_devices, single_device
+    add_device_arguments(p, dtypes=("float32",), why=" (the graph kernels are float32)")
     cfg = vars(p.parse_args(argv))
+    ctx, _ = resolve_devices(cfg.pop("gpus"), cfg.pop("dtype"))
+    device = single_device(ctx, "train_graph_classification.py")
     check_inputs(cfg, "GRAPH_DEFAULTS")
     from gluon_suite.distributed import get_communicator
     from gluon_suite.graph.recipes import train_graph_classification
     comm = get_communicator()
     log = print if comm.rank == 0 or cfg.get("elastic") else (lambda m: None)  # elastic: the recipe checks
-    res = train_graph_classification(cfg, comm, log=log)
+    with device:   # the worker's device as the default context of the recipe
+        res = train_graph_classification(cfg, comm, log=log)
     if res["test_acc"] is not None and res.get("rank", 0) == 0:  # None: stopped before the first evaluation
         log(f"test accuracy {res['test_acc']:.4f}")
     return 0

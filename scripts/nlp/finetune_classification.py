@@ -43,7 +43,12 @@ def main(argv=None):
                    help="none, auto (continue --out if it holds a checkpoint) or a run folder")
     add_elastic_arguments(p, defaults=True)
     retype(p, ramp_steps=positive_int, commit_every=positive_int, ref_workers=positive_int)
+    from gluon_suite.utils.devices import add_device_arguments, float32_only, resolve_devices, single_device
+    add_device_arguments(p)
     a = p.parse_args(argv)
+    ctx, dtype = resolve_devices(a.gpus, a.dtype)
+    device = single_device(ctx, "finetune_classification.py")
+    float32_only(dtype, "finetune_classification.py", "float16 BERT training is not implemented yet")
     if bool(a.init) == bool(a.pretrained) or (a.model and not a.pretrained):
         p.error("start from either --init FOLDER or --model NAME --pretrained")
     if len(a.text_columns) > 2:
@@ -58,10 +63,11 @@ def main(argv=None):
     log = print if comm.rank == 0 or a.elastic else (lambda m: None)  # elastic: checked per epoch
     elastic = {"ramp_steps": a.ramp_steps, "commit_every": a.commit_every,
                "ref_workers": a.ref_workers} if a.elastic else None
-    finetune_classification(a.train, a.dev, a.init, tuple(a.text_columns), a.label_column, a.max_len,
-                            a.epochs, a.batch_size, a.lr, a.optimizer, a.seed, comm=comm, log=log, elastic=elastic,
-                            out=None if a.elastic else a.out, resume=a.resume, model=a.model,
-                            pretrained=a.pretrained)
+    with device:   # the worker's device as the default context of the recipe
+        finetune_classification(a.train, a.dev, a.init, tuple(a.text_columns), a.label_column, a.max_len,
+                                a.epochs, a.batch_size, a.lr, a.optimizer, a.seed, comm=comm, log=log, elastic=elastic,
+                                out=None if a.elastic else a.out, resume=a.resume, model=a.model,
+                                pretrained=a.pretrained)
     return 0
 
 

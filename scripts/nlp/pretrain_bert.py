@@ -126,6 +126,8 @@ def build_parser():
                           elastic_help="workers may join, leave or die; trains one phase per launch (--resume auto for the next)",
                           lr_name="the phases' lr")
     retype(p, ramp_steps=positive_int, commit_every=positive_int, ref_workers=positive_int)
+    from gluon_suite.utils.devices import add_device_arguments
+    add_device_arguments(p)
     return p
 
 
@@ -144,6 +146,10 @@ def corpus_spec(text):
 def main(argv=None):
     p = build_parser()
     args = vars(p.parse_args(argv))
+    from gluon_suite.utils.devices import float32_only, resolve_devices, single_device
+    ctx, dtype = resolve_devices(args.pop("gpus"), args.pop("dtype"))
+    device = single_device(ctx, "pretrain_bert.py")
+    float32_only(dtype, "pretrain_bert.py", "float16 BERT training is not implemented yet")
     cfg = {}
     if "config" in args:
         from gluon_suite.utils.config import load_yaml_config
@@ -170,7 +176,8 @@ def main(argv=None):
     comm = get_communicator()
     elastic = bool(cfg.get("elastic"))
     log = (lambda m: print(m, flush=True)) if comm.rank == 0 or elastic else (lambda m: None)
-    res = pretrain_bert(cfg, comm, log=log)
+    with device:   # the worker's device as the default context of the recipe
+        res = pretrain_bert(cfg, comm, log=log)
     if elastic:
         return 0
     if comm.rank == 0 and res["history"]:
