@@ -117,8 +117,9 @@ def gpus_flag(text):
     from .validate import _fail
     try:
         parse_gpus(text)
-    except UserError as exc:
-        _fail(str(exc).replace("--gpus takes", "takes"))
+    except UserError:
+        _fail(f"{str(text)!r} is not a list of distinct GPU ids >= 0; give ids like 0,1 (or -1 for "
+              "the CPU)")
     return str(text).strip()
 
 
