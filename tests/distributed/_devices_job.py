@@ -62,6 +62,15 @@ def build(ctx):
     return net
 
 
+def build_deferred(ctx, seed):
+    """The same MLP with deferred shapes, initialised from ``mx.random.seed(seed)``."""
+    mx.random.seed(seed)
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Dense(H, activation="relu"), gluon.nn.Dense(O))
+    net.initialize(mx.init.Normal(0.3), ctx=ctx)
+    return net
+
+
 def flat(net, copy=0):
     """Every parameter's ``copy``-th context copy, flattened in sorted-name order."""
     return np.concatenate([p.list_data()[copy].asnumpy().ravel()
@@ -96,6 +105,14 @@ def main():
         net, _, two = train(CTX2, cfg, comm, rank=comm.rank)
         out[f"{cfg}.one"], out[f"{cfg}.two"] = np.array(one), np.array(two)
         out[f"{cfg}.copy1"] = flat(net, 1)
+    # deferred initialisation under Horovod: rank 0's initial weights reach every context's copy
+    # (each rank draws other ones); the trainer exists before the first forward
+    for name, ctx, seed in (("deferred.one", CTX1, 0), ("deferred.two", CTX2, comm.rank)):
+        net = build_deferred(ctx, seed)
+        tr = DistributedTrainer(net.collect_params(), "sgd", dict(SGD[1]), communicator=comm)
+        _, _, traj = train(ctx, "sync", net=net, trainer=tr, rank=comm.rank)
+        out[name] = np.array(traj)
+        out[name + ".copy1"] = flat(net, len(ctx) - 1)
     np.savez(os.path.join(os.environ["OUT"], f"rank{comm.rank}.npz"), **out)
 
 

@@ -102,3 +102,12 @@ def test_two_horovod_workers_with_two_contexts_equal_one_context_workers(horovod
                                    rtol=0, atol=1e-6)
     else:   # local models: the workers' different data must show (the collectives are not no-ops)
         assert np.abs(horovod_runs[1][f"{cfg}.two"] - horovod_runs[0][f"{cfg}.two"]).max() > 1e-4
+
+
+def test_deferred_initialisation_reaches_every_context_copy_under_horovod(horovod_runs):
+    """Ranks draw different initial weights; rank 0's are broadcast to every copy of every
+    worker at initialisation, so 2 contexts (rank-specific seeds) equal 1 context (seed 0)."""
+    for r, run in enumerate(horovod_runs):
+        np.testing.assert_allclose(run["deferred.two"], run["deferred.one"], rtol=0, atol=1e-5,
+                                   err_msg=f"rank {r}")
+        np.testing.assert_array_equal(run["deferred.two.copy1"], run["deferred.two"][-1])
