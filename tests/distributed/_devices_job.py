@@ -102,9 +102,13 @@ def main():
     out = {}
     for cfg in CONFIGS:
         _, _, one = train(CTX1, cfg, comm, rank=comm.rank)
-        net, _, two = train(CTX2, cfg, comm, rank=comm.rank)
+        net, tr, two = train(CTX2, cfg, comm, rank=comm.rank)
         out[f"{cfg}.one"], out[f"{cfg}.two"] = np.array(one), np.array(two)
         out[f"{cfg}.copy1"] = flat(net, 1)
+        if cfg == "cser_grbs":   # local models differ after step 20: averaged() on both copies
+            with tr.averaged():
+                out["averaged"] = np.stack([flat(net, 0), flat(net, 1)])
+            out["restored"] = np.stack([flat(net, 0), flat(net, 1)])
     # deferred initialisation under Horovod: rank 0's initial weights reach every context's copy
     # (each rank draws other ones); the trainer exists before the first forward
     for name, ctx, seed in (("deferred.one", CTX1, 0), ("deferred.two", CTX2, comm.rank)):

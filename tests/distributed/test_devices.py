@@ -111,3 +111,13 @@ def test_deferred_initialisation_reaches_every_context_copy_under_horovod(horovo
         np.testing.assert_allclose(run["deferred.two"], run["deferred.one"], rtol=0, atol=1e-5,
                                    err_msg=f"rank {r}")
         np.testing.assert_array_equal(run["deferred.two.copy1"], run["deferred.two"][-1])
+
+
+def test_averaged_model_reaches_every_context_copy_and_is_restored(horovod_runs):
+    last = [run["cser_grbs.two"][-1] for run in horovod_runs]
+    assert np.abs(last[0] - last[1]).max() > 1e-4            # the local models differ
+    for run, mine in zip(horovod_runs, last):
+        for copy in run["averaged"]:
+            np.testing.assert_allclose(copy, (last[0] + last[1]) / 2, rtol=0, atol=1e-6)
+        for copy in run["restored"]:
+            np.testing.assert_array_equal(copy, mine)
