@@ -259,7 +259,9 @@ class DistributedTrainer(gluon.Trainer):
         meta, arrays = self._to_network_order(meta, arrays, fname)
         updater = self._updaters[0]
         for key, spec in meta["opt_layout"].items():
-            updater.states[int(key)] = _unflatten_state(spec, arrays)
+            # on the parameter's (primary) device: files load onto the CPU
+            ctx = self._params[int(key)]._data[0].context
+            updater.states[int(key)] = _unflatten_state(spec, arrays, ctx)
             updater.states_synced[int(key)] = True
         opt = self._optimizer
         opt.num_update = meta["num_update"]
@@ -340,9 +342,9 @@ def _flatten_state(state, key, out):
     raise TypeError(f"cannot save optimizer state of type {type(state).__name__}")
 
 
-def _unflatten_state(spec, arrays):
+def _unflatten_state(spec, arrays, ctx):
     if spec is None:
         return None
     if isinstance(spec, str):
-        return arrays[spec]
-    return tuple(_unflatten_state(s, arrays) for s in spec)
+        return arrays[spec].as_in_context(ctx)
+    return tuple(_unflatten_state(s, arrays, ctx) for s in spec)

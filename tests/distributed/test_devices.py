@@ -121,3 +121,20 @@ def test_averaged_model_reaches_every_context_copy_and_is_restored(horovod_runs)
             np.testing.assert_allclose(copy, (last[0] + last[1]) / 2, rtol=0, atol=1e-6)
         for copy in run["restored"]:
             np.testing.assert_array_equal(copy, mine)
+
+
+@pytest.mark.parametrize("cfg", ["ef_topk", "local_adaalter"])
+def test_loaded_states_live_on_the_parameters_device(cfg, tmp_path):
+    """State files load onto the CPU; the optimizer and algorithm states must come back on the
+    parameters' (primary) context, here cpu(1), as they would on a GPU."""
+    ctx = [mx.cpu(1), mx.cpu(0)]
+    net, tr, _ = job.train(ctx, cfg, LocalCommunicator(), steps=3)
+    tr.save_states(str(tmp_path / "tr.states"))
+    (opt, opt_params), kwargs = job.CONFIGS[cfg]
+    tr2 = DistributedTrainer(net.collect_params(), opt, dict(opt_params),
+                             communicator=LocalCommunicator(), seed=3, **kwargs)
+    tr2.load_states(str(tmp_path / "tr.states"))
+    states = [s for st in tr2._updaters[0].states.values()
+              for s in (st if isinstance(st, (tuple, list)) else [st]) if s is not None]
+    assert states and all(s.context == mx.cpu(1) for s in states)
+    assert all(a.context == mx.cpu(1) for a in tr2.algorithm.state_arrays().values())
