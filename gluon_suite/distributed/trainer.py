@@ -75,12 +75,25 @@ class DistributedTrainer(gluon.Trainer):
         params = sorted(given, key=lambda p: p.name)
         super().__init__(params, optimizer, optimizer_params=optimizer_params, kvstore=None)
         self._algo.check_optimizer(self._optimizer)
+        self._check_master_weights()
         self._network_position = [position[id(p)] for p in self._params]
         self._step_count = 0
         self._bound = False
         self._profile = bool(profile_comm)
         self.sync_seconds = 0.0
         self._broadcast_initial()
+
+    def _check_master_weights(self):
+        """float16 weights with float32 master copies (``multi_precision``): the optimizer writes
+        the weights from its master copy, so an algorithm that changes the weights after the
+        update (ef, cser, local averaging) would be undone at the next step."""
+        writes = self._algo.needs_update or self._algo.local_models
+        if writes and getattr(self._optimizer, "multi_precision", False) and any(
+                np.dtype(p.dtype) == np.float16 for p in self._params):
+            raise ValueError(f"algorithm {self._algo.name!r} changes the weights after the optimizer "
+                             "update, which float16 weights with float32 master copies "
+                             "(multi_precision) would undo; use algorithm 'sync' with float16, or "
+                             "train in float32")
 
     # --- properties ---------------------------------------------------------------------------
     @property

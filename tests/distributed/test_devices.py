@@ -138,3 +138,19 @@ def test_loaded_states_live_on_the_parameters_device(cfg, tmp_path):
               for s in (st if isinstance(st, (tuple, list)) else [st]) if s is not None]
     assert states and all(s.context == mx.cpu(1) for s in states)
     assert all(a.context == mx.cpu(1) for a in tr2.algorithm.state_arrays().values())
+
+
+@pytest.mark.parametrize("algorithm", ["ef", "cser", "local"])
+def test_algorithms_that_write_weights_refuse_float16_master_weights(algorithm):
+    net = job.build(job.CTX1)
+    net.cast("float16")
+    params = net.collect_params()
+    with pytest.raises(ValueError, match="multi_precision"):
+        DistributedTrainer(params, "sgd", {"learning_rate": 0.1, "multi_precision": True},
+                           algorithm=algorithm, communicator=LocalCommunicator())
+    # sync (gradients only) is fine, and so is float32 with the flag set (MXNet ignores it there)
+    DistributedTrainer(params, "sgd", {"learning_rate": 0.1, "multi_precision": True},
+                       communicator=LocalCommunicator())
+    DistributedTrainer(job.build(job.CTX1).collect_params(), "sgd",
+                       {"learning_rate": 0.1, "multi_precision": True}, algorithm=algorithm,
+                       communicator=LocalCommunicator())
