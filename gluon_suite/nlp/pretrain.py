@@ -99,13 +99,23 @@ def prepare_text(cfg, out, rank, log):
     return [[tok(s) for s in d] for d in docs], vocab
 
 
-def pretrain_bert(config, comm, log=print):
-    """Run the phases of ``config`` (``DEFAULTS`` overridden). Returns the per-step history."""
+def pretrain_bert(config, comm, log=print, ctx=None):
+    """Run the phases of ``config`` (``DEFAULTS`` overridden). Returns the per-step history.
+    ``ctx``: the worker's contexts (default: the current one); each batch is split over them
+    (``split_and_load``, one parameter copy per context, gradients summed by the trainer)."""
     cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None}}
+    ctx = list(ctx or [mx.current_context()])
     bad = set(cfg) - set(DEFAULTS)
     if bad:
         raise UserError(f"unknown config key(s): {', '.join(sorted(bad))}")
     phases = check_phases(cfg["phases"])
+    if len(ctx) > 1 and cfg["elastic"]:
+        raise UserError("--elastic trains one device per worker; give one --gpus id (horovodrun "
+                        "starts one worker per GPU)")
+    small = min(int(p["batch_size"]) for p in phases)
+    if small < len(ctx):
+        raise UserError(f"a phase's batch_size {small} is smaller than the {len(ctx)} devices it is "
+                        "split over; raise the batch size or give fewer --gpus")
     out, rank, size = cfg["out"], comm.rank, comm.size
     if cfg["resume"] not in ("none", "auto"):
         raise UserError(f"--resume takes none or auto (continue OUT), got {cfg['resume']!r}")
@@ -121,7 +131,7 @@ def pretrain_bert(config, comm, log=print):
 
     mx.random.seed(int(cfg["seed"]))
     net = get_model(cfg["model"], vocab_size=len(vocab), max_length=max_len, dropout=float(cfg["dropout"]))
-    net.initialize(mx.init.Normal(0.02))
+    net.initialize(mx.init.Normal(0.02), ctx=ctx)
     loss_fn = BertPretrainLoss(len(vocab))
     start_phase, start_step, history = 0, 0, []
     if resume:
@@ -140,7 +150,7 @@ def pretrain_bert(config, comm, log=print):
     logger = run.logger([h for h in history if (h["step"] % int(cfg["log_every"]) == 0)])
     with run:
         history = _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, docs, vocab,
-                          logger, comm, log)
+                          logger, comm, log, ctx)
     logger.close()
     published = _publish(cfg, run, history, comm, log) if cfg["publish"] and rank == 0 else None
     return {"history": history, "vocab": vocab, "net": net, "published": published}
@@ -162,7 +172,8 @@ def _publish(cfg, run, history, comm, log):
     return record
 
 
-def _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, docs, vocab, logger, comm, log):
+def _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, docs, vocab, logger, comm, log,
+            ctx):
     """The phases from ``start_phase`` (its step ``start_step``) on; returns the step history."""
     rank, size = comm.rank, comm.size
     for pi in range(start_phase, len(phases)):
@@ -215,12 +226,14 @@ def _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, do
                 batch = [mx.nd.array(data[key][sel], dtype=data[key].dtype) for key in (
                     "input_ids", "token_types", "valid_length", "masked_positions", "masked_ids",
                     "masked_weights", "nsp_labels")]
+                parts = zip(*[gluon.utils.split_and_load(b, ctx, even_split=False) for b in batch])
                 with autograd.record():
-                    loss, stats = loss_fn(net, batch)
-                    loss = loss / acc
-                loss.backward()
-                for key, v in stats.items():
-                    tot[key] = tot.get(key, 0.0) + float(v.asscalar())
+                    outs = [loss_fn(net, list(part)) for part in parts]
+                    losses = [loss / acc for loss, _ in outs]
+                autograd.backward(losses)
+                for _, stats in outs:
+                    for key, v in stats.items():
+                        tot[key] = tot.get(key, 0.0) + float(v.asscalar())
             trainer.step(B)
             if acc > 1:
                 for p in params.values():

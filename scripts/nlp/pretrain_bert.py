@@ -146,9 +146,8 @@ def corpus_spec(text):
 def main(argv=None):
     p = build_parser()
     args = vars(p.parse_args(argv))
-    from gluon_suite.utils.devices import float32_only, resolve_devices, single_device
+    from gluon_suite.utils.devices import float32_only, resolve_devices
     ctx, dtype = resolve_devices(args.pop("gpus"), args.pop("dtype"))
-    device = single_device(ctx, "pretrain_bert.py")
     float32_only(dtype, "pretrain_bert.py", "float16 BERT training is not implemented yet")
     cfg = {}
     if "config" in args:
@@ -176,8 +175,8 @@ def main(argv=None):
     comm = get_communicator()
     elastic = bool(cfg.get("elastic"))
     log = (lambda m: print(m, flush=True)) if comm.rank == 0 or elastic else (lambda m: None)
-    with device:   # the worker's device as the default context of the recipe
-        res = pretrain_bert(cfg, comm, log=log)
+    with ctx[0]:   # the worker's first device as the recipe's default context
+        res = pretrain_bert(cfg, comm, log=log, ctx=ctx)
     if elastic:
         return 0
     if comm.rank == 0 and res["history"]:
