@@ -102,24 +102,20 @@ def test_gpus_minus_one_trains_on_the_cpu(tmp_path, capfd, monkeypatch):
     assert result["test_acc"] > 0.5          # 10 classes: chance is 0.1
 
 
-def test_vision_recipe_on_two_contexts_trains_and_keeps_copies_identical(tmp_path):
+def test_vision_recipe_on_two_contexts_trains_and_keeps_copies_identical(tmp_path, monkeypatch):
     """The classification recipe with two CPU contexts per worker: it learns, evaluates, writes its
     checkpoint, and every trainable parameter's two copies are identical."""
     from gluon_suite.cv import recipe
     from gluon_suite.distributed import LocalCommunicator
-    nets = []
-    real = recipe.get_model
+    nets, real = [], recipe.get_model
 
     def spy(*args, **kwargs):
         nets.append(real(*args, **kwargs))
         return nets[-1]
-    recipe.get_model = spy
-    try:
-        res = recipe.train_classification(
-            {"model": "digits_cnn", "epochs": 2, "out": str(tmp_path / "o"), "progress": False,
-             "warmup_epochs": 0}, LocalCommunicator(), log=lambda m: None, ctx=[mx.cpu(0), mx.cpu(1)])
-    finally:
-        recipe.get_model = real
+    monkeypatch.setattr(recipe, "get_model", spy)
+    res = recipe.train_classification(
+        {"model": "digits_cnn", "epochs": 2, "out": str(tmp_path / "o"), "progress": False,
+         "warmup_epochs": 0}, LocalCommunicator(), log=lambda m: None, ctx=[mx.cpu(0), mx.cpu(1)])
     assert res["best_acc"] > 0.5
     assert os.path.exists(tmp_path / "o" / "best.params")
     for p in nets[0].collect_params().values():
