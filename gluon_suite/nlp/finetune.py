@@ -69,13 +69,23 @@ def _zoo_backbone(model, max_length, dropout, use_pooler):
 
 
 def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log, eval_fn, elastic=None,
-                out=None, resume="none"):
+                out=None, resume="none", ctx=None):
     """Data-parallel fine-tuning for ``epochs`` epochs, evaluating after each. With ``out``, every
     epoch ends with a resumable checkpoint and a ``log.jsonl`` line, and ``resume`` ('none',
-    'auto' or a run folder) continues a stopped run exactly (epochs are reseeded)."""
+    'auto' or a run folder) continues a stopped run exactly (epochs are reseeded). ``ctx``: the
+    worker's contexts (default: the current one); each batch is split over them."""
     from ..distributed import DistributedTrainer
     from ..distributed.loop import Interruption, RunFolder, epochs as interruptible
     from ..optim import WarmupConstantDecay, exclude_from_weight_decay
+    ctx = list(ctx or [mx.current_context()])
+    if elastic is not None and len(ctx) > 1:
+        raise UserError("--elastic trains one device per worker; give one --gpus id (horovodrun "
+                        "starts one worker per GPU)")
+    if batch < len(ctx):
+        raise UserError(f"--batch-size {batch} is smaller than the {len(ctx)} devices it is split "
+                        "over; raise it or give fewer --gpus")
+    if len(ctx) > 1:
+        net.collect_params().reset_ctx(ctx)   # one copy per context (split_and_load below)
     if elastic is not None:
         return _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log,
                                    eval_fn, **elastic)
@@ -110,11 +120,13 @@ def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, 
         for k in range(steps_per_epoch):
             sel = perm[k * glob:(k + 1) * glob][comm.rank::comm.size]
             batch_arrays = [mx.nd.array(a[sel], dtype=a.dtype) for a in arrays]
+            parts = zip(*[gluon.utils.split_and_load(b, ctx, even_split=False) for b in batch_arrays])
             with mx.autograd.record():
-                loss = loss_of(batch_arrays)
-            loss.backward()
+                losses = [loss_of(list(part)) for part in parts]
+            mx.autograd.backward(losses)
             trainer.step(len(sel))
-            tot += float(loss.mean().asscalar())
+            tot += (float(losses[0].mean().asscalar()) if len(losses) == 1
+                    else sum(float(loss.sum().asscalar()) for loss in losses) / len(sel))
         with trainer.averaged():
             metrics = eval_fn()
         rec = {"epoch": epoch + 1, "train_loss": tot / steps_per_epoch, **metrics}
@@ -183,7 +195,7 @@ def _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer
 def finetune_classification(train_path, dev_path, init, text_columns=("sentence",), label_column="label",
                             max_len=64, epochs=3, batch=16, lr=5e-4, optimizer="adam", seed=0,
                             comm=None, log=print, elastic=None, out=None, resume="none", model=None,
-                            pretrained=False):
+                            pretrained=False, ctx=None):
     """Fine-tune a pretrained backbone on GLUE-style TSV files; returns the per-epoch history
     (train loss, dev accuracy and F1). ``elastic`` (a dict of ``ramp_steps``, ``commit_every``,
     ``ref_workers``) runs it under Horovod Elastic; ``out``/``resume`` as in ``_train_loop``;
@@ -215,12 +227,12 @@ def finetune_classification(train_path, dev_path, init, text_columns=("sentence"
         return out
 
     return _train_loop(net, tr, loss_of, comm, epochs, batch, lr, optimizer, seed, log, evaluate, elastic,
-                       out=out, resume=resume)
+                       out=out, resume=resume, ctx=ctx)
 
 
 def finetune_squad(train_path, dev_path, init, max_len=96, epochs=3, batch=16, lr=5e-4,
                    optimizer="adam", seed=0, comm=None, log=print, elastic=None, out=None, resume="none",
-                   model=None, pretrained=False):
+                   model=None, pretrained=False, ctx=None):
     """Fine-tune a pretrained backbone for extractive QA on SQuAD v1.1 files; returns the
     per-epoch history (train loss, dev exact match and F1, in percent). ``out``/``resume`` as in
     ``_train_loop``; ``model`` + ``pretrained=True`` start from a zoo BERT."""
@@ -250,4 +262,4 @@ def finetune_squad(train_path, dev_path, init, max_len=96, epochs=3, batch=16, l
         return {"dev_exact_match": m["exact_match"], "dev_f1": m["f1"]}
 
     return _train_loop(net, (ids, types, vlen, s, e), loss_of, comm, epochs, batch, lr, optimizer,
-                       seed, log, evaluate, elastic, out=out, resume=resume)
+                       seed, log, evaluate, elastic, out=out, resume=resume, ctx=ctx)

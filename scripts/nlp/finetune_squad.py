@@ -44,7 +44,8 @@ def main(argv=None):
     add_device_arguments(p)
     a = p.parse_args(argv)
     ctx, dtype = resolve_devices(a.gpus, a.dtype)
-    device = single_device(ctx, "finetune_squad.py")
+    if a.elastic:   # elastic workers train on one device each
+        single_device(ctx, "finetune_squad.py --elastic")
     float32_only(dtype, "finetune_squad.py", "float16 BERT training is not implemented yet")
     if bool(a.init) == bool(a.pretrained) or (a.model and not a.pretrained):
         p.error("start from either --init FOLDER or --model NAME --pretrained")
@@ -57,11 +58,11 @@ def main(argv=None):
     log = print if comm.rank == 0 or a.elastic else (lambda m: None)  # elastic: checked per epoch
     elastic = {"ramp_steps": a.ramp_steps, "commit_every": a.commit_every,
                "ref_workers": a.ref_workers} if a.elastic else None
-    with device:   # the worker's device as the default context of the recipe
+    with ctx[0]:   # the worker's first device as the recipe's default context
         finetune_squad(a.train, a.dev, a.init, a.max_len, a.epochs, a.batch_size, a.lr, a.optimizer,
                        a.seed, comm=comm, log=log, elastic=elastic,
                        out=None if a.elastic else a.out, resume=a.resume, model=a.model,
-                       pretrained=a.pretrained)
+                       pretrained=a.pretrained, ctx=ctx)
     return 0
 
 
