@@ -13,6 +13,9 @@ VARIANT := $(if $(CUDA),cu$(CUDA),cpu)
 MXNET_NAME := $(if $(CUDA),mxnet-cu$(CUDA),mxnet)
 WHEELS := .cache/wheels/$(VARIANT)
 STAMP := $(VENV)/.setup-done-$(VARIANT)
+# MXNet 1.9.1's CUDA builds on the registry; a CUDA set-up needs the NVIDIA driver (libcuda.so)
+CUDA_BUILDS := 101 102 110 112 113 114 115 116 117
+DRIVER_FOUND = $(shell (command -v nvidia-smi || ldconfig -p | grep -E 'libcuda\.so') >/dev/null 2>&1 && echo 1)
 NCCL_FOUND = $(shell (ls /usr/include/nccl.h /usr/local/cuda/include/nccl.h || ldconfig -p | grep libnccl) >/dev/null 2>&1 && echo 1)
 # Horovod built with MXNet over Gloo (no MPI); NCCL for GPU tensors on a CUDA set-up with NCCL
 HOROVOD_ENV := HOROVOD_WITH_MXNET=1 HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_PYTORCH=1 \
@@ -27,6 +30,9 @@ PYTEST_ARGS ?=
 setup: $(STAMP)
 
 $(STAMP): setup.py constraints.txt Makefile
+	@# a CUDA set-up stops before touching the venv when this machine cannot run it
+	@$(if $(CUDA),$(if $(filter $(CUDA),$(CUDA_BUILDS)),,echo "make setup CUDA=$(CUDA): MXNet 1.9.1 has no CUDA $(CUDA) build; use one of CUDA=$(CUDA_BUILDS) (or CUDA= for the CPU build)" >&2; exit 2))
+	@$(if $(CUDA),$(if $(DRIVER_FOUND),,echo "make setup CUDA=$(CUDA): no NVIDIA driver on this machine (no nvidia-smi, no libcuda.so); install the NVIDIA driver and CUDA $(CUDA), or run 'make setup CUDA=' for the CPU build" >&2; exit 2))
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt wheel "setuptools<70" cython
 	@# one MXNet variant at a time: the CPU wheel and the CUDA wheels install the same package
