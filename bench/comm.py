@@ -200,6 +200,40 @@ def compute_floors(n, reps=5):
     return out
 
 
+def host_work(shapes, kinds, steps, shrink=16, warmup=2):
+    """Host (Python) time of ``trainer.step`` per configuration: from the call to its return, the
+    MXNet operators it pushed running on the engine's own thread off the clock. The same tensors
+    at full size and with the first axis cut ``shrink`` times: host work that grows with tensor
+    size (a NumPy copy, a per-element loop) shows as a ratio well above 1."""
+    import mxnet as mx
+    import numpy as np
+    from gluon_suite.distributed import LocalCommunicator
+    small = [(max(1, s[0] // shrink),) + tuple(s[1:]) for s in shapes]
+    out = {}
+    for kind in kinds:
+        row = {}
+        for label, shp in (("small", small), ("full", shapes)):
+            params, grads = make_params(shp)
+            tr = build(kind, params, LocalCommunicator())
+            times = []
+            for s in range(warmup + steps):
+                for p, g in zip(params, grads):
+                    g.copyto(p.grad())
+                    p.data()._fresh_grad = True
+                mx.nd.waitall()
+                t0 = time.perf_counter()
+                tr.step(32)
+                t1 = time.perf_counter()
+                mx.nd.waitall()
+                if s >= warmup:
+                    times.append(t1 - t0)
+            row[f"{label}_host_s"] = float(np.median(times))
+            row[f"{label}_params"] = numel(shp)
+        row["full_vs_small"] = row["full_host_s"] / row["small_host_s"]
+        out[kind] = row
+    return out
+
+
 # ---- 2 workers -------------------------------------------------------------------------------
 def worker(args):
     """Runs under horovodrun: every configuration and stock Horovod on each shape set."""
@@ -255,6 +289,8 @@ def main():
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--fit-total", type=int, default=0, help="elements of the 8/161/800 sets and the "
                    "compute floors (default: ResNet-50's)")
+    p.add_argument("--only", choices=["host"], help="run one section only (host: host work per "
+                   "step at two tensor sizes) and add it to the existing results")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
@@ -268,6 +304,25 @@ def main():
               "shape_sets": {m: {"tensors": len(s), "params": numel(s)} for m, s in shapes.items()},
               "load_average_at_start": os.getloadavg()}
 
+    if args.only == "host":
+        with open(RESULTS) as f:
+            result = {**json.load(f), "host_work": None}
+    else:
+        result = run_all(args, kinds, shapes, result)
+    m = "resnet50_v1b"
+    rn = shapes.get(m) or resnet50_shapes()
+    result["host_work"] = {"shapes": f"{m} ({len(rn)} tensors), full and first axis / 16",
+                           "configs": host_work(rn, kinds, args.steps),
+                           "load_average": os.getloadavg()}
+    print(f"\nhost (Python) time of one step, {m} tensors: 1/16 size vs full size")
+    for k, r in result["host_work"]["configs"].items():
+        print(f"  {k:<28}{r['small_host_s'] * 1e3:>8.2f} ms {r['full_host_s'] * 1e3:>8.2f} ms"
+              f"{r['full_vs_small']:>7.2f}x")
+    write_json(RESULTS, result)
+    print(f"results: {os.path.relpath(RESULTS)}")
+
+
+def run_all(args, kinds, shapes, result):
     single = {}
     for m in args.models.split(","):
         t = single_worker(shapes[m], kinds, args.steps)
@@ -308,8 +363,7 @@ def main():
                 print(f"  {k:<28}{row['step_s'] * 1e3:>10.1f} ms{row['time_vs_sync']:>8.2f}x sync"
                       f"{row['bytes_vs_sync']:>9.4f}x sync bytes")
     result["load_average_at_end"] = os.getloadavg()  # other jobs on the machine skew the times
-    write_json(RESULTS, result)
-    print(f"results: {os.path.relpath(RESULTS)}")
+    return result
 
 
 if __name__ == "__main__":
