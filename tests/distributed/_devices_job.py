@@ -72,9 +72,10 @@ def build_deferred(ctx, seed):
 
 
 def flat(net, copy=0):
-    """Every parameter's ``copy``-th context copy, flattened in sorted-name order."""
+    """Every parameter's ``copy``-th context copy, flattened in network order (not by name: names
+    carry a process-wide counter, and 'dense10' sorts before 'dense9')."""
     return np.concatenate([p.list_data()[copy].asnumpy().ravel()
-                           for _, p in sorted(net.collect_params().items())])
+                           for p in net.collect_params().values()])
 
 
 def train(ctx, cfg, comm=None, steps=STEPS, rank=0, net=None, trainer=None, start=0):
