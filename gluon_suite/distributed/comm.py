@@ -145,6 +145,32 @@ class Communicator(abc.ABC):
         write_plain(work, tensor)
         return tensor
 
+    def broadcast_many_(self, tensors, root_rank=0, name=None):
+        """``broadcast_`` of many tensors with one collective per dtype: they are packed into a
+        flat vector (one copy each), broadcast, and written back. A few large collectives instead
+        of hundreds of small ones (a model's parameters and optimizer states): faster, and far
+        fewer operations in flight between MXNet's engine and Horovod's background thread, where
+        a native crash was seen about once in 50 elastic synchronisations of one collective per
+        tensor."""
+        tensors = list(tensors)
+        if self.size == 1 or not tensors:
+            for t in tensors:
+                self.broadcast_(t, root_rank, name)
+            return tensors
+        groups = {}
+        for t in tensors:
+            groups.setdefault((np.dtype(t.dtype).str, str(t.context)), []).append(t)
+        for g, (key, members) in enumerate(sorted(groups.items())):
+            sizes = [int(np.prod(t.shape)) for t in members]
+            flat = mx.nd.zeros((sum(sizes),), dtype=members[0].dtype, ctx=members[0].context)
+            offsets = np.cumsum([0] + sizes[:-1])
+            for t, o, n in zip(members, offsets, sizes):
+                mx.nd._internal._plus_scalar(t.reshape((-1,)), scalar=0.0, out=flat[int(o):int(o) + n])
+            self.broadcast_(flat, root_rank, name=None if name is None else f"{name}.{g}")
+            for t, o, n in zip(members, offsets, sizes):
+                write_plain(flat[int(o):int(o) + n].reshape(t.shape), t)
+        return tensors
+
     def broadcast_object(self, obj, root_rank=0, name="broadcast_object"):
         """Broadcast a JSON-serialisable object from ``root_rank`` (JSON, never pickle)."""
         if self.size == 1:

@@ -184,10 +184,9 @@ class GluonState(State):
         # per-worker algorithm state first: CSER folds its residual into the model (x - e is the
         # same everywhere), error feedback drops it; then rank 0's state goes to everyone
         self.trainer._algo.reset_for_resize()
-        for k, p in enumerate(self._params()):
-            comm.broadcast_(p.data(), 0, name=f"elastic.p{k}")
-        for k, a in enumerate(self._opt_arrays()):  # the same list everywhere (created up front)
-            comm.broadcast_(a, 0, name=f"elastic.o{k}")
+        # the same list everywhere (optimizer states created up front); one collective per dtype
+        comm.broadcast_many_([p.data() for p in self._params()] + self._opt_arrays(), 0,
+                             name="elastic.state")
         meta = comm.broadcast_object({**self._saved_meta, "index_update_count": {
             str(k): v for k, v in self._saved_meta["index_update_count"].items()}}, name="elastic.meta")
         self._apply_meta(meta)

@@ -118,12 +118,13 @@ class DistributedTrainer(gluon.Trainer):
             # elastic jobs: GluonState.sync() broadcasts everything on every (re)start; a broadcast
             # here would be matched by no other worker when this one joins a running job
             return
+        ready = [p for p in self._params if p._data is not None]
+        comm.broadcast_many_([p._data[0] for p in ready], 0, name=f"{self._prefix}init")
+        for p in ready:
+            _copy_to_replicas(p)
         for i, p in enumerate(self._params):
             name = f"{self._prefix}init.{i}"
-            if p._data is not None:
-                comm.broadcast_(p._data[0], 0, name=name)
-                _copy_to_replicas(p)
-            else:  # deferred: broadcast right after the parameter is initialised, before any use
+            if p._data is None:  # deferred: broadcast right after the parameter is initialised
                 init_impl = p._init_impl
 
                 def wrapped(param, *args, _impl=init_impl, _name=name, **kwargs):

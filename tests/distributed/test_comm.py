@@ -76,3 +76,34 @@ def test_get_communicator_rejects_unknown_kind():
     with pytest.raises(ValueError, match="auto, horovod, local"):
         get_communicator("mpi4py")
     assert isinstance(get_communicator("auto"), LocalCommunicator)
+
+
+MANY = """
+import json, os
+import numpy as np, mxnet as mx
+from gluon_suite.distributed import get_communicator
+
+comm = get_communicator()
+r = comm.rank
+rs = np.random.RandomState(10 + r)          # different values on each worker
+ts = [mx.nd.array(rs.normal(size=(3, 4))), mx.nd.array(rs.normal(size=(7,))),
+      mx.nd.array(rs.randint(-9, 9, size=(2, 3)), dtype="int64"),
+      mx.nd.array(rs.normal(size=(5,)), dtype="float16"), mx.nd.array(rs.normal(size=(2, 2, 2)))]
+comm.broadcast_many_(ts, root_rank=0, name="many")
+res = {"values": [t.asnumpy().astype(np.float64).tolist() for t in ts],
+       "dtypes": [np.dtype(t.dtype).name for t in ts], "calls": comm.stats.as_dict()["calls"]["broadcast"]}
+json.dump(res, open(os.path.join(os.environ["OUT"], f"rank{r}.json"), "w"))
+"""
+
+
+@pytest.mark.horovod
+def test_broadcast_many_gives_every_worker_the_roots_tensors_with_one_collective_per_dtype(horovod):
+    res = horovod(MANY, np_=2)
+    rs = np.random.RandomState(10)             # rank 0's draws, in the job's order
+    want = [rs.normal(size=(3, 4)), rs.normal(size=(7,)), rs.randint(-9, 9, size=(2, 3)),
+            rs.normal(size=(5,)), rs.normal(size=(2, 2, 2))]
+    for r in res:
+        assert r["dtypes"] == [str(np.dtype(d)) for d in ("float32", "float32", "int64", "float16", "float32")]
+        for got, w, tol in zip(r["values"], want, [1e-6, 1e-6, 0, 2e-3, 1e-6]):
+            np.testing.assert_allclose(got, w, rtol=tol, atol=tol)
+        assert r["calls"] == 3                 # float16, float32, int64: one collective each
