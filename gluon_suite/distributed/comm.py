@@ -150,7 +150,7 @@ class Communicator(abc.ABC):
         flat vector (one copy each), broadcast, and written back. A few large collectives instead
         of hundreds of small ones (a model's parameters and optimizer states): faster, and far
         fewer operations in flight between MXNet's engine and Horovod's background thread, where
-        a native crash was seen about once in 50 elastic synchronisations of one collective per
+        a native crash was seen in roughly one elastic test job in 50 with one collective per
         tensor."""
         tensors = list(tensors)
         if self.size == 1 or not tensors:
