@@ -119,7 +119,7 @@ class DistributedTrainer(gluon.Trainer):
             # here would be matched by no other worker when this one joins a running job
             return
         ready = [p for p in self._params if p._data is not None]
-        comm.broadcast_many_([p._data[0] for p in ready], 0, name=f"{self._prefix}init")
+        comm.broadcast_many_([p._data[0] for p in ready], 0, name=f"{self._prefix}init.ready")
         for p in ready:
             _copy_to_replicas(p)
         for i, p in enumerate(self._params):
