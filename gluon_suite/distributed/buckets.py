@@ -49,7 +49,6 @@ class Bucket:
         self.indices = [i for i, _ in self.members]
         self.grad = None
         self.replica_grads = []   # flat gradients of the other contexts, one per context
-        self._weight_arrays, self._weight_flats = {}, {}
         self._buffers = {}
         self._pieces_of = []      # [(flat, its member slices)], the most recent few
 
@@ -75,17 +74,18 @@ class Bucket:
         """A new flat vector: the members' ``arrays`` concatenated (one copy per member)."""
         out = self.zeros()
         for a, piece in zip(arrays, self.pieces(out)):
-            a = a.reshape((-1,))
+            a = a.reshape(piece.shape)
             (a if a.dtype == out.dtype else a.astype(out.dtype)).copyto(piece)
         return out
 
     def pieces(self, flat):
-        """The members' slices of the flat vector ``flat`` (1-D views sharing its memory), kept
-        for the last few vectors (the work vectors and residuals come back every step)."""
+        """The members' slices of the flat vector ``flat`` (views sharing its memory, in the
+        members' shapes), kept for the last few vectors (the work vectors and residuals come back
+        every step)."""
         for f, got in self._pieces_of:
             if f is flat:
                 return got
-        got = [flat[o:o + n] for o, n in zip(self.offsets, self.sizes)]
+        got = [flat[o:o + n].reshape(s) for o, n, s in zip(self.offsets, self.sizes, self.shapes)]
         self._pieces_of = [(flat, got)] + self._pieces_of[:7]
         return got
 
@@ -99,15 +99,11 @@ class Bucket:
         return buf
 
     def weights(self, copy=0):
-        """The members' weights as flat views (kept from step to step: NDArray.reshape costs ~40 us
-        of Python per call, the dominant per-tensor cost; rebuilt when a parameter's array is
-        replaced, e.g. by reset_ctx); ``copy``: which context's copy (0: the primary)."""
-        current = [p._data[copy] for _, p in self.members]
-        cached = self._weight_arrays.get(copy)
-        if cached is None or any(a is not b for a, b in zip(current, cached)):
-            self._weight_arrays[copy] = current
-            self._weight_flats[copy] = [a.reshape((-1,)) for a in current]
-        return self._weight_flats[copy]
+        """The members' weight arrays themselves, not views: after an inference forward oneDNN
+        may hold a weight in a blocked layout, which a view (a reshape) of it cannot be read
+        through ("Check failed: !is_view", depending on when the engine runs the re-layout);
+        ``copy``: which context's copy (0: the primary)."""
+        return [p._data[copy] for _, p in self.members]
 
     def sum_replica_grads(self):
         """Primary gradient += the gradients of the other contexts (one copy and one add per
@@ -128,14 +124,15 @@ class Bucket:
         ``buffer`` (see ``buffer``) or a new one."""
         out = self.zeros() if buffer is None else self.buffer(buffer)
         for w, piece in zip(self.weights(), self.pieces(out)):
-            w.copyto(piece)
+            _write_plain(w, piece)
         return out
 
     def scatter(self, flat, arrays):
-        """Write the pieces of the flat vector ``flat`` into the members' ``arrays`` (flat views,
-        as ``weights()`` gives; one copy per member)."""
+        """Write the pieces of the flat vector ``flat`` into the members' ``arrays`` (as
+        ``weights()`` gives; one element-wise copy per member, which leaves them in the plain
+        layout)."""
         for piece, a in zip(self.pieces(flat), arrays):
-            piece.copyto(a if a.ndim == 1 else a.reshape((-1,)))
+            _write_plain(piece, a)
 
     def bind_gradients(self):
         """Make every member's gradient a view of this bucket's flat gradient vector, on each of
@@ -151,6 +148,12 @@ class Bucket:
                 p._grad[copy] = view
                 data._fresh_grad = fresh
         self.grad, self.replica_grads = flats[0], flats[1:]
+
+
+def _write_plain(src, dst):
+    """``dst <- src`` through an element-wise operator (x + 0): it reads a oneDNN blocked layout
+    correctly and writes the plain one."""
+    mx.nd._internal._plus_scalar(src, scalar=0.0, out=dst)
 
 
 def layout_buckets(params, bucket_mb=DEFAULT_BUCKET_MB, min_size=0, network_position=None):

@@ -165,7 +165,7 @@ class Communicator(abc.ABC):
             flat = mx.nd.zeros((sum(sizes),), dtype=members[0].dtype, ctx=members[0].context)
             offsets = np.cumsum([0] + sizes[:-1])
             for t, o, n in zip(members, offsets, sizes):
-                mx.nd._internal._plus_scalar(t.reshape((-1,)), scalar=0.0, out=flat[int(o):int(o) + n])
+                write_plain(t, flat[int(o):int(o) + n].reshape(t.shape))   # t itself: no view of it
             self.broadcast_(flat, root_rank, name=None if name is None else f"{name}.{g}")
             for t, o, n in zip(members, offsets, sizes):
                 write_plain(flat[int(o):int(o) + n].reshape(t.shape), t)
