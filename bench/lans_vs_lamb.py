@@ -15,9 +15,10 @@ LAMB is 'within noise' when the difference of the means is at most the larger of
 deviations. JSON and a plot (mean curve, band mean +- std, one panel per batch) in bench/results/.
 
     .venv/bin/python bench/lans_vs_lamb.py [--batches 256,1024] [--seeds 3] [--steps 50]
-        [--lrs-lans 0.01,0.02,0.04] [--lrs-lamb 0.01,0.02,0.04] [--optimizers lans,lamb,adam]
+        [--lrs-lans 0.02,0.04,0.08] [--lrs-lamb 0.02,0.04,0.08] [--optimizers lans,lamb,adam]
 """
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -28,7 +29,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 LAST = 5                 # the final MLM loss / accuracy is the mean over the last LAST steps
 WD = {"lans": 0.01, "lamb": 0.01, "adam": 0.0}   # Adam's L2 is coupled, so it gets none
-DEFAULT_LRS = {"lans": "0.01,0.02,0.04", "lamb": "0.01,0.02,0.04", "adam": "0.001,0.002,0.004"}
+DEFAULT_LRS = {"lans": "0.02,0.04,0.08", "lamb": "0.02,0.04,0.08", "adam": "0.001,0.002,0.004"}
 RULE = ("per global batch and optimizer, one run per peak lr on seed 0; the chosen lr has the lowest "
         f"final MLM loss (mean of the last {LAST} steps); then seeds 1..N-1 at that lr, the seed-0 "
         "sweep run reused as seed 0")
@@ -63,6 +64,40 @@ def run_one(args, opt, lr, batch, seed):
     return {"optimizer": opt, "lr": lr, "batch": batch, "seed": seed,
             "final_mlm_loss": float(np.mean(loss[-LAST:])), "final_mlm_acc": float(np.mean(acc[-LAST:])),
             "first_mlm_loss": loss[0], "wall_s": time.time() - t0, "mlm_loss": loss, "mlm_acc": acc}
+
+
+def run_key(args, opt, lr, batch, seed):
+    """What makes two runs the same run (for ``--cache``)."""
+    return json.dumps([args.corpus, args.seq_len, args.steps, min(args.micro_batch, batch), batch, opt, lr,
+                       seed, WD[opt]])
+
+
+def cached_run(args, cache, opt, lr, batch, seed):
+    """``run_one``, or the same run from ``cache`` (a dict filled from and appended to
+    ``--cache``)."""
+    key = run_key(args, opt, lr, batch, seed)
+    if key not in cache:
+        cache[key] = run_one(args, opt, lr, batch, seed)
+        if args.cache:
+            with open(args.cache, "a", encoding="utf-8") as f:
+                f.write("\n" + json.dumps({"key": key, "run": cache[key]}) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+    return cache[key]
+
+
+def load_cache(path):
+    if not path or not os.path.exists(path):
+        return {}
+    cache = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+                cache[rec["key"]] = rec["run"]
+            except (ValueError, KeyError, TypeError):
+                pass        # a line cut short by a crash while it was written: that run is redone
+    return cache
 
 
 def mean_std(values):
@@ -147,6 +182,8 @@ def main(argv=None):
     ap.add_argument("--optimizers", default="lans,lamb", help="any of lans, lamb, adam")
     for opt, lrs in DEFAULT_LRS.items():
         ap.add_argument(f"--lrs-{opt}", default=lrs, help=f"peak lrs swept for {opt} (default {lrs})")
+    ap.add_argument("--cache", default="", help="JSON-lines file of finished runs: read, reused and "
+                    "appended to (resumes an interrupted bench; a changed setting means a new run)")
     ap.add_argument("--budget-note", default="", help="recorded in the JSON as 'budget'")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     args = ap.parse_args(argv)
@@ -160,20 +197,20 @@ def main(argv=None):
         raise SystemExit("--seeds must be >= 1")
     sweeps = {o: floats(getattr(args, f"lrs_{o}")) for o in opts}
     n_runs = len(batches) * sum(len(v) + args.seeds - 1 for v in sweeps.values())
-    t_start, done = time.time(), 0
+    t_start, done, cache = time.time(), 0, load_cache(args.cache)
     cells = {b: {} for b in batches}
     for b in batches:
         for o in opts:
             cell = cells[b][o] = {"sweep": {}}
             for lr in sweeps[o]:
-                cell["sweep"][lr] = r = run_one(args, o, lr, b, 0)
+                cell["sweep"][lr] = r = cached_run(args, cache, o, lr, b, 0)
                 done += 1
                 print(f"[{done}/{n_runs}] batch {b} {o} lr {lr:g} seed 0 (sweep): final MLM loss "
                       f"{r['final_mlm_loss']:.4f}, acc {r['final_mlm_acc']:.4f}  {r['wall_s']:.0f} s", flush=True)
             cell["lr"] = choose_lr(cell["sweep"])
             cell["seeds"] = [cell["sweep"][cell["lr"]]]
             for seed in range(1, args.seeds):
-                r = run_one(args, o, cell["lr"], b, seed)
+                r = cached_run(args, cache, o, cell["lr"], b, seed)
                 cell["seeds"].append(r)
                 done += 1
                 print(f"[{done}/{n_runs}] batch {b} {o} lr {cell['lr']:g} seed {seed}: final MLM loss "
@@ -202,6 +239,8 @@ def main(argv=None):
                        "(ddof 1) over the seeds",
               "noise_rule": "'within noise' when |mean LANS - mean LAMB| <= the larger of the two stds",
               "budget": args.budget_note, "wall_s": wall,
+              "runs_wall_s": sum(r["wall_s"] for b in batches for o in opts
+                                 for r in list(cells[b][o]["sweep"].values()) + cells[b][o]["seeds"][1:]),
               "results": results, "lans_vs_lamb": comparison, "summary": lines,
               "runs": [{k: v for k, v in r.items() if k not in ("mlm_loss", "mlm_acc")}
                        for b in batches for o in opts

@@ -73,6 +73,12 @@ class DistributedTrainer(gluon.Trainer):
         given = list(params.values()) if isinstance(params, (dict, gluon.ParameterDict)) else list(params)
         position = {id(p): k for k, p in enumerate(given)}
         params = sorted(given, key=lambda p: p.name)
+        optimizer_params = dict(optimizer_params or {})
+        sched = optimizer_params.get("lr_scheduler")
+        if isinstance(optimizer, str) and sched is not None and "learning_rate" not in optimizer_params:
+            # optimizers with a default learning rate (LAMB, Adam) would otherwise print that the
+            # schedule's base rate "has been overwritten" and reset it to that default
+            optimizer_params["learning_rate"] = sched.base_lr
         super().__init__(params, optimizer, optimizer_params=optimizer_params, kvstore=None)
         self._algo.check_optimizer(self._optimizer)
         self._check_master_weights()

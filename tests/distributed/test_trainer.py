@@ -45,6 +45,26 @@ def test_single_worker_sync_equals_gluon_trainer():
     assert np.array_equal(params(a), params(b))
 
 
+@pytest.mark.parametrize("optimizer", ["lamb", "adam", "sgd"])
+def test_a_schedule_keeps_its_rates_and_nothing_is_printed(optimizer, capfd):
+    # LAMB and Adam have a default learning rate; given with a schedule, MXNet printed that the
+    # schedule's rate "has been overwritten". The rates must be the schedule's, from step 1
+    net = make_net()
+    sched = mx.lr_scheduler.FactorScheduler(step=2, factor=0.5, base_lr=0.3)
+    trainer = DistributedTrainer(net.collect_params(), optimizer, {"lr_scheduler": sched})
+    seen = []
+    for x, y in batches(5):
+        with autograd.record():
+            loss = gluon.loss.SoftmaxCrossEntropyLoss()(net(x), y)
+        loss.backward()
+        trainer.step(8)
+        seen.append(trainer.learning_rate)
+    out, err = capfd.readouterr()
+    assert "overwritten" not in out + err
+    # FactorScheduler by hand: 0.3 halved after every 2 updates (update counts 1..5)
+    assert np.allclose(seen, [0.3, 0.3, 0.15, 0.15, 0.075])
+
+
 @pytest.mark.parametrize("optimizer, opt", [("sgd", {"learning_rate": 0.1, "momentum": 0.9}),
                                             ("adam", {"learning_rate": 0.01})])
 @pytest.mark.parametrize("algo", [dict(algorithm="sync"),

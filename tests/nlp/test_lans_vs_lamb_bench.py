@@ -31,8 +31,9 @@ def test_verdict_is_within_noise_when_the_difference_is_at_most_the_larger_std()
 
 
 def test_a_tiny_bench_sweeps_on_seed_0_then_runs_the_other_seeds_at_the_chosen_lr(tmp_path):
-    res = bench.main(["--steps", "3", "--batches", "8,16", "--micro-batch", "8", "--seeds", "2",
-                      "--lrs-lans", "0.01,0.02", "--lrs-lamb", "0.02", "--out", str(tmp_path)])
+    argv = ["--steps", "3", "--batches", "8,16", "--micro-batch", "8", "--seeds", "2", "--lrs-lans", "0.01,0.02",
+            "--lrs-lamb", "0.02", "--out", str(tmp_path), "--cache", str(tmp_path / "runs.jsonl")]
+    res = bench.main(argv)
     saved = json.loads((tmp_path / "lans_vs_lamb.json").read_text())
     assert (tmp_path / "lans_vs_lamb.png").exists()
     assert saved["accumulation"] == {"8": 1, "16": 2}
@@ -47,3 +48,18 @@ def test_a_tiny_bench_sweeps_on_seed_0_then_runs_the_other_seeds_at_the_chosen_l
         assert saved["lans_vs_lamb"][b]["verdict"] in ("within noise", "LANS lower by more than the spread",
                                                        "LAMB lower by more than the spread")
     assert res["summary"] == saved["summary"]
+    # a second call reuses every run from the cache: the same numbers
+    again = bench.main(argv)
+    assert again["results"] == res["results"] and again["runs"] == res["runs"]
+    lines = [x for x in (tmp_path / "runs.jsonl").read_text().splitlines() if x.strip()]
+    assert len(lines) == 10
+    # a crash while the last run was written leaves half a line: that run alone is redone
+    (tmp_path / "runs.jsonl").write_text("\n".join(lines[:-1] + [lines[-1][:len(lines[-1]) // 2]]))
+    third = bench.main(argv)
+
+    def losses(r):          # everything but the wall times, which differ from run to run
+        return {b: {o: {k: v for k, v in cell.items() if k != "wall_s_per_run"} for o, cell in opts.items()}
+                for b, opts in r["results"].items()}
+    assert losses(third) == losses(res)
+    redone = [x for x in (tmp_path / "runs.jsonl").read_text().splitlines() if x.strip()]
+    assert len(redone) == 11 and json.loads(redone[-1])["key"] == json.loads(lines[-1])["key"]
