@@ -23,6 +23,7 @@ net.add(gluon.nn.Dense(64, activation="relu", in_units=64), gluon.nn.Dense(10, i
 net.initialize(mx.init.Xavier())
 sched = ElasticRamp(lambda t: 0.05, ref_batch=B * 3, ramp_steps=5, global_batch=B * hvd.size())
 ALGO = os.environ.get("ALGO", "sync")
+WAITED = []
 algo = {"algorithm": "cser", "compressor": "grbs", "ratio": 4, "period": 4} if ALGO == "cser" else {}
 tr = DistributedTrainer(net.collect_params(), "sgd", {"lr_scheduler": sched, "momentum": 0.9},
                         communicator=HorovodCommunicator(), **algo)
@@ -56,6 +57,13 @@ def train(state):
             mx.nd.waitall()
             if os.environ.get("STEP_SLEEP"):
                 import time; time.sleep(float(os.environ["STEP_SLEEP"]))
+            if os.environ.get("WAIT_FOR_LINES") and state.epoch == 1 and not WAITED:
+                # "FILE:N": at epoch 1's first step, wait (at most 120 s) until FILE has N lines:
+                # a condition, not a guess at how long the run takes
+                import time; path, n = os.environ["WAIT_FOR_LINES"].rsplit(":", 1); t_end = time.time() + 120
+                while time.time() < t_end and (not os.path.exists(path) or len(open(path).read().split()) < int(n)):
+                    time.sleep(0.1)
+                WAITED.append(1)
             sampler.advance(cnt)
             state.cur = state.cur + glob.tolist()
             state.sizes = state.sizes + [hvd.size()]
