@@ -1,15 +1,30 @@
 #!/usr/bin/env python
 """Predicted vs measured scaling factor on the bandwidth-limited namespace testbed (needs root).
 
-For 2 and 4 hosts at 50, 200 and 1000 Mbit/s: Horovod workers (one per namespace) train a 10M-
-parameter MLP with synchronous SGD; each step is timed in three parts (compute, gradient
-allreduce, update). The measured scaling factor is compute / step; the what-if model predicts it
-from the measured compute times, the gradient sizes, the link bandwidth measured with a plain
-socket on the same testbed, and the trainer's reduction schedule (one fused allreduce after
-backward: no overlap). JSON and a plot in bench/results/.
+Two regimes, each a JSON and a plot in bench/results/:
 
-    sudo .venv/bin/python bench/whatif_validation.py
+``--regime comm`` (whatif_validation.json): for 2 and 4 hosts at 50, 200 and 1000 Mbit/s, Horovod
+workers (one per namespace) train a 10M-parameter MLP with synchronous SGD; each step is timed in
+three parts (compute, gradient allreduce, update). The measured scaling factor is compute / step;
+the what-if model predicts it from the measured compute times, the gradient sizes, the link
+bandwidth measured with a plain socket on the same testbed, and one fused allreduce after backward
+(no overlap). Almost purely communication-bound: scaling factors 0.01-0.3.
+
+``--regime balanced`` (whatif_balanced.json): a CNN with real compute (1.6M parameters, most of
+them in the classifier, whose gradients backward produces first), 1 MB buckets, and link rates
+chosen so that communication and compute are of the same size (scaling factors 0.3-0.95). Each
+worker alternates two kinds of steps: profiled steps (forward, backward with each gradient's
+measured ready time, allreduce and update timed apart) and plain steps (forward, backward and
+``trainer.step`` back to back, so the engine overlaps the buckets' allreduces with the rest of
+backward). Measured scaling factor = profiled compute / plain step. The prediction uses the
+profiled times, each bucket's measured ready time (its last gradient's), and the socket
+bandwidth. Run with MXNet's bulk execution on (its default: backward of this network is one bulk,
+nothing is ready before the end) and off (``MXNET_EXEC_BULK_EXEC_TRAIN=0``: gradients ready layer
+by layer). ``--repeats`` jobs per point give the spread.
+
+    sudo .venv/bin/python bench/whatif_validation.py [--regime comm|balanced] [--repeats 3]
 """
+import argparse
 import json
 import os
 import subprocess
@@ -75,51 +90,136 @@ def worker():
             json.dump({**med, "grad_bytes": sizes, "size": comm.size}, f)
 
 
-def main():
-    if "--worker" in sys.argv:
-        return worker()
-    from gluon_suite.whatif.testbed import Testbed, TestbedUnavailable
+def cnn():
+    from mxnet import gluon
+    net = gluon.nn.HybridSequential()
+    conv = lambda c, i: gluon.nn.Conv2D(c, 3, padding=1, in_channels=i, activation="relu")  # noqa: E731
+    net.add(conv(32, 3), conv(32, 32), gluon.nn.MaxPool2D(), conv(64, 32), conv(64, 64), gluon.nn.MaxPool2D(),
+            conv(128, 64), gluon.nn.MaxPool2D(), gluon.nn.Flatten(),
+            gluon.nn.Dense(768, activation="relu", in_units=2048), gluon.nn.Dense(10, in_units=768))
+    return net
+
+
+def balanced_worker():
+    import mxnet as mx
+    import numpy as np
+    from mxnet import autograd, gluon
+    from gluon_suite.distributed import DistributedTrainer, get_communicator
+    from gluon_suite.whatif.profiler import grad_ready_times
+    comm = get_communicator()
+    mx.random.seed(0)
+    net = cnn()
+    net.initialize(mx.init.Xavier())
+    batch = int(os.environ.get("BATCH", "16"))
+    x = mx.nd.random.uniform(shape=(batch, 3, 32, 32))
+    y = mx.nd.array(np.arange(batch) % 10)
+    net(x[:1])
+    params = [p for p in net.collect_params().values() if p.grad_req != "null"]
+    tr = DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.01, "momentum": 0.9},
+                            communicator=comm, bucket_mb=float(os.environ.get("BUCKET_MB", "1")))
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+
+    def profiled():
+        mx.nd.waitall()
+        t0 = time.perf_counter()
+        with autograd.record():
+            out = net(x)
+            out.wait_to_read()
+            t_f = time.perf_counter()
+            loss = loss_fn(out, y)
+        loss.backward()
+        ready = grad_ready_times(params[::-1], t_f)
+        mx.nd.waitall()
+        t1 = time.perf_counter()
+        tr.allreduce_grads()
+        mx.nd.waitall()
+        t2 = time.perf_counter()
+        tr.update(batch)
+        mx.nd.waitall()
+        t3 = time.perf_counter()
+        return {"forward": t_f - t0, "backward": t1 - t_f, "comm": t2 - t1, "opt": t3 - t2, "ready": ready}
+
+    def plain():
+        mx.nd.waitall()
+        t0 = time.perf_counter()
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        tr.step(batch)
+        mx.nd.waitall()
+        return time.perf_counter() - t0
+
+    prof, steps = [], []
+    for k in range(2 + int(os.environ.get("STEPS", "6"))):
+        p, s = profiled(), plain()
+        if k >= 2:           # two warm-up pairs
+            prof.append(p)
+            steps.append(s)
+    med = {k: float(np.median([r[k] for r in prof])) for k in ("forward", "backward", "comm", "opt")}
+    ready = np.median(np.array([r["ready"] for r in prof]), axis=0)       # backward order
+    where = {id(p): k for k, p in enumerate(params[::-1])}
+    buckets = [{"bytes": sum(int(np.prod(p.shape)) * 4 for _, p in b.members),
+                "ready": float(max(ready[where[id(p)]] for _, p in b.members))} for b in tr._algo.buckets]
+    if comm.rank == 0:
+        with open(os.environ["OUT"], "w") as f:
+            json.dump({**med, "step": float(np.median(steps)), "steps": steps, "buckets": buckets,
+                       "grad_ready": ready.tolist(), "size": comm.size,
+                       "bulk": os.environ.get("MXNET_EXEC_BULK_EXEC_TRAIN", "default")}, f)
+
+
+def socket_bandwidth(tb, rate):
+    """Bytes/s a plain TCP socket gets from host 0 to host 1 on this testbed."""
+    srv = tb.popen(1, [sys.executable, "-c", SOCK_SERVER, tb.address(1)])
+    time.sleep(0.3)
+    mb = max(4, int(rate / 8 * 1.5))  # about 1.5 s of traffic
+    c = tb.run(0, [sys.executable, "-c", SOCK_CLIENT, tb.address(1), str(mb)], capture_output=True, text=True,
+               timeout=120)
+    srv.wait(timeout=30)
+    return float(c.stdout.strip())
+
+
+def run_job(tb, mode, env):
+    """One Horovod job on the testbed; rank 0's measurements, or None if a worker failed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.json")
+        procs = tb.launch_horovod([sys.executable, os.path.abspath(__file__), mode],
+                                  env={"OUT": out, "OMP_NUM_THREADS": "1", "MXNET_CPU_WORKER_NTHREADS": "1",
+                                       "PYTHONPATH": os.path.dirname(HERE), **env},
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        codes = tb.wait_all(procs, timeout=600)
+        if any(codes):
+            print(f"{tb.hosts} hosts at {tb.rate:g} Mbit/s: workers failed {codes}", flush=True)
+            return None
+        with open(out, encoding="utf-8") as f:
+            return json.load(f)
+
+
+def run_comm(args):
+    from gluon_suite.whatif.testbed import Testbed
     from gluon_suite.whatif import StepProfile, predict
     from gluon_suite.utils import write_json
     results = []
-    try:
-        for hosts in (2, 4):
-            for rate in (50, 200, 1000):
-                with Testbed(hosts, rate) as tb, tempfile.TemporaryDirectory() as tmp:
-                    srv = tb.popen(1, [sys.executable, "-c", SOCK_SERVER, tb.address(1)])
-                    time.sleep(0.3)
-                    mb = max(4, int(rate / 8 * 1.5))  # about 1.5 s of traffic
-                    c = tb.run(0, [sys.executable, "-c", SOCK_CLIENT, tb.address(1), str(mb)],
-                               capture_output=True, text=True, timeout=120)
-                    srv.wait(timeout=30)
-                    bw = float(c.stdout.strip())
-                    out = os.path.join(tmp, "r.json")
-                    procs = tb.launch_horovod([sys.executable, os.path.abspath(__file__), "--worker"],
-                                              env={"OUT": out, "OMP_NUM_THREADS": "1", "MXNET_CPU_WORKER_NTHREADS": "1",
-                                                   "STEPS": "3", "PYTHONPATH": os.path.dirname(HERE)},
-                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                    codes = tb.wait_all(procs, timeout=600)
-                    if any(codes):
-                        print(f"{hosts} hosts at {rate} Mbit/s: workers failed {codes}")
-                        continue
-                    m = json.load(open(out))
-                prof = StepProfile(m["forward"], m["backward"], m["grad_bytes"], m["opt"],
-                                   ready=[m["backward"]] * len(m["grad_bytes"]))
-                pred = predict(prof, hosts, bw, latency=100e-6, fusion_bytes=1 << 62)
-                measured_sf = (m["forward"] + m["backward"] + m["opt"]) / m["step"]
-                row = {"hosts": hosts, "rate_mbit": rate, "socket_MBps": bw / 1e6, "measured": m,
-                       "measured_sf": measured_sf, "predicted_sf": pred["scaling_factor"],
-                       "predicted_step_s": pred["step_s"],
-                       "rel_error": abs(pred["scaling_factor"] - measured_sf) / measured_sf,
-                       "measured_utilisation": 2 * (hosts - 1) / hosts * sum(m["grad_bytes"]) / m["comm"] / (rate * 1e6 / 8)}
-                results.append(row)
-                print(f"{hosts} hosts {rate:>5} Mbit/s: socket {bw / 1e6:6.1f} MB/s  step {m['step']:.3f} s "
-                      f"(comm {m['comm']:.3f})  SF measured {measured_sf:.3f} predicted {pred['scaling_factor']:.3f}  "
-                      f"error {row['rel_error'] * 100:.1f}%  link utilisation {row['measured_utilisation']:.2f}", flush=True)
-    except TestbedUnavailable as exc:
-        print(f"skipped: {exc}")
-        return
-    write_json(os.path.join(HERE, "results", "whatif_validation.json"),
+    for hosts in (2, 4):
+        for rate in (50, 200, 1000):
+            with Testbed(hosts, rate) as tb:
+                bw = socket_bandwidth(tb, rate)
+                m = run_job(tb, "--worker", {"STEPS": "3"})
+            if m is None:
+                continue
+            prof = StepProfile(m["forward"], m["backward"], m["grad_bytes"], m["opt"],
+                               ready=[m["backward"]] * len(m["grad_bytes"]))
+            pred = predict(prof, hosts, bw, latency=100e-6, fusion_bytes=1 << 62)
+            measured_sf = (m["forward"] + m["backward"] + m["opt"]) / m["step"]
+            row = {"hosts": hosts, "rate_mbit": rate, "socket_MBps": bw / 1e6, "measured": m,
+                   "measured_sf": measured_sf, "predicted_sf": pred["scaling_factor"],
+                   "predicted_step_s": pred["step_s"],
+                   "rel_error": abs(pred["scaling_factor"] - measured_sf) / measured_sf,
+                   "measured_utilisation": 2 * (hosts - 1) / hosts * sum(m["grad_bytes"]) / m["comm"] / (rate * 1e6 / 8)}
+            results.append(row)
+            print(f"{hosts} hosts {rate:>5} Mbit/s: socket {bw / 1e6:6.1f} MB/s  step {m['step']:.3f} s "
+                  f"(comm {m['comm']:.3f})  SF measured {measured_sf:.3f} predicted {pred['scaling_factor']:.3f}  "
+                  f"error {row['rel_error'] * 100:.1f}%  link utilisation {row['measured_utilisation']:.2f}", flush=True)
+    write_json(os.path.join(args.out, "whatif_validation.json"),
                {"benchmark": "whatif_validation", "date": time.strftime("%Y-%m-%d"),
                 "model": "MLP 784-2048-2048-2048-10 (10.0M parameters), batch 32, sync SGD",
                 "max_rel_error": max(r["rel_error"] for r in results), "results": results})
@@ -136,8 +236,112 @@ def main():
     ax.set_ylabel("scaling factor")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(os.path.join(HERE, "results", "whatif_validation.png"), dpi=100)
-    print(f"max relative error {max(r['rel_error'] for r in results) * 100:.1f}%; results: bench/results/whatif_validation.json")
+    fig.savefig(os.path.join(args.out, "whatif_validation.png"), dpi=100)
+    print(f"max relative error {max(r['rel_error'] for r in results) * 100:.1f}%; results: "
+          f"{os.path.join(args.out, 'whatif_validation.json')}")
+
+
+def predict_balanced(m, hosts, bw):
+    """The what-if prediction for one balanced-regime job: one tensor per bucket (the trainer's
+    buckets, each ready when its last gradient is), no further fusion."""
+    from gluon_suite.whatif import StepProfile, predict
+    prof = StepProfile(m["forward"], m["backward"], [b["bytes"] for b in m["buckets"]], m["opt"],
+                       ready=[b["ready"] for b in m["buckets"]])
+    return predict(prof, hosts, bw, latency=100e-6, fusion_bytes=1)
+
+
+def run_balanced(args):
+    import numpy as np
+    from gluon_suite.whatif.testbed import Testbed
+    from gluon_suite.utils import write_json
+    points = [(int(h), float(r)) for h, r in (p.split("@") for p in args.points.split(","))]
+    bulks = [b for b in args.bulk.split(",") if b]
+    results = []
+    for hosts, rate in points:
+        for bulk in bulks:
+            env = {"STEPS": str(args.steps), "BATCH": str(args.batch), "BUCKET_MB": str(args.bucket_mb)}
+            if bulk == "off":
+                env["MXNET_EXEC_BULK_EXEC_TRAIN"] = "0"
+            reps = []
+            with Testbed(hosts, rate) as tb:
+                bw = socket_bandwidth(tb, rate)
+                for _ in range(args.repeats):
+                    m = run_job(tb, "--balanced-worker", env)
+                    if m is not None:
+                        pred = predict_balanced(m, hosts, bw)
+                        compute = m["forward"] + m["backward"] + m["opt"]
+                        reps.append({"measured": m, "measured_sf": compute / m["step"],
+                                     "predicted_sf": pred["scaling_factor"], "predicted_step_s": pred["step_s"]})
+            if not reps:
+                continue
+            ms, ps = [r["measured_sf"] for r in reps], [r["predicted_sf"] for r in reps]
+            row = {"hosts": hosts, "rate_mbit": rate, "bulk": bulk, "socket_MBps": bw / 1e6, "repeats": reps,
+                   "measured_sf": float(np.mean(ms)), "measured_sf_std": float(np.std(ms, ddof=1)) if len(ms) > 1 else 0.0,
+                   "predicted_sf": float(np.mean(ps)), "predicted_sf_std": float(np.std(ps, ddof=1)) if len(ps) > 1 else 0.0}
+            row["rel_error"] = abs(row["predicted_sf"] - row["measured_sf"]) / row["measured_sf"]
+            row["in_balanced_range"] = 0.3 <= row["measured_sf"] <= 0.95
+            results.append(row)
+            m = reps[0]["measured"]
+            print(f"{hosts} hosts {rate:>6g} Mbit/s bulk {bulk:>7}: socket {bw / 1e6:6.1f} MB/s  compute "
+                  f"{m['forward'] + m['backward'] + m['opt']:.3f} s  step {m['step']:.3f} s  SF measured "
+                  f"{row['measured_sf']:.3f} +- {row['measured_sf_std']:.3f}  predicted {row['predicted_sf']:.3f}  "
+                  f"error {row['rel_error'] * 100:.1f}%", flush=True)
+    inside = [r for r in results if r["in_balanced_range"]]
+    summary = {"points": len(results), "points_in_0.3_0.95": len(inside),
+               "max_rel_error_in_range": max((r["rel_error"] for r in inside), default=None),
+               "max_rel_error": max((r["rel_error"] for r in results), default=None)}
+    write_json(os.path.join(args.out, "whatif_balanced.json"),
+               {"benchmark": "whatif_balanced", "date": time.strftime("%Y-%m-%d"),
+                "model": "CNN 5 conv + 2 dense (1.72M parameters, 1.58M in the first dense layer), batch "
+                         f"{args.batch}, 3x32x32, sync SGD, {args.bucket_mb:g} MB buckets",
+                "steps_per_job": args.steps, "repeats": args.repeats,
+                "spread": "sample std (ddof 1) over the repeated jobs of a point", **summary, "results": results})
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(5, 5))
+    for (hosts, bulk), mk in zip(sorted({(r["hosts"], r["bulk"]) for r in results}), "osD^v<>"):
+        rs = [r for r in results if (r["hosts"], r["bulk"]) == (hosts, bulk)]
+        ax.errorbar([r["measured_sf"] for r in rs], [r["predicted_sf"] for r in rs],
+                    xerr=[r["measured_sf_std"] for r in rs], yerr=[r["predicted_sf_std"] for r in rs],
+                    fmt=mk, capsize=3, label=f"{hosts} hosts, bulk {bulk}")
+    ax.plot([0, 1], [0, 1], "k-", lw=0.8)
+    ax.fill_between([0, 1], [0, 0.9], [0, 1.1], color="grey", alpha=0.2, label="within 10%")
+    ax.axvspan(0.3, 0.95, color="tab:green", alpha=0.06)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("measured scaling factor (mean +- std over repeats)")
+    ax.set_ylabel("predicted scaling factor")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(args.out, "whatif_balanced.png"), dpi=100)
+    err = summary["max_rel_error_in_range"]
+    print(f"{summary['points_in_0.3_0.95']} of {summary['points']} points with a measured scaling factor in "
+          f"[0.3, 0.95]; worst prediction error there "
+          f"{'n/a' if err is None else f'{err * 100:.1f}%'}; results: {os.path.join(args.out, 'whatif_balanced.json')}")
+
+
+def main():
+    if "--worker" in sys.argv:
+        return worker()
+    if "--balanced-worker" in sys.argv:
+        return balanced_worker()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--regime", choices=("comm", "balanced"), default="comm")
+    ap.add_argument("--points", default="2@100,2@200,2@300,2@500,2@1000,2@2000,4@300,4@1000",
+                    help="balanced regime: hosts@Mbit/s, comma-separated")
+    ap.add_argument("--bulk", default="default,off", help="balanced regime: MXNet bulk execution, default and/or off")
+    ap.add_argument("--repeats", type=int, default=3, help="balanced regime: jobs per point (the spread)")
+    ap.add_argument("--steps", type=int, default=6, help="balanced regime: measured step pairs per job")
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--bucket-mb", type=float, default=1.0)
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    args = ap.parse_args()
+    from gluon_suite.whatif.testbed import TestbedUnavailable
+    try:
+        (run_balanced if args.regime == "balanced" else run_comm)(args)
+    except TestbedUnavailable as exc:
+        print(f"skipped: {exc}")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ and its momentum stays local (never reduced).
 import mxnet as mx
 
 from .buckets import DEFAULT_BUCKET_MB, layout_buckets
+
+MAX_SEPARATE_BUCKETS = 64     # sync: up to this many buckets get a collective each
 from .comm import write_plain
 from .compression import Compressor, make_compressor
 
@@ -174,7 +176,14 @@ class SyncSGD(Algorithm):
         comm = self.comm
         if self.compressor.name == "none":
             if comm.size > 1:
-                comm.grouped_allreduce_([b.grad for b in self.buckets], average=True, name="sync.grads")
+                if len(self.buckets) <= MAX_SEPARATE_BUCKETS:
+                    # one collective per bucket, issued in the order backward completes them: a
+                    # Horovod group waits for all its tensors, so grouping them would keep the
+                    # first buckets' transfers from overlapping the rest of backward
+                    for b in self.buckets:
+                        comm.allreduce_(b.grad, average=True, name=f"sync.b{b.key}")
+                else:   # per-tensor layouts (bucket_mb=0): one fused group, not hundreds of calls
+                    comm.grouped_allreduce_([b.grad for b in self.buckets], average=True, name="sync.grads")
             return
         work = []
         for b in self.buckets:

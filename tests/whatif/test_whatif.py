@@ -1,4 +1,5 @@
 """The what-if model against closed-form cases computed by hand."""
+import json
 import os
 import subprocess
 import sys
@@ -78,3 +79,38 @@ def test_cli_one_line_errors_and_table(tmp_path):
         base = [] if "--model" in args else ["--forward-ms", "1", "--backward-ms", "1", "--param-mb", "1"]
         p = subprocess.run([cli, "whatif", *base, *args], capture_output=True, text=True)
         assert p.returncode == 2 and "Traceback" not in p.stderr and needle in p.stderr
+
+
+PROFILE = """
+import json
+from mxnet import gluon
+from gluon_suite.whatif import profile_model
+net = gluon.nn.HybridSequential()
+net.add(gluon.nn.Conv2D(64, 3, padding=1, in_channels=3), gluon.nn.Conv2D(64, 3, padding=1, in_channels=64),
+        gluon.nn.GlobalAvgPool2D(), gluon.nn.Dense(10, in_units=64))
+p = profile_model(net, batch_size=8, image_size=32, repeats=5)
+print(json.dumps({"ready": p.ready, "backward": p.backward_s, "bytes": p.grad_bytes}))
+"""
+
+
+@pytest.mark.parametrize("bulk", ["0", None])
+def test_profile_measures_when_each_gradient_is_ready(bulk):
+    # a heavy convolution first and a tiny classifier last. With MXNet's bulk execution off,
+    # backward writes the classifier's gradients long before the first convolution's; with its
+    # default (a small network's backward runs as one bulk) every gradient is ready at the end,
+    # so nothing can overlap backward. The profile measures whichever happens.
+    env = {k: v for k, v in os.environ.items() if k != "MXNET_EXEC_BULK_EXEC_TRAIN"}
+    if bulk is not None:
+        env["MXNET_EXEC_BULK_EXEC_TRAIN"] = bulk
+    out = subprocess.run([sys.executable, "-c", PROFILE], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    p = json.loads(out.stdout.strip().splitlines()[-1])
+    ready = p["ready"]
+    assert len(ready) == len(p["bytes"]) == 6
+    assert p["bytes"][0] == 10 * 4 and p["bytes"][1] == 10 * 64 * 4   # last layer first
+    assert all(a <= b for a, b in zip(ready, ready[1:]))
+    assert ready[-1] <= p["backward"] * 1.01
+    if bulk == "0":
+        assert ready[1] < 0.5 * ready[-1]
+    else:
+        assert ready[0] > 0.9 * ready[-1]
