@@ -18,7 +18,6 @@ deviations. JSON and a plot (mean curve, band mean +- std, one panel per batch) 
         [--lrs-lans 0.02,0.04,0.08] [--lrs-lamb 0.02,0.04,0.08] [--optimizers lans,lamb,adam]
 """
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -26,6 +25,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from runcache import RunCache  # noqa: E402
 
 LAST = 5                 # the final MLM loss / accuracy is the mean over the last LAST steps
 WD = {"lans": 0.01, "lamb": 0.01, "adam": 0.0}   # Adam's L2 is coupled, so it gets none
@@ -68,36 +69,12 @@ def run_one(args, opt, lr, batch, seed):
 
 def run_key(args, opt, lr, batch, seed):
     """What makes two runs the same run (for ``--cache``)."""
-    return json.dumps([args.corpus, args.seq_len, args.steps, min(args.micro_batch, batch), batch, opt, lr,
-                       seed, WD[opt]])
+    return [args.corpus, args.seq_len, args.steps, min(args.micro_batch, batch), batch, opt, lr, seed, WD[opt]]
 
 
 def cached_run(args, cache, opt, lr, batch, seed):
-    """``run_one``, or the same run from ``cache`` (a dict filled from and appended to
-    ``--cache``)."""
-    key = run_key(args, opt, lr, batch, seed)
-    if key not in cache:
-        cache[key] = run_one(args, opt, lr, batch, seed)
-        if args.cache:
-            with open(args.cache, "a", encoding="utf-8") as f:
-                f.write("\n" + json.dumps({"key": key, "run": cache[key]}) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
-    return cache[key]
-
-
-def load_cache(path):
-    if not path or not os.path.exists(path):
-        return {}
-    cache = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-                cache[rec["key"]] = rec["run"]
-            except (ValueError, KeyError, TypeError):
-                pass        # a line cut short by a crash while it was written: that run is redone
-    return cache
+    """``run_one``, or the same run from ``cache`` (a ``RunCache`` on ``--cache``)."""
+    return cache.get(run_key(args, opt, lr, batch, seed), lambda: run_one(args, opt, lr, batch, seed))
 
 
 def mean_std(values):
@@ -197,7 +174,7 @@ def main(argv=None):
         raise SystemExit("--seeds must be >= 1")
     sweeps = {o: floats(getattr(args, f"lrs_{o}")) for o in opts}
     n_runs = len(batches) * sum(len(v) + args.seeds - 1 for v in sweeps.values())
-    t_start, done, cache = time.time(), 0, load_cache(args.cache)
+    t_start, done, cache = time.time(), 0, RunCache(args.cache)
     cells = {b: {} for b in batches}
     for b in batches:
         for o in opts:
