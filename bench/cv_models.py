@@ -119,4 +119,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from gluon_suite.utils.quiet import quiet_native_warnings
+    quiet_native_warnings()      # oneDNN's per-batch pooling notice (GLUON_SUITE_VERBOSE=1 keeps it)
     main()
