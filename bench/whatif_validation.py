@@ -328,11 +328,11 @@ def main():
         return balanced_worker()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--regime", choices=("comm", "balanced"), default="comm")
-    ap.add_argument("--points", default="2@100,2@200,2@300,2@500,2@1000,2@2000,4@300,4@1000",
+    ap.add_argument("--points", default="2@150,2@200,2@300,2@500,2@1000,4@300,4@600,4@1000",
                     help="balanced regime: hosts@Mbit/s, comma-separated")
     ap.add_argument("--bulk", default="default,off", help="balanced regime: MXNet bulk execution, default and/or off")
     ap.add_argument("--repeats", type=int, default=3, help="balanced regime: jobs per point (the spread)")
-    ap.add_argument("--steps", type=int, default=6, help="balanced regime: measured step pairs per job")
+    ap.add_argument("--steps", type=int, default=8, help="balanced regime: measured step pairs per job")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--bucket-mb", type=float, default=1.0)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
