@@ -50,10 +50,37 @@ s.shutdown(socket.SHUT_WR); s.recv(1); print(n * (1 << 20) / (time.perf_counter(
 """
 
 
+def profiled_step(net, loss_fn, x, y, tr, batch, params=None):
+    """One step timed in parts (forward, backward, gradient allreduce, update), each ended by a
+    ``waitall``; with ``params`` (backward order) also each gradient's measured ready time."""
+    import mxnet as mx
+    from mxnet import autograd
+    from gluon_suite.whatif.profiler import grad_ready_times
+    mx.nd.waitall()
+    t0 = time.perf_counter()
+    with autograd.record():
+        out = net(x)
+        out.wait_to_read()
+        t_f = time.perf_counter()
+        loss = loss_fn(out, y)
+    loss.backward()
+    ready = grad_ready_times(params, t_f) if params is not None else None
+    mx.nd.waitall()
+    t1 = time.perf_counter()
+    tr.allreduce_grads()
+    mx.nd.waitall()
+    t2 = time.perf_counter()
+    tr.update(batch)
+    mx.nd.waitall()
+    t3 = time.perf_counter()
+    row = {"forward": t_f - t0, "backward": t1 - t_f, "comm": t2 - t1, "opt": t3 - t2, "step": t3 - t0}
+    return row if ready is None else {**row, "ready": ready}
+
+
 def worker():
     import mxnet as mx
     import numpy as np
-    from mxnet import autograd, gluon
+    from mxnet import gluon
     from gluon_suite.distributed import DistributedTrainer, get_communicator
     comm = get_communicator()
     net = gluon.nn.HybridSequential()
@@ -63,26 +90,7 @@ def worker():
     tr = DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.01, "momentum": 0.9}, communicator=comm)
     x, y = mx.nd.random.normal(shape=(32, 784)), mx.nd.zeros(32)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    rows = []
-    for step in range(int(os.environ.get("STEPS", "3")) + 1):
-        mx.nd.waitall()
-        t0 = time.perf_counter()
-        with autograd.record():
-            out = net(x)
-            out.wait_to_read()
-            t_f = time.perf_counter()
-            loss = loss_fn(out, y)
-        loss.backward()
-        mx.nd.waitall()
-        t1 = time.perf_counter()
-        tr.allreduce_grads()
-        mx.nd.waitall()
-        t2 = time.perf_counter()
-        tr.update(32)
-        mx.nd.waitall()
-        t3 = time.perf_counter()
-        if step:
-            rows.append({"forward": t_f - t0, "backward": t1 - t_f, "comm": t2 - t1, "opt": t3 - t2, "step": t3 - t0})
+    rows = [profiled_step(net, loss_fn, x, y, tr, 32) for _ in range(int(os.environ.get("STEPS", "3")) + 1)][1:]
     med = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
     sizes = [p.data().size * 4 for p in net.collect_params().values() if p.grad_req != "null"][::-1]
     if comm.rank == 0:
@@ -105,7 +113,6 @@ def balanced_worker():
     import numpy as np
     from mxnet import autograd, gluon
     from gluon_suite.distributed import DistributedTrainer, get_communicator
-    from gluon_suite.whatif.profiler import grad_ready_times
     comm = get_communicator()
     mx.random.seed(0)
     net = cnn()
@@ -119,26 +126,6 @@ def balanced_worker():
                             communicator=comm, bucket_mb=float(os.environ.get("BUCKET_MB", "1")))
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
 
-    def profiled():
-        mx.nd.waitall()
-        t0 = time.perf_counter()
-        with autograd.record():
-            out = net(x)
-            out.wait_to_read()
-            t_f = time.perf_counter()
-            loss = loss_fn(out, y)
-        loss.backward()
-        ready = grad_ready_times(params[::-1], t_f)
-        mx.nd.waitall()
-        t1 = time.perf_counter()
-        tr.allreduce_grads()
-        mx.nd.waitall()
-        t2 = time.perf_counter()
-        tr.update(batch)
-        mx.nd.waitall()
-        t3 = time.perf_counter()
-        return {"forward": t_f - t0, "backward": t1 - t_f, "comm": t2 - t1, "opt": t3 - t2, "ready": ready}
-
     def plain():
         mx.nd.waitall()
         t0 = time.perf_counter()
@@ -151,7 +138,7 @@ def balanced_worker():
 
     prof, steps = [], []
     for k in range(2 + int(os.environ.get("STEPS", "6"))):
-        p, s = profiled(), plain()
+        p, s = profiled_step(net, loss_fn, x, y, tr, batch, params[::-1]), plain()
         if k >= 2:           # two warm-up pairs
             prof.append(p)
             steps.append(s)
