@@ -24,6 +24,8 @@ with one gather, copy and split per bucket and context (``broadcast_weights``).
 import mxnet as mx
 import numpy as np
 
+from .comm import write_plain
+
 DEFAULT_BUCKET_MB = 25.0
 
 
@@ -124,7 +126,7 @@ class Bucket:
         ``buffer`` (see ``buffer``) or a new one."""
         out = self.zeros() if buffer is None else self.buffer(buffer)
         for w, piece in zip(self.weights(), self.pieces(out)):
-            _write_plain(w, piece)
+            write_plain(w, piece)
         return out
 
     def scatter(self, flat, arrays):
@@ -132,7 +134,7 @@ class Bucket:
         ``weights()`` gives; one element-wise copy per member, which leaves them in the plain
         layout)."""
         for piece, a in zip(self.pieces(flat), arrays):
-            _write_plain(piece, a)
+            write_plain(piece, a)
 
     def bind_gradients(self):
         """Make every member's gradient a view of this bucket's flat gradient vector, on each of
@@ -148,12 +150,6 @@ class Bucket:
                 p._grad[copy] = view
                 data._fresh_grad = fresh
         self.grad, self.replica_grads = flats[0], flats[1:]
-
-
-def _write_plain(src, dst):
-    """``dst <- src`` through an element-wise operator (x + 0): it reads a oneDNN blocked layout
-    correctly and writes the plain one."""
-    mx.nd._internal._plus_scalar(src, scalar=0.0, out=dst)
 
 
 def layout_buckets(params, bucket_mb=DEFAULT_BUCKET_MB, min_size=0, network_position=None):
