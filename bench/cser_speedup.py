@@ -172,13 +172,13 @@ def main():
     target = args.target or spec["target"]
     if args.worker:
         return worker(args.model, CONFIGS[args.worker], epochs, args.seed, args.out)
-    from gluon_suite.whatif.testbed import Testbed, TestbedUnavailable
+    from gluon_suite.whatif.testbed import Testbed, TestbedUnavailable, stop_on_signal
     from gluon_suite.utils import write_json
     from gluon_suite.utils.progress import progress
     curves = {name: [] for name in CONFIGS}
     jobs = [(seed, name) for seed in range(args.seeds) for name in CONFIGS]
     try:
-        with Testbed(args.hosts, args.rate_mbit) as tb, tempfile.TemporaryDirectory() as tmp:
+        with stop_on_signal(), Testbed(args.hosts, args.rate_mbit) as tb, tempfile.TemporaryDirectory() as tmp:
             for seed, name in progress(jobs, desc="runs"):
                 out = os.path.join(tmp, "r.json")
                 procs = tb.launch_horovod([sys.executable, os.path.abspath(__file__), "--worker", name,

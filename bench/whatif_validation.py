@@ -324,9 +324,10 @@ def main():
     ap.add_argument("--bucket-mb", type=float, default=1.0)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     args = ap.parse_args()
-    from gluon_suite.whatif.testbed import TestbedUnavailable
+    from gluon_suite.whatif.testbed import TestbedUnavailable, stop_on_signal
     try:
-        (run_balanced if args.regime == "balanced" else run_comm)(args)
+        with stop_on_signal():
+            (run_balanced if args.regime == "balanced" else run_comm)(args)
     except TestbedUnavailable as exc:
         print(f"skipped: {exc}")
 

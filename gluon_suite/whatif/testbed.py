@@ -11,10 +11,13 @@ that resolves to loopback. ``/etc/netns/<ns>/hosts`` (which ``ip netns exec`` mo
 /etc/hosts) maps the hostname to the namespace's own address.
 """
 import atexit
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import threading
 
 from ..utils.errors import GluonSuiteError
 
@@ -28,6 +31,24 @@ def _sh(*cmd, check=True):
     if check and p.returncode != 0:
         raise GluonSuiteError(f"{' '.join(cmd)} failed: {p.stderr.strip()}")
     return p
+
+
+@contextlib.contextmanager
+def stop_on_signal():
+    """For a bench that runs jobs on a testbed: the first SIGINT or SIGTERM stops it. The job in
+    progress is killed, the testbed removed (on the way out of its ``with``), nothing more is
+    written, and the process exits with 130 / 143 after one line. Handlers are installed even when
+    the shell started the bench with SIGINT ignored (``bench ... &``)."""
+    from ..distributed.loop import Interruption
+    from ..utils.errors import Interrupted
+    try:
+        with Interruption():
+            yield
+    except Interrupted as exc:
+        name = "SIGINT" if exc.signum == signal.SIGINT else "SIGTERM"
+        print(f"interrupted ({name}): the running job was stopped, the testbed removed, no result written",
+              flush=True)
+        raise SystemExit(exc.exit_code)
 
 
 class Testbed:
@@ -112,12 +133,21 @@ class Testbed:
         """Delete every namespace, link and file this testbed created (safe to call twice)."""
         if not self._created:
             return
-        for i in range(self.hosts):
-            _sh("ip", "netns", "del", self.netns(i), check=False)
-            _sh("ip", "link", "del", f"{self.tag}b{i}", check=False)
-            shutil.rmtree(f"/etc/netns/{self.netns(i)}", ignore_errors=True)
-        _sh("ip", "link", "del", f"{self.tag}br", check=False)
-        self._created = False
+        # a second SIGINT/SIGTERM (a user pressing Ctrl-C again) must not cut the clean-up short
+        main = threading.current_thread() is threading.main_thread()
+        held = [signal.SIGINT, signal.SIGTERM]
+        if main:
+            signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        try:
+            for i in range(self.hosts):
+                _sh("ip", "netns", "del", self.netns(i), check=False)
+                _sh("ip", "link", "del", f"{self.tag}b{i}", check=False)
+                shutil.rmtree(f"/etc/netns/{self.netns(i)}", ignore_errors=True)
+            _sh("ip", "link", "del", f"{self.tag}br", check=False)
+            self._created = False
+        finally:
+            if main:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
     # ---- running commands ------------------------------------------------------------------
     def popen(self, i, cmd, **kwargs):

@@ -1,11 +1,14 @@
 """The namespace testbed: a 100 Mbit/s link measures 10-13 MB/s with a plain socket, and nothing
 is left behind."""
 import os
+import signal
 import subprocess
 import sys
 import time
 
 import pytest
+
+from ..conftest import REPO
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the network-namespace testbed needs root")
 
@@ -49,3 +52,60 @@ def test_two_hosts_at_100_mbit_measure_10_to_13_MBps():
     assert not os.path.exists(f"/etc/netns/{tb.netns(0)}")
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     assert tb.tag not in links
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_testbed_bench_stops_at_the_first_signal_and_removes_its_testbed(tmp_path, signum):
+    """Started as ``bench &`` starts it (SIGINT ignored), bench/whatif_validation.py still stops
+    at the first SIGINT/SIGTERM while a job runs: one line, exit 128 + signal, the workers gone,
+    the namespaces gone, no result written."""
+    cmd = [sys.executable, os.path.join(REPO, "bench", "whatif_validation.py"), "--regime", "balanced",
+           "--points", "2@1000", "--bulk", "default", "--repeats", "3", "--steps", "400", "--out", str(tmp_path)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    namespaces = [f"gs{p.pid % 100000}h{i}" for i in range(2)]
+    workers, deadline = [], time.time() + 120
+    try:
+        while time.time() < deadline and len(workers) < 2:     # both hosts run a worker: a job is on
+            time.sleep(0.5)
+            assert p.poll() is None, p.stdout.read()
+            workers = [subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+                       for ns in namespaces]
+            workers = [int(w[0]) for w in workers if w]
+        assert len(workers) == 2, "no job started within 120 s"
+        time.sleep(2)
+        p.send_signal(signum)
+        out, _ = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        leftover = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        left = [ns for ns in namespaces if ns in leftover]
+        for ns in left:         # a failed run must not leave its testbed behind for the next tests
+            for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split():
+                subprocess.run(["kill", "-9", pid])
+            subprocess.run(["ip", "netns", "del", ns])
+            subprocess.run(["rm", "-rf", f"/etc/netns/{ns}"])
+        for link in ("b0", "b1", "br"):
+            subprocess.run(["ip", "link", "del", f"gs{p.pid % 100000}{link}"], capture_output=True)
+    assert not left, f"the bench left its namespaces behind: {left}"
+    assert p.returncode == 128 + signum, out
+    lines = out.strip().splitlines()
+    assert lines[-1].startswith(f"interrupted ({signal.Signals(signum).name}): the running job was stopped"), out
+    assert "Traceback" not in out
+    def running(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+    end = time.time() + 10
+    while any(running(w) for w in workers) and time.time() < end:
+        time.sleep(0.2)
+    assert not any(running(w) for w in workers), "a worker still runs"
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not any(ns in listed for ns in namespaces)
+    assert not any(os.path.exists(f"/etc/netns/{ns}") for ns in namespaces)
+    assert f"gs{p.pid % 100000}br" not in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert os.listdir(tmp_path) == []
