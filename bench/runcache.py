@@ -25,6 +25,7 @@ class RunCache:
         if key not in self.runs:
             self.runs[key] = run()
             if self.path:
+                os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
                 with open(self.path, "a", encoding="utf-8") as f:
                     # a leading newline: a line cut short before this one stays a line of its own
                     f.write("\n" + json.dumps({"key": key, "run": self.runs[key]}) + "\n")

@@ -1,0 +1,70 @@
+"""The Local AdaAlter language-model bench (bench/local_adaalter_lm.py): its choice of settings,
+its verdicts against synchronous AdaAlter and a tiny end-to-end run under horovodrun (sweep on
+seed 0, Local AdaAlter at synchronous AdaAlter's choice, cache reuse)."""
+import importlib.util
+import json
+import os
+
+import pytest
+
+from ..conftest import REPO
+
+spec = importlib.util.spec_from_file_location("local_adaalter_lm",
+                                              os.path.join(REPO, "bench", "local_adaalter_lm.py"))
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def curve(*ppl, syncs=10, time_s=1.0):
+    return [{"step": i + 1, "valid_ppl": p, "syncs": syncs, "time_s": time_s} for i, p in enumerate(ppl)]
+
+
+def test_the_choice_has_the_lowest_final_perplexity_and_a_diverged_run_never_wins():
+    sweep = {(0.1, 1e-4): curve(300.0, 250.0), (0.3, 1.0): curve(400.0, 240.0), (1.0, 1.0): curve(200.0, float("nan"))}
+    assert bench.choose(sweep) == (0.3, 1.0)
+    sweep[(1.0, 1.0)] = curve(200.0, 239.0)
+    assert bench.choose(sweep) == (1.0, 1.0)
+    with pytest.raises(SystemExit):
+        bench.choose({(0.1, 1.0): curve(float("inf"))})
+
+
+def test_ratios_verdicts_and_the_2_percent_target_against_synchronous_adaalter():
+    curves = {"sync adaalter": [curve(100.0, syncs=600, time_s=10.0), curve(104.0, syncs=600, time_s=12.0)],
+              "local adaalter H=4": [curve(101.0, syncs=150, time_s=8.0), curve(105.0, syncs=150, time_s=8.0)],
+              "local adaalter H=8": [curve(120.0, syncs=75), curve(121.0, syncs=75)]}
+    rows = bench.summarise(curves)
+    base = rows["sync adaalter"]
+    assert base["final_ppl"]["mean"] == pytest.approx(102.0)
+    assert base["final_ppl"]["std"] == pytest.approx(2 ** 0.5 * 2.0)        # sample std of 100, 104
+    assert "vs_sync_adaalter" not in base
+    h4 = rows["local adaalter H=4"]["vs_sync_adaalter"]
+    assert h4["ppl_ratio"] == pytest.approx(103.0 / 102.0) and h4["within_2_percent"]
+    assert h4["sync_ratio"] == pytest.approx(4.0) and h4["time_ratio"] == pytest.approx(8.0 / 11.0)
+    assert h4["verdict"] == "within noise"
+    h8 = rows["local adaalter H=8"]["vs_sync_adaalter"]
+    assert not h8["within_2_percent"] and h8["verdict"] == "worse than sync beyond the spread"
+
+
+@pytest.mark.horovod
+def test_a_tiny_bench_sweeps_synchronous_adaalter_and_runs_local_adaalter_at_its_choice(tmp_path):
+    argv = ["--steps", "3", "--seeds", "2", "--lrs-adaalter", "0.1", "--eps-adaalter", "1e-4,1",
+            "--only", "local adaalter H=4", "--out", str(tmp_path), "--cache", str(tmp_path / "runs.jsonl")]
+    res = bench.main(argv)
+    saved = json.loads((tmp_path / "local_adaalter_lm.json").read_text())
+    assert (tmp_path / "local_adaalter_lm.png").exists()
+    sync = saved["results"]["sync adaalter"]        # added: Local AdaAlter takes its settings from it
+    sweep = {(r["lr"], r["eps"]): r["final_ppl"] for r in sync["sweep"]}
+    assert set(sweep) == {(0.1, 1e-4), (0.1, 1.0)}
+    best = min(sweep, key=sweep.get)
+    local = saved["results"]["local adaalter H=4"]
+    assert (sync["lr"], sync["eps"]) == (local["lr"], local["eps"]) == best
+    assert sync["final_ppl_seeds"][0] == sweep[best]           # the sweep's seed-0 run is reused
+    assert len(saved["runs"]) == 2 + 1 + 2                      # 2 sweep runs, seed 1, local x 2 seeds
+    assert local["syncs"] == 3                                  # 3 steps, all inside the 20-step warm-up
+    # a second call takes every run from the cache
+    lines = [x for x in (tmp_path / "runs.jsonl").read_text().splitlines() if x.strip()]
+    assert len(lines) == 5
+    again = bench.main(argv)
+    assert again["results"]["local adaalter H=4"]["final_ppl_seeds"] == local["final_ppl_seeds"]
+    assert res["curves"] == again["curves"]
+    assert len([x for x in (tmp_path / "runs.jsonl").read_text().splitlines() if x.strip()]) == 5
