@@ -7,7 +7,7 @@ H = 1, 4, 8. JSON and plots (mean curve, band = one standard deviation) in
 bench/results/local_adaalter_lm.json / .png.
 
     .venv/bin/python bench/local_adaalter_lm.py [--seeds 3] [--steps 600] [--workers 2]
-        [--lrs-adaalter 0.1,0.3,1] [--eps-adaalter 1e-4,0.01,1] [--lrs-adagrad 0.03,0.1,0.3]
+        [--lrs-adaalter 0.1,0.3,1] [--eps-adaalter 1e-6,1e-4,0.01,1] [--lrs-adagrad 0.03,0.1,0.3,1]
         [--cache bench/results/local_adaalter_lm_runs.jsonl]
 
 Hyperparameters come from a sweep on seed 0, never from the Local AdaAlter runs:
@@ -249,9 +249,9 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--lrs-adaalter", default="0.1,0.3,1", help="learning rates swept for synchronous AdaAlter")
-    ap.add_argument("--eps-adaalter", default="1e-4,0.01,1",
+    ap.add_argument("--eps-adaalter", default="1e-6,1e-4,0.01,1",
                     help="epsilons (= accumulator starts) swept for synchronous AdaAlter")
-    ap.add_argument("--lrs-adagrad", default="0.03,0.1,0.3", help="learning rates swept for synchronous AdaGrad")
+    ap.add_argument("--lrs-adagrad", default="0.03,0.1,0.3,1", help="learning rates swept for synchronous AdaGrad")
     ap.add_argument("--only", help="comma-separated config names (default: all)")
     ap.add_argument("--cache", default="", help="JSON-lines file of finished runs: read, reused and appended to")
     ap.add_argument("--out", default=os.path.join(HERE, "results"), help="folder for the JSON and the plot")
