@@ -17,8 +17,10 @@ worker alternates two kinds of steps: profiled steps (forward, backward with eac
 measured ready time, allreduce and update timed apart) and plain steps (forward, backward and
 ``trainer.step`` back to back, so the engine overlaps the buckets' allreduces with the rest of
 backward). Measured scaling factor = profiled compute / plain step. The prediction uses the
-profiled times, each bucket's measured ready time (its last gradient's), and the socket
-bandwidth. Run with MXNet's bulk execution on (its default: backward of this network is one bulk,
+profiled times, each bucket's measured ready time (its last gradient's), the socket bandwidth,
+and the CPU cost of communication: the process's CPU time during the profiled allreduce per byte
+sent (the testbed's hosts share this machine's cores, so a transfer that overlaps backward takes
+CPU from it). The prediction without that cost is reported beside it. Run with MXNet's bulk execution on (its default: backward of this network is one bulk,
 nothing is ready before the end) and off (``MXNET_EXEC_BULK_EXEC_TRAIN=0``: gradients ready layer
 by layer). ``--repeats`` jobs per point give the spread.
 
@@ -66,14 +68,15 @@ def profiled_step(net, loss_fn, x, y, tr, batch, params=None):
     loss.backward()
     ready = grad_ready_times(params, t_f) if params is not None else None
     mx.nd.waitall()
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     tr.allreduce_grads()
     mx.nd.waitall()
-    t2 = time.perf_counter()
+    t2, c2 = time.perf_counter(), time.process_time()
     tr.update(batch)
     mx.nd.waitall()
     t3 = time.perf_counter()
-    row = {"forward": t_f - t0, "backward": t1 - t_f, "comm": t2 - t1, "opt": t3 - t2, "step": t3 - t0}
+    row = {"forward": t_f - t0, "backward": t1 - t_f, "comm": t2 - t1, "opt": t3 - t2, "step": t3 - t0,
+           "comm_cpu": c2 - c1}    # CPU seconds of all this process's threads during the allreduce
     return row if ready is None else {**row, "ready": ready}
 
 
@@ -142,7 +145,7 @@ def balanced_worker():
         if k >= 2:           # two warm-up pairs
             prof.append(p)
             steps.append(s)
-    med = {k: float(np.median([r[k] for r in prof])) for k in ("forward", "backward", "comm", "opt")}
+    med = {k: float(np.median([r[k] for r in prof])) for k in ("forward", "backward", "comm", "opt", "comm_cpu")}
     ready = np.median(np.array([r["ready"] for r in prof]), axis=0)       # backward order
     where = {id(p): k for k, p in enumerate(params[::-1])}
     buckets = [{"bytes": sum(int(np.prod(p.shape)) * 4 for _, p in b.members),
@@ -228,12 +231,22 @@ def run_comm(args):
           f"{os.path.join(args.out, 'whatif_validation.json')}")
 
 
-def predict_balanced(m, hosts, bw):
+def comm_cpu_per_byte(m, hosts):
+    """CPU seconds per byte sent, from the profiled steps' allreduce: the process's CPU time during
+    it over the bytes a worker sends in a ring allreduce of every bucket, 2(n-1)/n of them."""
+    sent = 2.0 * (hosts - 1) / hosts * sum(b["bytes"] for b in m["buckets"])
+    return m["comm_cpu"] / sent if sent else 0.0
+
+
+def predict_balanced(m, hosts, bw, comm_cpu=True):
     """The what-if prediction for one balanced-regime job: one tensor per bucket (the trainer's
-    buckets, each ready when its last gradient is), no further fusion."""
+    buckets, each ready when its last gradient is), no further fusion; with ``comm_cpu`` the
+    transfers' measured CPU cost is charged to the backward they overlap (every testbed host
+    shares this machine's cores, so none has a spare core)."""
     from gluon_suite.whatif import StepProfile, predict
     prof = StepProfile(m["forward"], m["backward"], [b["bytes"] for b in m["buckets"]], m["opt"],
-                       ready=[b["ready"] for b in m["buckets"]])
+                       ready=[b["ready"] for b in m["buckets"]],
+                       comm_cpu_s_per_byte=comm_cpu_per_byte(m, hosts) if comm_cpu else 0.0)
     return predict(prof, hosts, bw, latency=100e-6, fusion_bytes=1)
 
 
@@ -256,27 +269,36 @@ def run_balanced(args):
                     m = run_job(tb, "--balanced-worker", env)
                     if m is not None:
                         pred = predict_balanced(m, hosts, bw)
+                        free = predict_balanced(m, hosts, bw, comm_cpu=False)
                         compute = m["forward"] + m["backward"] + m["opt"]
                         reps.append({"measured": m, "measured_sf": compute / m["step"],
-                                     "predicted_sf": pred["scaling_factor"], "predicted_step_s": pred["step_s"]})
+                                     "comm_cpu_ns_per_byte": comm_cpu_per_byte(m, hosts) * 1e9,
+                                     "predicted_sf": pred["scaling_factor"], "predicted_step_s": pred["step_s"],
+                                     "predicted_sf_free_comm": free["scaling_factor"]})
             if not reps:
                 continue
             ms, ps = [r["measured_sf"] for r in reps], [r["predicted_sf"] for r in reps]
+            fs = [r["predicted_sf_free_comm"] for r in reps]
             row = {"hosts": hosts, "rate_mbit": rate, "bulk": bulk, "socket_MBps": bw / 1e6, "repeats": reps,
+                   "comm_cpu_ns_per_byte": float(np.median([r["comm_cpu_ns_per_byte"] for r in reps])),
+                   "predicted_sf_free_comm": float(np.mean(fs)),
                    "measured_sf": float(np.mean(ms)), "measured_sf_std": float(np.std(ms, ddof=1)) if len(ms) > 1 else 0.0,
                    "predicted_sf": float(np.mean(ps)), "predicted_sf_std": float(np.std(ps, ddof=1)) if len(ps) > 1 else 0.0}
             row["rel_error"] = abs(row["predicted_sf"] - row["measured_sf"]) / row["measured_sf"]
+            row["rel_error_free_comm"] = abs(row["predicted_sf_free_comm"] - row["measured_sf"]) / row["measured_sf"]
             row["in_balanced_range"] = 0.3 <= row["measured_sf"] <= 0.95
             results.append(row)
             m = reps[0]["measured"]
             print(f"{hosts} hosts {rate:>6g} Mbit/s bulk {bulk:>7}: socket {bw / 1e6:6.1f} MB/s  compute "
                   f"{m['forward'] + m['backward'] + m['opt']:.3f} s  step {m['step']:.3f} s  SF measured "
                   f"{row['measured_sf']:.3f} +- {row['measured_sf_std']:.3f}  predicted {row['predicted_sf']:.3f}  "
-                  f"error {row['rel_error'] * 100:.1f}%", flush=True)
+                  f"error {row['rel_error'] * 100:.1f}%  (comm CPU {row['comm_cpu_ns_per_byte']:.2f} ns/B; free comm: "
+                  f"{row['predicted_sf_free_comm']:.3f}, {row['rel_error_free_comm'] * 100:.1f}%)", flush=True)
     inside = [r for r in results if r["in_balanced_range"]]
     summary = {"points": len(results), "points_in_0.3_0.95": len(inside),
                "max_rel_error_in_range": max((r["rel_error"] for r in inside), default=None),
-               "max_rel_error": max((r["rel_error"] for r in results), default=None)}
+               "max_rel_error": max((r["rel_error"] for r in results), default=None),
+               "max_rel_error_in_range_free_comm": max((r["rel_error_free_comm"] for r in inside), default=None)}
     write_json(os.path.join(args.out, "whatif_balanced.json"),
                {"benchmark": "whatif_balanced", "date": time.strftime("%Y-%m-%d"),
                 "model": "CNN 5 conv + 2 dense (1.72M parameters, 1.58M in the first dense layer), batch "
@@ -302,10 +324,12 @@ def run_balanced(args):
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(args.out, "whatif_balanced.png"), dpi=100)
-    err = summary["max_rel_error_in_range"]
+    def pct(e):
+        return "n/a" if e is None else f"{e * 100:.1f}%"
     print(f"{summary['points_in_0.3_0.95']} of {summary['points']} points with a measured scaling factor in "
-          f"[0.3, 0.95]; worst prediction error there "
-          f"{'n/a' if err is None else f'{err * 100:.1f}%'}; results: {os.path.join(args.out, 'whatif_balanced.json')}")
+          f"[0.3, 0.95]; worst prediction error there {pct(summary['max_rel_error_in_range'])} (with "
+          f"communication free of CPU cost: {pct(summary['max_rel_error_in_range_free_comm'])}); results: "
+          f"{os.path.join(args.out, 'whatif_balanced.json')}")
 
 
 def main():

@@ -182,6 +182,7 @@ def _cmd_whatif(args):
         prof = StepProfile(args.forward_ms / 1e3, args.backward_ms / 1e3,
                            [args.param_mb * 1e6 / n] * n, args.optimizer_ms / 1e3)
         source = "given compute times and sizes"
+    prof.comm_cpu_s_per_byte = args.comm_cpu_ns_per_byte * 1e-9
     grad_mb = sum(prof.grad_bytes) / 1e6
     print(f"{source}: forward {prof.forward_s * 1e3:.1f} ms, backward {prof.backward_s * 1e3:.1f} ms, "
           f"optimizer {prof.optimizer_s * 1e3:.1f} ms, {len(prof.grad_bytes)} gradient tensors, {grad_mb:.1f} MB")
@@ -201,7 +202,8 @@ def _cmd_whatif(args):
     if args.json:
         from .utils import write_json
         write_json(args.json, {"profile": {"forward_s": prof.forward_s, "backward_s": prof.backward_s,
-                                           "optimizer_s": prof.optimizer_s, "grad_bytes": prof.grad_bytes},
+                                           "optimizer_s": prof.optimizer_s, "grad_bytes": prof.grad_bytes,
+                                           "comm_cpu_s_per_byte": prof.comm_cpu_s_per_byte},
                                "latency_s": lat, "fusion_bytes": fusion, "rows": rows})
     if args.plot:
         import matplotlib
@@ -304,6 +306,9 @@ def build_parser():
     pw.add_argument("--bandwidth-gbps", type=positive_float, nargs="+", default=[1, 10, 25, 100])
     pw.add_argument("--latency-us", type=positive_float, default=5.0, help="per-message latency")
     pw.add_argument("--fusion-mb", type=positive_float, default=64.0, help="tensor fusion buffer")
+    pw.add_argument("--comm-cpu-ns-per-byte", type=nonneg_float, default=0.0,
+                    help="CPU time communication takes from compute per byte a worker sends (0: the workers "
+                         "have spare cores for it; bench/whatif_validation.py measures it on the testbed)")
     pw.add_argument("--ratios", type=ratio, nargs="+", default=[1, 2, 4, 8])
     pw.add_argument("--target-sf", type=float_range(0, 1, low_open=True, what="a scaling factor"), default=0.9)
     pw.add_argument("--plot", type=plot_file, help="PNG: scaling factor vs bandwidth per ratio")

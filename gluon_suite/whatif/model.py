@@ -19,6 +19,14 @@ in that time.
 
 Gradient ready times: when not measured per layer, backward is assumed to produce gradient bytes
 at a uniform rate in reverse layer order (the last layer's gradients first).
+
+Communication's own CPU cost (``StepProfile.comm_cpu_s_per_byte``, CPU seconds per byte a worker
+sends, 0 by default): on a worker without a spare core (the sockets, the reductions and the copies
+run on the cores that compute uses), a transfer of w wire bytes takes c = w * kappa CPU seconds
+and lasts max(T, c); while it runs, compute gets the rest of the core, 1 - c / max(T, c), so a
+transfer that overlaps backward slows backward down, and the buckets after it become ready later.
+With kappa = 0 this is the model above. ``bench/whatif_validation.py`` measures kappa as the
+process's CPU time during the gradient allreduce divided by the bytes it sent.
 """
 from dataclasses import dataclass, field
 
@@ -35,6 +43,7 @@ class StepProfile:
     grad_bytes: list
     optimizer_s: float = 0.0
     ready: list = field(default=None)
+    comm_cpu_s_per_byte: float = 0.0
 
     def ready_times(self):
         """Ready time of each gradient tensor, measured from the start of the step."""
@@ -90,13 +99,21 @@ def predict(profile, workers, bandwidth, latency=5e-6, ratio=1.0, fusion_bytes=6
     sizes = [b / ratio for b in profile.grad_bytes]
     extra = [b * compress_s_per_byte for b in profile.grad_bytes]
     ready = [r + e for r, e in zip(profile.ready_times(), extra)]
-    end = 0.0
-    wire = 0.0
+    kappa = float(profile.comm_cpu_s_per_byte or 0.0)
+    # time t and compute done w (seconds of uncontended compute): a bucket is ready when w reaches
+    # its ready time; FIFO transfers; during a transfer compute runs at 1 - (its CPU share)
+    t = w = end = wire = 0.0
     for nbytes, r in fuse(sizes, ready, fusion_bytes):
-        start = max(r, end)
-        end = start + ring_allreduce_s(nbytes, workers, bandwidth, latency)
-        wire += 2.0 * (workers - 1) / workers * nbytes
-    step = max(compute, end) + profile.optimizer_s
+        if w < r:                      # no transfer runs between the last one's end and this ready
+            t, w = t + (r - w), r
+        sent = 2.0 * (workers - 1) / workers * nbytes
+        cpu = kappa * sent if workers > 1 else 0.0
+        span = max(ring_allreduce_s(nbytes, workers, bandwidth, latency), cpu)
+        speed = 1.0 - cpu / span if span > 0 else 1.0
+        w = min(compute, w + span * speed) if w < compute else w
+        t = end = t + span
+        wire += sent
+    step = max(t + max(0.0, compute - w), end) + profile.optimizer_s
     base = compute + profile.optimizer_s
     util = 0.0 if bandwidth == float("inf") or step == 0 else wire / (bandwidth * step)
     return {"workers": workers, "bandwidth": bandwidth, "ratio": ratio, "step_s": step,

@@ -34,6 +34,29 @@ def test_full_overlap_when_communication_hides_in_backward():
     assert r["step_s"] == pytest.approx(1.1) and r["scaling_factor"] == pytest.approx(1.0)
 
 
+def test_communication_cpu_cost_slows_the_backward_it_overlaps():
+    # backward 1 s; a 100 MB bucket ready at 0.2 s and a 10 MB one at the end; 2 workers at 1 GB/s
+    # (wire 0.1 s and 0.01 s). kappa = 0.5 ns per byte sent: the first transfer takes 0.05 s of CPU,
+    # half the core while it runs, so by its end (t = 0.3) backward has done 0.25 s; the rest
+    # (0.75 s) ends at 1.05 s, then the last bucket: 0.01 s. Step 1.06 s (1.01 s without kappa).
+    p = StepProfile(0.0, 1.0, [100 * MB, 10 * MB], ready=[0.2, 1.0])
+    assert predict(p, 2, 1e9, latency=0.0, fusion_bytes=1)["step_s"] == pytest.approx(1.01)
+    p.comm_cpu_s_per_byte = 0.5e-9
+    r = predict(p, 2, 1e9, latency=0.0, fusion_bytes=1)
+    assert r["step_s"] == pytest.approx(1.06) and r["scaling_factor"] == pytest.approx(1.0 / 1.06)
+    # CPU-bound transfers (2 ns per byte: 0.2 s of CPU for 0.1 s of wire) take their CPU time and
+    # stop backward while they run: 0.2 + 0.2, then 0.8 s of backward, then 0.02 s
+    p.comm_cpu_s_per_byte = 2e-9
+    assert predict(p, 2, 1e9, latency=0.0, fusion_bytes=1)["step_s"] == pytest.approx(1.22)
+    # nothing overlaps backward (every bucket ready at the end): only the transfers' length counts
+    q = StepProfile(0.0, 1.0, [100 * MB], ready=[1.0], comm_cpu_s_per_byte=0.5e-9)
+    assert predict(q, 2, 1e9, latency=0.0)["step_s"] == pytest.approx(1.1)
+    # 4 workers send 2(n-1)/n = 1.5 times the bucket: 150 MB at 0.5 ns = 0.075 s of CPU in 0.15 s
+    q4 = StepProfile(0.0, 1.0, [100 * MB, 10 * MB], ready=[0.2, 1.0], comm_cpu_s_per_byte=0.5e-9)
+    # first transfer [0.2, 0.35], backward at half speed: w = 0.275; rest ends at 1.075; + 0.015
+    assert predict(q4, 4, 1e9, latency=0.0, fusion_bytes=1)["step_s"] == pytest.approx(1.09)
+
+
 def test_one_worker_and_infinite_bandwidth():
     p = StepProfile(0.1, 0.2, [50 * MB] * 2, ready=[0.2, 0.2])
     assert predict(p, 1, 1e6)["scaling_factor"] == 1.0
