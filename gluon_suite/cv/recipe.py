@@ -27,7 +27,7 @@ from ..distributed.loop import RunFolder, resume_folder
 from ..optim import WarmupCosine, WarmupMultiStep, exclude_from_weight_decay
 from ..model_zoo import get_model, resolve
 from ..utils import UserError, progress, write_json
-from ..utils.devices import resolve_devices
+from ..utils.devices import emulate_float16_kernels, resolve_devices
 from ..utils.fileio import atomic_path
 from .data import build_datasets
 
@@ -146,7 +146,8 @@ def _forward_backward(net, loss_fn, x, y, classes, smooth, alpha, ctx=None, dtyp
     ts = gluon.utils.split_and_load(target, ctx, even_split=False)
     ys = gluon.utils.split_and_load(y, ctx, even_split=False)
     with autograd.record():
-        outs = [net(a.astype(dtype, copy=False)) for a in xs]
+        # the loss in float32 (a float16 softmax over the classes loses precision; MXNet warns)
+        outs = [net(a.astype(dtype, copy=False)).astype("float32", copy=False) for a in xs]
         losses = [loss_fn(o, t.astype(o.dtype, copy=False) if smooth or alpha else t) for o, t in zip(outs, ts)]
     autograd.backward(losses)
     loss_sum = sum(float(loss.sum().asscalar()) for loss in losses)
@@ -241,7 +242,7 @@ def train_classification(config, comm, log=print, ctx=None):
     """
     cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None or k not in DEFAULTS}}
     per_worker = check_config(cfg, comm)
-    found, dtype = resolve_devices(cfg["gpus"], cfg["dtype"])
+    found, dtype = resolve_devices(cfg["gpus"], cfg["dtype"], cpu_float16=True)
     ctx = list(ctx or found)
     if cfg["elastic"] and len(ctx) > 1:
         raise UserError("--elastic trains one device per worker; give one --gpus id (horovodrun "
@@ -266,6 +267,8 @@ def train_classification(config, comm, log=print, ctx=None):
     net(mx.nd.array(train[0][0], ctx=ctx[0]).expand_dims(0))  # finish deferred initialisation
     if dtype != "float32":
         net.cast(dtype)
+        if all(c.device_type == "cpu" for c in ctx):   # GLUON_SUITE_EMULATE_FLOAT16=1 (resolve_devices)
+            emulate_float16_kernels(net)
     if not cfg["wd_on_bn_bias"]:
         exclude_from_weight_decay(net.collect_params())
     steps_per_epoch = len(train) // (per_worker * size)

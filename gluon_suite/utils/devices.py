@@ -110,6 +110,51 @@ DTYPES = ("float32", "float16")
 FP16_ON_CPU = ("--dtype float16 needs a GPU: MXNet 1.9.1 has no float16 matrix product on the CPU "
                "('FP16 gemm on cpu not implemented'); drop --dtype float16 (or use --dtype float32) "
                "on the CPU, or add --gpus")
+EMULATE_FLOAT16 = "GLUON_SUITE_EMULATE_FLOAT16"
+FP16_EMULATION_HINT = (f" (the vision recipes can check float16 numerics on the CPU with {EMULATE_FLOAT16}=1: "
+                       "convolutions and dense layers then multiply in float32)")
+
+
+def float16_emulated():
+    """Whether the user asked for float16 emulation on the CPU (``GLUON_SUITE_EMULATE_FLOAT16=1``)."""
+    return os.environ.get(EMULATE_FLOAT16, "").strip() == "1"
+
+
+def emulate_float16_kernels(net):
+    """Let a float16 network train on the CPU, where MXNet 1.9.1 has no float16 matrix product.
+    Every leaf layer of ``net`` (convolution, dense, BatchNorm, activation, pooling, ...) takes its
+    float16 input (and float16 weights), computes in float32 and rounds its output to float16.
+    That is what a GPU's float16 kernels compute: float16 GEMMs and convolutions accumulate in
+    float32, element-wise kernels convert each float16 value to float32 and round the result, and
+    BatchNorm keeps float32 parameters and statistics. The operators that composite blocks call
+    themselves (a residual addition, a softmax inside an attention) run in float16 as they are.
+    Activations, gradients and weights are float16; the optimizer keeps float32 master weights
+    (``multi_precision``). Call after ``net.cast('float16')``, before ``hybridize``; returns the
+    number of layers changed."""
+    from mxnet import gluon
+    changed = []
+
+    def wrap(block):
+        if block._children or not isinstance(block, gluon.HybridBlock) or getattr(block, "_float16_emulated", False):
+            return
+        inner = block.hybrid_forward
+        # BatchNorm's parameters stay float32 under cast('float16'), and its running statistics
+        # are updated in place (a cast copy could not be)
+        keep = isinstance(block, gluon.nn.BatchNorm)
+
+        def hybrid_forward(F, *inputs, **params):
+            inputs = [F.cast(x, "float32") for x in inputs]
+            if not keep:
+                params = {k: None if v is None else F.cast(v, "float32") for k, v in params.items()}
+            out = inner(F, *inputs, **params)
+            if isinstance(out, (list, tuple)):
+                return type(out)(F.cast(o, "float16") for o in out)
+            return F.cast(out, "float16")
+        block.hybrid_forward = hybrid_forward
+        block._float16_emulated = True
+        changed.append(block)
+    net.apply(wrap)
+    return len(changed)
 
 
 def gpus_flag(text):
@@ -151,10 +196,12 @@ def add_device_arguments(parser, dtypes=DTYPES, why="", defaults=True):
                         **({"default": "float32"} if defaults else {}))
 
 
-def resolve_devices(gpus=None, dtype="float32"):
+def resolve_devices(gpus=None, dtype="float32", cpu_float16=False):
     """The worker's contexts and training dtype from the ``--gpus``/``--dtype`` values, checked:
     a GPU this machine lacks or float16 on the CPU is a ``UserError`` naming the flag to drop.
-    Under horovodrun with no ``--gpus``, the worker's local-rank GPU when MXNet sees GPUs."""
+    Under horovodrun with no ``--gpus``, the worker's local-rank GPU when MXNet sees GPUs.
+    ``cpu_float16``: the caller can emulate float16 on the CPU (``emulate_float16_kernels``) and
+    does so when the user set ``GLUON_SUITE_EMULATE_FLOAT16=1``."""
     dtype = str(dtype or "float32").lower()
     if dtype not in DTYPES:
         raise UserError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)}")
@@ -167,7 +214,10 @@ def resolve_devices(gpus=None, dtype="float32"):
         ctx = contexts(None if gpus is None else str(gpus),
                        local_rank=os.environ.get("HOROVOD_LOCAL_RANK"))
     if dtype == "float16" and all(c.device_type == "cpu" for c in ctx):
-        raise UserError(FP16_ON_CPU)
+        if not cpu_float16:
+            raise UserError(FP16_ON_CPU)
+        if not float16_emulated():
+            raise UserError(FP16_ON_CPU + FP16_EMULATION_HINT)
     return ctx, dtype
 
 

@@ -97,7 +97,7 @@ def check_inputs(config):
     from gluon_suite.utils.checkpoints import check_resume
     from gluon_suite.utils.devices import resolve_devices
     cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None}}
-    resolve_devices(cfg["gpus"], cfg["dtype"])  # a GPU this machine lacks, float16 on the CPU
+    resolve_devices(cfg["gpus"], cfg["dtype"], cpu_float16=True)  # a GPU this machine lacks, float16 on the CPU
     from gluon_suite.cv.data.pipeline import EMBEDDED
     if cfg["dataset"] not in EMBEDDED and not cfg["data_dir"]:
         raise UserError(f"dataset {cfg['dataset']} reads from a local path: give --data-dir (or data_dir in "

@@ -7,6 +7,7 @@ import os
 import sys
 
 import mxnet as mx
+import numpy as np
 import pytest
 
 from gluon_suite.utils import UserError, run_cli
@@ -123,3 +124,65 @@ def test_vision_recipe_on_two_contexts_trains_and_keeps_copies_identical(tmp_pat
         if p.grad_req != "null":
             a, b = (d.asnumpy() for d in p.list_data())
             assert (a == b).all(), p.name
+
+
+def test_float16_emulation_computes_each_layer_in_float32_and_rounds_its_output():
+    """Dense -> relu -> Dense in float16 on the CPU: each layer's output is its float64 value from
+    float16 inputs and weights, rounded to float16 (a GPU's float16 GEMM accumulates in float32;
+    float32 vs float64 accumulation differs by far less than a float16 step here). Gradients are
+    float16 and match the float64 chain rule of the same rounded network to float16 precision."""
+    import numpy as np
+    from mxnet import autograd, gluon
+    from gluon_suite.utils.devices import emulate_float16_kernels
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Dense(16, in_units=24), gluon.nn.Activation("relu"), gluon.nn.Dense(5, in_units=16))
+    net.initialize(mx.init.Uniform(0.5))
+    net.cast("float16")
+    assert emulate_float16_kernels(net) == 3 and emulate_float16_kernels(net) == 0    # once only
+    net.hybridize()
+    rng = np.random.RandomState(0)
+    x = rng.uniform(-1, 1, (8, 24)).astype(np.float16)
+    with pytest.raises(mx.base.MXNetError, match="float16 fully connected"):   # what it is for
+        mx.nd.FullyConnected(mx.nd.array(x, dtype="float16"), mx.nd.ones((4, 24), dtype="float16"),
+                             no_bias=True, num_hidden=4).asnumpy()
+    xs = mx.nd.array(x, dtype="float16")
+    xs.attach_grad()
+    with autograd.record():
+        y = net(xs)
+        loss = (y.astype("float32") ** 2).sum()
+    loss.backward()
+    assert y.dtype == np.float16
+    p = [q.data().asnumpy().astype(np.float64) for q in net.collect_params().values()]
+    w1, b1, w2, b2 = p
+    r16 = lambda a: a.astype(np.float16).astype(np.float64)       # noqa: E731
+    h = r16(x.astype(np.float64) @ w1.T + b1)
+    a = r16(np.maximum(h, 0))
+    ref = r16(a @ w2.T + b2)
+    assert np.abs(y.asnumpy().astype(np.float64) - ref).max() <= np.abs(ref).max() * 2 ** -10
+    g_y = 2 * ref
+    g_w2 = g_y.T @ a
+    g_x = ((g_y @ w2) * (h > 0)) @ w1
+    grads = [q.grad().asnumpy() for q in net.collect_params().values()]
+    assert all(g.dtype == np.float16 for g in grads)
+    assert np.allclose(grads[2].astype(np.float64), g_w2, rtol=2e-2, atol=2e-2 * np.abs(g_w2).max())
+    assert np.allclose(xs.grad.asnumpy().astype(np.float64), g_x, rtol=2e-2, atol=2e-2 * np.abs(g_x).max())
+
+
+def test_float16_on_the_cpu_trains_the_vision_recipe_when_emulation_is_asked_for(tmp_path, monkeypatch):
+    """GLUON_SUITE_EMULATE_FLOAT16=1: the classification recipe trains a float16 network with
+    float32 master weights on the CPU (without it: the one-line error above)."""
+    from gluon_suite.cv import recipe
+    from gluon_suite.distributed import LocalCommunicator
+    cfg = {"model": "digits_cnn", "epochs": 2, "out": str(tmp_path / "o"), "progress": False,
+           "warmup_epochs": 0, "dtype": "float16"}
+    with pytest.raises(UserError, match="GLUON_SUITE_EMULATE_FLOAT16=1"):
+        recipe.train_classification(cfg, LocalCommunicator(), log=lambda m: None)
+    nets, trainers, real_net, real_tr = [], [], recipe.get_model, recipe.DistributedTrainer
+    monkeypatch.setattr(recipe, "get_model", lambda *a, **k: nets.append(real_net(*a, **k)) or nets[-1])
+    monkeypatch.setattr(recipe, "DistributedTrainer", lambda *a, **k: trainers.append(real_tr(*a, **k)) or trainers[-1])
+    monkeypatch.setenv("GLUON_SUITE_EMULATE_FLOAT16", "1")
+    res = recipe.train_classification(cfg, LocalCommunicator(), log=lambda m: None)
+    assert res["best_acc"] > 0.5
+    weights = [p for p in nets[0].collect_params().values() if p.name.endswith("weight")]
+    assert weights and all(p.data().dtype == np.float16 for p in weights)
+    assert trainers[0]._optimizer.multi_precision
