@@ -132,10 +132,14 @@ def emulate_float16_kernels(net):
     (``multi_precision``). Call after ``net.cast('float16')``, before ``hybridize``; returns the
     number of layers changed."""
     from mxnet import gluon
+    from mxnet.gluon.nn.conv_layers import _Conv
     changed = []
 
     def wrap(block):
-        if block._children or not isinstance(block, gluon.HybridBlock) or getattr(block, "_float16_emulated", False):
+        # leaves, and dense/convolution layers with their activation as a child
+        own_gemm = isinstance(block, (gluon.nn.Dense, _Conv))
+        if (block._children and not own_gemm) or not isinstance(block, gluon.HybridBlock) \
+                or getattr(block, "_float16_emulated", False):
             return
         inner = block.hybrid_forward
         # BatchNorm's parameters stay float32 under cast('float16'), and its running statistics

@@ -126,7 +126,8 @@ def test_vision_recipe_on_two_contexts_trains_and_keeps_copies_identical(tmp_pat
             assert (a == b).all(), p.name
 
 
-def test_float16_emulation_computes_each_layer_in_float32_and_rounds_its_output():
+@pytest.mark.parametrize("fused_activation", [False, True])
+def test_float16_emulation_computes_each_layer_in_float32_and_rounds_its_output(fused_activation):
     """Dense -> relu -> Dense in float16 on the CPU: each layer's output is its float64 value from
     float16 inputs and weights, rounded to float16 (a GPU's float16 GEMM accumulates in float32;
     float32 vs float64 accumulation differs by far less than a float16 step here). Gradients are
@@ -135,7 +136,10 @@ def test_float16_emulation_computes_each_layer_in_float32_and_rounds_its_output(
     from mxnet import autograd, gluon
     from gluon_suite.utils.devices import emulate_float16_kernels
     net = gluon.nn.HybridSequential()
-    net.add(gluon.nn.Dense(16, in_units=24), gluon.nn.Activation("relu"), gluon.nn.Dense(5, in_units=16))
+    if fused_activation:     # a dense layer with its activation as a child block
+        net.add(gluon.nn.Dense(16, in_units=24, activation="relu"), gluon.nn.Dense(5, in_units=16))
+    else:
+        net.add(gluon.nn.Dense(16, in_units=24), gluon.nn.Activation("relu"), gluon.nn.Dense(5, in_units=16))
     net.initialize(mx.init.Uniform(0.5))
     net.cast("float16")
     assert emulate_float16_kernels(net) == 3 and emulate_float16_kernels(net) == 0    # once only
