@@ -112,7 +112,7 @@ FP16_ON_CPU = ("--dtype float16 needs a GPU: MXNet 1.9.1 has no float16 matrix p
                "on the CPU, or add --gpus")
 EMULATE_FLOAT16 = "GLUON_SUITE_EMULATE_FLOAT16"
 FP16_EMULATION_HINT = (f" (the vision recipes can check float16 numerics on the CPU with {EMULATE_FLOAT16}=1: "
-                       "convolutions and dense layers then multiply in float32)")
+                       "each layer then computes in float32 from float16 values and rounds its output)")
 
 
 def float16_emulated():
@@ -122,7 +122,8 @@ def float16_emulated():
 
 def emulate_float16_kernels(net):
     """Let a float16 network train on the CPU, where MXNet 1.9.1 has no float16 matrix product.
-    Every leaf layer of ``net`` (convolution, dense, BatchNorm, activation, pooling, ...) takes its
+    Every leaf layer of ``net`` (convolution, dense, BatchNorm, activation, pooling, ...), and every
+    dense or convolution layer that has its activation as a child block, takes its
     float16 input (and float16 weights), computes in float32 and rounds its output to float16.
     That is what a GPU's float16 kernels compute: float16 GEMMs and convolutions accumulate in
     float32, element-wise kernels convert each float16 value to float32 and round the result, and
