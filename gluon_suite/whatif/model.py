@@ -102,18 +102,19 @@ def predict(profile, workers, bandwidth, latency=5e-6, ratio=1.0, fusion_bytes=6
     kappa = float(profile.comm_cpu_s_per_byte or 0.0)
     # time t and compute done w (seconds of uncontended compute): a bucket is ready when w reaches
     # its ready time; FIFO transfers; during a transfer compute runs at 1 - (its CPU share)
-    t = w = end = wire = 0.0
+    t = w = wire = 0.0
     for nbytes, r in fuse(sizes, ready, fusion_bytes):
         if w < r:                      # no transfer runs between the last one's end and this ready
             t, w = t + (r - w), r
         sent = 2.0 * (workers - 1) / workers * nbytes
-        cpu = kappa * sent if workers > 1 else 0.0
+        cpu = kappa * sent
         span = max(ring_allreduce_s(nbytes, workers, bandwidth, latency), cpu)
         speed = 1.0 - cpu / span if span > 0 else 1.0
-        w = min(compute, w + span * speed) if w < compute else w
-        t = end = t + span
+        w = min(compute, w + span * speed)
+        t += span
         wire += sent
-    step = max(t + max(0.0, compute - w), end) + profile.optimizer_s
+    end = t                            # the last transfer's end
+    step = t + max(0.0, compute - w) + profile.optimizer_s
     base = compute + profile.optimizer_s
     util = 0.0 if bandwidth == float("inf") or step == 0 else wire / (bandwidth * step)
     return {"workers": workers, "bandwidth": bandwidth, "ratio": ratio, "step_s": step,
