@@ -23,7 +23,8 @@ parameters as one flat vector (or the tensor itself in a one-tensor bucket). ``C
 documented definition on that vector: top-k keeps the k largest magnitudes of the whole bucket,
 sign has one scale (mean |v|) per bucket, GRBS's slab is one contiguous run of the flat vector,
 random-k strata span the bucket. Nothing is copied back to the host: selection, bit packing and
-decompression are MXNet operators (random-k's k offsets are drawn on the host and uploaded).
+decompression are MXNet operators, and the host's work per step does not depend on a tensor's size
+(GRBS and random-k draw O(1) numbers per tensor on the host).
 """
 import math
 
@@ -237,36 +238,50 @@ class GRBSCompressor(Compressor):
 
 
 class RandomKCompressor(Compressor):
-    """Random-k sparsifier with a mask shared by all workers, stratified, drawn in O(k).
+    """Random-k sparsifier with a mask shared by all workers, stratified, drawn on the device.
 
     k = ceil(numel/r) coordinates, one per stratum: the flat index range is cut into k strata
     [floor(j*n/k), floor((j+1)*n/k)) and stratum j keeps the coordinate at offset
-    floor(u_j * width_j), u_j uniform from the generator shared by all workers for
-    (seed, step, key). Every coordinate is kept with probability about 1/r, the mask is the same
-    on every worker, and the values are summable. (Our choice: stratified rather than k draws
-    without replacement, the same expected payload; the k offsets are drawn with NumPy's
-    counter-based generator, O(k), and uploaded once: integer hashing with MXNet operators on
-    the device measured 6x slower on CPU.)
+    floor(u_j * width_j). The mask is the same on every worker and the values are summable.
+
+    Our choice of u (so that the host does O(1) work per step whatever the tensor's size): each
+    tensor size has a table T of k uniforms, drawn once from the seed and kept on the tensor's
+    context; at each step the generator shared by all workers for (seed, step, key) draws a
+    rotation s in [0, k) and a shift t in [0, 1), and u_j = frac(T[(j + s) mod k] + t). Since t is
+    uniform, every coordinate is kept with probability exactly 1/width of its stratum (about 1/r)
+    at every step; the rotation gives each step a different joint mask. Everything after the two
+    scalar draws is six MXNet operators on the device (float64 index arithmetic, exact for any
+    tensor MXNet can hold). Device memory: 32 bytes per kept coordinate per distinct tensor size
+    (the trainer's buckets mostly share one size).
     """
     name = "randomk"
 
     def __init__(self, ratio=32.0, **kw):
         super().__init__(ratio, **kw)
-        self._strata = {}
+        self._tables = {}
 
-    def indices_np(self, n, key, step):
-        """The k flat indices kept for a tensor of ``n`` elements (NumPy int64, increasing)."""
-        got = self._strata.get(n)
+    def _table(self, n, ctx):
+        got = self._tables.get((n, ctx))
         if got is None:
             k = max(1, int(math.ceil(n / self.ratio)))
             starts = np.arange(k + 1, dtype=np.int64) * n // k
-            got = self._strata[n] = (starts[:-1], np.diff(starts).astype(np.float64))
-        start, width = got
-        return start + (self.rng(key, step).random(len(start)) * width).astype(np.int64)
+            # a width just under the true one, so that floor(u * width) < width even at u -> 1
+            width = np.diff(starts).astype(np.float64) * (1.0 - 2.0 ** -40)
+            table = np.random.Generator(np.random.Philox(key=[self.seed, 2 ** 62 + n])).random(k)
+            got = self._tables[(n, ctx)] = (
+                k, mx.nd.tile(mx.nd.array(table, dtype="float64", ctx=ctx), 2),   # rotation = one slice
+                mx.nd.array(width, dtype="float64", ctx=ctx),
+                mx.nd.array(starts[:-1], dtype="float64", ctx=ctx))
+        return got
 
     def indices(self, n, key, step, ctx=None):
-        """``indices_np`` as an int64 NDArray on ``ctx``."""
-        return mx.nd.array(self.indices_np(n, key, step), dtype="int64", ctx=ctx or mx.cpu())
+        """The k flat indices kept for a tensor of ``n`` elements at ``step`` (increasing), as a
+        float64 NDArray on ``ctx`` (exact integers; MXNet's take and scatter accept them)."""
+        k, table, width, starts = self._table(n, ctx or mx.cpu())
+        g = self.rng(key, step)
+        s, t = int(g.integers(k)), float(g.random())
+        u = mx.nd.slice(table, begin=(s,), end=(s + k,)) + t
+        return mx.nd.floor((u % 1.0) * width) + starts
 
     def _compress(self, v, key, step):
         n = v.size

@@ -160,7 +160,7 @@ def test_per_bucket_compressor_is_its_definition_on_the_concatenated_vector(name
     elif name == "sign":
         c = np.where(u >= 0, 1.0, -1.0) * np.abs(u).mean()
     elif name == "randomk":
-        idx = comp.indices(n, bucket.key, 0).asnumpy()
+        idx = comp.indices(n, bucket.key, 0).asnumpy().astype(np.int64)
         k = int(np.ceil(n / 4))
         bounds = np.arange(k + 1) * n // k
         assert len(idx) == k and ((idx >= bounds[:-1]) & (idx < bounds[1:])).all()  # one per stratum
@@ -181,8 +181,31 @@ def test_randomk_mask_is_shared_and_covers_every_coordinate_about_equally():
     a, b = make_compressor("randomk", ratio=8, seed=3), make_compressor("randomk", ratio=8, seed=3)
     np.random.seed(1)
     counts = np.zeros(1000)
+    masks = set()
     for step in range(400):
-        ia, ib = a.indices(1000, 5, step).asnumpy(), b.indices(1000, 5, step).asnumpy()
+        ia = a.indices(1000, 5, step).asnumpy().astype(np.int64)
+        ib = b.indices(1000, 5, step).asnumpy().astype(np.int64)
         assert np.array_equal(ia, ib) and len(set(ia.tolist())) == 125
         counts[ia] += 1
+        masks.add(tuple(ia.tolist()))
     assert abs(counts.mean() - 50) < 1e-9 and counts.min() > 20 and counts.max() < 85
+    # about k x n = 125,000 joint masks (k rotations, n shift intervals): 400 draws repeat one
+    # about 0.6 times in expectation
+    assert len(masks) >= 395
+
+
+def test_randomk_indices_follow_the_documented_rule():
+    """u_j = frac(T[(j + s) mod k] + t), index = start_j + floor(u_j * width_j), in float64 NumPy
+    from the compressor's table and the shared generator's two draws."""
+    comp = make_compressor("randomk", ratio=7, seed=11)
+    for n, key, step in [(1000, 0, 0), (999, 3, 5), (50_001, 2, 17), (7, 1, 1)]:
+        got = comp.indices(n, key, step).asnumpy()
+        k = int(np.ceil(n / 7))
+        table = np.random.Generator(np.random.Philox(key=[11, 2 ** 62 + n])).random(k)
+        g = np.random.Generator(np.random.Philox(key=[11, step * 1_000_003 + key]))
+        s, t = int(g.integers(k)), float(g.random())
+        starts = np.arange(k + 1) * n // k
+        u = np.mod(table[(np.arange(k) + s) % k] + t, 1.0)
+        want = starts[:-1] + np.floor(u * np.diff(starts)).astype(np.int64)
+        np.testing.assert_array_equal(got, want)
+        assert ((want >= starts[:-1]) & (want < starts[1:])).all()

@@ -1,6 +1,6 @@
 """No host round trip on the hot path: inside ``trainer.step()`` no algorithm or compressor copies
 a tensor to the host (``asnumpy``, ``asscalar``) or uploads a host array the size of a tensor
-(``mx.nd.array``: only O(k) random-k offsets and constant look-up tables may be uploaded), for
+(``mx.nd.array``: only look-up tables, built once, may be uploaded), for
 every algorithm x compressor, on one context and on two."""
 import contextlib
 
@@ -98,19 +98,23 @@ def test_step_makes_no_host_copy(cfg, ctx):
                             communicator=LocalCommunicator(), **kwargs)
     loss_fn = gluon.loss.L2Loss()
     before = [p.data(contexts[0]).copy() for p in net.collect_params().values()]
-    calls, uploads = [], []
-    for _ in range(5):   # past warm-up and across several synchronisation periods
+    calls, uploads, late_uploads = [], [], []
+    for step in range(6):   # past warm-up and across several synchronisation periods
         xs = gluon.utils.split_and_load(x, contexts)
         ys = gluon.utils.split_and_load(y, contexts)
         with autograd.record():
             losses = [loss_fn(net(a), b) for a, b in zip(xs, ys)]
         autograd.backward(losses)
-        with no_host_copies(calls, uploads):
+        with no_host_copies(calls, uploads if step < 3 else late_uploads):
             tr.step(4)
             mx.nd.waitall()
     assert calls == []
+    # once the look-up tables exist (built in the first steps: warm-up, first reset), a step
+    # uploads at most a few numbers per bucket
+    assert max(late_uploads, default=0) <= 16
     # the largest tensor has 64 x 288 = 18,432 elements: nothing near that size goes up; random-k's
-    # k offsets of a bucket (all parameters / the smallest ratio) and the sign table (2,048) may
+    # table of k uniforms for a bucket (all parameters / the smallest ratio) and the sign table
+    # (2,048) may, once
     ratio = min([c.ratio for c in tr.algorithm.compressors if 1 < c.ratio < np.inf] + [8])
     total = sum(p.data(contexts[0]).size for p in net.collect_params().values())
     largest_allowed = max(2048, int(np.ceil(total / ratio)))
