@@ -117,7 +117,7 @@ def get_model(name, pretrained=False, root=None, ctx=None, **kwargs):
     if pretrained:
         from .store import checkpoint_path
         path = checkpoint_path(entry.name, root=root)
-        net.load_parameters(path, ctx=ctx)
+        net.load_parameters(path, ctx=ctx, cast_dtype=True, dtype_source="current")  # float16 runs too
     return net
 
 

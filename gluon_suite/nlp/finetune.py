@@ -11,6 +11,7 @@ import mxnet as mx
 import numpy as np
 from mxnet import gluon
 
+from ..utils.devices import float16_network
 from ..utils.errors import UserError
 from .tasks import (BertClassifier, BertQA, accuracy, best_span, binary_f1, encode_pairs, encode_squad,
                     read_squad, read_tsv, squad_metrics)
@@ -43,7 +44,8 @@ def load_backbone(init, model=None, max_length=None, dropout=0.1, use_pooler=Tru
                         "was pretrained with")
     net = get_model(model or cfg["model"], vocab_size=len(vocab), max_length=max_len,
                     dropout=dropout, use_pooler=use_pooler, use_decoder=False, use_classifier=False)
-    net.load_parameters(os.path.join(init, "ckpt.rank0.params"), ignore_extra=True)
+    net.load_parameters(os.path.join(init, "ckpt.rank0.params"), ignore_extra=True, cast_dtype=True,
+                        dtype_source="current")   # a float16 pretraining run loads into float32
     return net, vocab, cfg
 
 
@@ -64,17 +66,20 @@ def _zoo_backbone(model, max_length, dropout, use_pooler):
     limit = net.encoder._max_length
     if max_length and max_length > limit:
         raise UserError(f"--max-len {max_length} exceeds the {limit} positions {name} was pretrained with")
-    net.load_parameters(checkpoint_path(name), ignore_extra=True)
+    net.load_parameters(checkpoint_path(name), ignore_extra=True, cast_dtype=True, dtype_source="current")
     return net, vocab, {"model": name, "max_length": limit}
 
 
 def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log, eval_fn, elastic=None,
-                out=None, resume="none", ctx=None):
+                out=None, resume="none", ctx=None, dtype="float32"):
     """Data-parallel fine-tuning for ``epochs`` epochs, evaluating after each. With ``out``, every
     epoch ends with a resumable checkpoint and a ``log.jsonl`` line, and ``resume`` ('none',
     'auto' or a run folder) continues a stopped run exactly (epochs are reseeded). ``ctx``: the
-    worker's contexts (default: the current one); each batch is split over them."""
+    worker's contexts (default: the current one); each batch is split over them. ``dtype``
+    float16: the network is cast (``loss_of`` computes its loss in float32), the optimizer keeps
+    float32 master weights and a dynamic loss scale guards the float16 gradients."""
     from ..distributed import DistributedTrainer
+    from ..distributed.loss_scale import DynamicLossScaler
     from ..distributed.loop import Interruption, RunFolder, epochs as interruptible
     from ..optim import WarmupConstantDecay, exclude_from_weight_decay
     ctx = list(ctx or [mx.current_context()])
@@ -84,6 +89,9 @@ def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, 
     if batch < len(ctx):
         raise UserError(f"--batch-size {batch} is smaller than the {len(ctx)} devices it is split "
                         "over; raise it or give fewer --gpus")
+    if dtype == "float16" and elastic is not None:
+        raise UserError("--dtype float16 is not supported with --elastic yet (the loss scale is not "
+                        "part of the elastic state); use --dtype float32")
     if len(ctx) > 1:
         net.collect_params().reset_ctx(ctx)   # one copy per context (split_and_load below)
     if elastic is not None:
@@ -99,8 +107,12 @@ def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, 
     # weight decay only where it is decoupled from the adaptive scaling (LANS, LAMB): with Adam an
     # L2 term is normalised like a gradient and shrinks small weights by about lr every step
     wd = 0.01 if optimizer in ("lans", "lamb") else 0.0
-    trainer = DistributedTrainer(params, optimizer, {"lr_scheduler": sched, "wd": wd},
-                                 communicator=comm, prefix="finetune.")
+    opt_params = {"lr_scheduler": sched, "wd": wd}
+    scaler = None
+    if dtype == "float16":
+        opt_params["multi_precision"] = True
+        scaler = DynamicLossScaler()
+    trainer = DistributedTrainer(params, optimizer, opt_params, communicator=comm, prefix="finetune.")
     history, start, run = [], 0, None
     if out:
         run = RunFolder(out, resume, comm, required=("epoch", "history"))
@@ -108,6 +120,8 @@ def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, 
         saved = run.restore(net, trainer, log)
         if saved:
             start, history = saved["epoch"], saved["history"]
+            if scaler and saved.get("loss_scale"):
+                scaler.load_state_dict(saved["loss_scale"])
         run.start_fresh()
         logger = run.logger(history)
         epoch_range = run.epochs(start, epochs, trainer)
@@ -123,16 +137,25 @@ def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, 
             parts = zip(*[gluon.utils.split_and_load(b, ctx, even_split=False) for b in batch_arrays])
             with mx.autograd.record():
                 losses = [loss_of(list(part)) for part in parts]
-            mx.autograd.backward(losses)
-            trainer.step(len(sel))
+                scaled = [loss * scaler.scale for loss in losses] if scaler else losses
+            mx.autograd.backward(scaled)
+            if scaler:
+                scaler.step(trainer, len(sel))
+            else:
+                trainer.step(len(sel))
             tot += (float(losses[0].mean().asscalar()) if len(losses) == 1
                     else sum(float(loss.sum().asscalar()) for loss in losses) / len(sel))
         with trainer.averaged():
             metrics = eval_fn()
         rec = {"epoch": epoch + 1, "train_loss": tot / steps_per_epoch, **metrics}
+        if scaler:
+            rec.update(loss_scale=scaler.scale, loss_scale_skipped=scaler.skipped)
         history.append(rec)
         if run:
-            run.save(net, trainer, {"epoch": epoch + 1, "history": history}, tag=f"finetune.{epoch}")
+            state = {"epoch": epoch + 1, "history": history}
+            if scaler:
+                state["loss_scale"] = scaler.state_dict()
+            run.save(net, trainer, state, tag=f"finetune.{epoch}")
             logger.log(**rec)
         log(" ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in rec.items()))
     if run:
@@ -195,7 +218,7 @@ def _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer
 def finetune_classification(train_path, dev_path, init, text_columns=("sentence",), label_column="label",
                             max_len=64, epochs=3, batch=16, lr=5e-4, optimizer="adam", seed=0,
                             comm=None, log=print, elastic=None, out=None, resume="none", model=None,
-                            pretrained=False, ctx=None):
+                            pretrained=False, ctx=None, dtype="float32"):
     """Fine-tune a pretrained backbone on GLUE-style TSV files; returns the per-epoch history
     (train loss, dev accuracy and F1). ``elastic`` (a dict of ``ramp_steps``, ``commit_every``,
     ``ref_workers``) runs it under Horovod Elastic; ``out``/``resume`` as in ``_train_loop``;
@@ -213,13 +236,14 @@ def finetune_classification(train_path, dev_path, init, text_columns=("sentence"
     net = BertClassifier(backbone, len(names))
     net.out.initialize(mx.init.Normal(0.02))
     net.drop.initialize()
+    float16_network(net, dtype, list(ctx or [mx.current_context()]))
     ce = gluon.loss.SoftmaxCrossEntropyLoss()
 
-    def loss_of(b):
-        return ce(net(b[0], b[1], b[2].astype("float32")), b[3])
+    def loss_of(b):   # valid lengths in the network's dtype, the loss in float32
+        return ce(net(b[0], b[1], b[2].astype(dtype)).astype("float32", copy=False), b[3])
 
     def evaluate():
-        logits = net(mx.nd.array(dv[0]), mx.nd.array(dv[1]), mx.nd.array(dv[2], dtype="float32"))
+        logits = net(mx.nd.array(dv[0]), mx.nd.array(dv[1]), mx.nd.array(dv[2], dtype=dtype))
         pred = logits.argmax(axis=1).asnumpy().astype(np.int32)
         out = {"dev_accuracy": accuracy(pred, dv_y)}
         if len(names) == 2:
@@ -227,12 +251,12 @@ def finetune_classification(train_path, dev_path, init, text_columns=("sentence"
         return out
 
     return _train_loop(net, tr, loss_of, comm, epochs, batch, lr, optimizer, seed, log, evaluate, elastic,
-                       out=out, resume=resume, ctx=ctx)
+                       out=out, resume=resume, ctx=ctx, dtype=dtype)
 
 
 def finetune_squad(train_path, dev_path, init, max_len=96, epochs=3, batch=16, lr=5e-4,
                    optimizer="adam", seed=0, comm=None, log=print, elastic=None, out=None, resume="none",
-                   model=None, pretrained=False, ctx=None):
+                   model=None, pretrained=False, ctx=None, dtype="float32"):
     """Fine-tune a pretrained backbone for extractive QA on SQuAD v1.1 files; returns the
     per-epoch history (train loss, dev exact match and F1, in percent). ``out``/``resume`` as in
     ``_train_loop``; ``model`` + ``pretrained=True`` start from a zoo BERT."""
@@ -248,18 +272,19 @@ def finetune_squad(train_path, dev_path, init, max_len=96, epochs=3, batch=16, l
     mx.random.seed(seed)
     net = BertQA(backbone)
     net.span.initialize(mx.init.Normal(0.02))
+    float16_network(net, dtype, list(ctx or [mx.current_context()]))
     ce = gluon.loss.SoftmaxCrossEntropyLoss()
 
-    def loss_of(b):
-        sl, el = net(b[0], b[1], b[2].astype("float32"))
+    def loss_of(b):   # valid lengths in the network's dtype, the loss in float32
+        sl, el = (o.astype("float32", copy=False) for o in net(b[0], b[1], b[2].astype(dtype)))
         return (ce(sl, b[3]) + ce(el, b[4])) / 2
 
     def evaluate():
-        sl, el = net(mx.nd.array(dv[0]), mx.nd.array(dv[1]), mx.nd.array(dv[2], dtype="float32"))
-        sl, el = sl.asnumpy(), el.asnumpy()
+        sl, el = net(mx.nd.array(dv[0]), mx.nd.array(dv[1]), mx.nd.array(dv[2], dtype=dtype))
+        sl, el = sl.astype("float32").asnumpy(), el.astype("float32").asnumpy()
         preds = {ex["id"]: best_span(sl[i], el[i], dv[5][i]) for i, ex in enumerate(dv_ex)}
         m = squad_metrics(preds, dv_ex)
         return {"dev_exact_match": m["exact_match"], "dev_f1": m["f1"]}
 
     return _train_loop(net, (ids, types, vlen, s, e), loss_of, comm, epochs, batch, lr, optimizer,
-                       seed, log, evaluate, elastic, out=out, resume=resume, ctx=ctx)
+                       seed, log, evaluate, elastic, out=out, resume=resume, ctx=ctx, dtype=dtype)

@@ -14,10 +14,12 @@ import numpy as np
 from mxnet import autograd, gluon
 
 from ..distributed import DistributedTrainer
+from ..distributed.loss_scale import DynamicLossScaler
 from ..distributed.loop import RunFolder
 from ..optim import WarmupConstantDecay, exclude_from_weight_decay
 from ..model_zoo import get_model
 from ..utils import JsonLinesLogger, UserError, progress, write_json
+from ..utils.devices import float16_network
 from ..utils.fileio import atomic_write
 from .pretraining_data import create_instances
 from .corpora import load_corpus
@@ -29,7 +31,7 @@ DEFAULTS = {
     "ckpt_every": 50, "resume": "none", "log_every": 1, "progress": True,
     "publish": None, "publish_name": None, "publish_url": None, "card": None,
     "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
-    "elastic": False, "ramp_steps": 50, "commit_every": 20, "ref_workers": None,
+    "elastic": False, "ramp_steps": 50, "commit_every": 20, "ref_workers": None, "dtype": "float32",
     "phases": [{"seq_len": 64, "batch_size": 16, "accumulate": 1, "steps": 100, "lr": 0.005,
                 "warmup": 0.1, "constant": 0.2}],
 }
@@ -61,13 +63,17 @@ class BertPretrainLoss:
     cross-entropy; the batch loss is the mean over instances (so that B instances on each of n
     workers give exactly the gradient of n*B instances on one)."""
 
-    def __init__(self, vocab_size):
+    def __init__(self, vocab_size, dtype="float32"):
         self.V = vocab_size
+        self.dtype = dtype
         self.ce = gluon.loss.SoftmaxCrossEntropyLoss()
 
     def __call__(self, net, batch):
         ids, types, vlen, mpos, mids, mw, nsp = batch
-        _, _, nsp_score, mlm_score = net(ids, types, vlen.astype("float32"), mpos)
+        # the valid length in the network's dtype (as GluonNLP's float16 scripts); the scores and
+        # the loss in float32 (a float16 softmax over the vocabulary loses precision)
+        _, _, nsp_score, mlm_score = net(ids, types, vlen.astype(self.dtype), mpos)
+        nsp_score, mlm_score = nsp_score.astype("float32", copy=False), mlm_score.astype("float32", copy=False)
         B, P = mids.shape
         tok = self.ce(mlm_score.reshape((-1, self.V)), mids.reshape((-1,))).reshape((B, P)) * mw
         mlm = tok.sum(axis=1) / mx.nd.maximum(mw.sum(axis=1), 1.0)
@@ -109,6 +115,12 @@ def pretrain_bert(config, comm, log=print, ctx=None):
     if bad:
         raise UserError(f"unknown config key(s): {', '.join(sorted(bad))}")
     phases = check_phases(cfg["phases"])
+    dtype = str(cfg["dtype"])
+    if dtype not in ("float32", "float16"):
+        raise UserError(f"unknown dtype {dtype!r}; use float32 or float16")
+    if dtype == "float16" and cfg["elastic"]:
+        raise UserError("--dtype float16 is not supported with --elastic yet (the loss scale is not "
+                        "part of the elastic state); use --dtype float32")
     if len(ctx) > 1 and cfg["elastic"]:
         raise UserError("--elastic trains one device per worker; give one --gpus id (horovodrun "
                         "starts one worker per GPU)")
@@ -132,11 +144,12 @@ def pretrain_bert(config, comm, log=print, ctx=None):
     mx.random.seed(int(cfg["seed"]))
     net = get_model(cfg["model"], vocab_size=len(vocab), max_length=max_len, dropout=float(cfg["dropout"]))
     net.initialize(mx.init.Normal(0.02), ctx=ctx)
-    loss_fn = BertPretrainLoss(len(vocab))
+    float16_network(net, dtype, ctx)
+    loss_fn = BertPretrainLoss(len(vocab), dtype)
     start_phase, start_step, history = 0, 0, []
     if resume:
         start_phase, start_step, history = state["phase"], state["step"], state["history"]
-        net.load_parameters(run.paths()[0])
+        net.load_parameters(run.paths()[0], cast_dtype=True, dtype_source="current")
         if rank == 0:
             log(f"resumed from {out}: phase {start_phase + 1}, step {start_step}")
     if cfg["elastic"]:
@@ -176,6 +189,14 @@ def _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, do
             ctx):
     """The phases from ``start_phase`` (its step ``start_step``) on; returns the step history."""
     rank, size = comm.rank, comm.size
+    float16 = cfg["dtype"] == "float16"
+    # float16: float32 master weights in the optimizer and a dynamic loss scale (kept in the
+    # checkpoints, so that a resumed run scales as the uninterrupted one would)
+    scaler = DynamicLossScaler() if float16 else None
+    if scaler and history and "loss_scale" in history[-1]:
+        h = history[-1]
+        scaler.load_state_dict({"scale": h["loss_scale"], "good_steps": h["loss_scale_good_steps"],
+                                "skipped": h["loss_scale_skipped"]})
     for pi in range(start_phase, len(phases)):
         ph = phases[pi]
         L, B, acc, steps = int(ph["seq_len"]), int(ph["batch_size"]), int(ph["accumulate"]), int(ph["steps"])
@@ -196,7 +217,10 @@ def _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, do
         for p in params.values():
             if p.grad_req != "null":
                 p.grad_req = "add" if acc > 1 else "write"
-        trainer = DistributedTrainer(params, cfg["optimizer"], {"lr_scheduler": sched, "wd": float(cfg["wd"])},
+        opt_params = {"lr_scheduler": sched, "wd": float(cfg["wd"])}
+        if float16:
+            opt_params["multi_precision"] = True
+        trainer = DistributedTrainer(params, cfg["optimizer"], opt_params,
                                      algorithm=cfg["algorithm"], compressor=cfg["compressor"],
                                      ratio=cfg["ratio"], period=cfg["period"], seed=int(cfg["seed"]),
                                      communicator=comm, prefix=f"phase{pi}.")
@@ -229,12 +253,15 @@ def _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, do
                 parts = zip(*[gluon.utils.split_and_load(b, ctx, even_split=False) for b in batch])
                 with autograd.record():
                     outs = [loss_fn(net, list(part)) for part in parts]
-                    losses = [loss / acc for loss, _ in outs]
+                    losses = [loss * ((scaler.scale if scaler else 1.0) / acc) for loss, _ in outs]
                 autograd.backward(losses)
                 for _, stats in outs:
                     for key, v in stats.items():
                         tot[key] = tot.get(key, 0.0) + float(v.asscalar())
-            trainer.step(B)
+            if scaler:
+                scaler.step(trainer, B)
+            else:
+                trainer.step(B)
             if acc > 1:
                 for p in params.values():
                     if p.grad_req != "null":
@@ -248,6 +275,9 @@ def _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, do
                    "mlm_acc": t["mlm_correct"] / max(t["mlm_count"], 1), "nsp_acc": t["nsp_correct"] / inst,
                    "lr": trainer.learning_rate, "elapsed_s": round(time.time() - t0, 3)}
             rec["loss"] = rec["mlm_loss"] + rec["nsp_loss"]
+            if scaler:
+                rec.update({f"loss_scale_{k}" if k != "scale" else "loss_scale": v
+                            for k, v in scaler.state_dict().items()})
             history.append(rec)
             if rank == 0 and (step + 1) % int(cfg["log_every"]) == 0:
                 logger.log(**rec)

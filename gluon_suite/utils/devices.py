@@ -111,7 +111,8 @@ FP16_ON_CPU = ("--dtype float16 needs a GPU: MXNet 1.9.1 has no float16 matrix p
                "('FP16 gemm on cpu not implemented'); drop --dtype float16 (or use --dtype float32) "
                "on the CPU, or add --gpus")
 EMULATE_FLOAT16 = "GLUON_SUITE_EMULATE_FLOAT16"
-FP16_EMULATION_HINT = (f" (the vision recipes can check float16 numerics on the CPU with {EMULATE_FLOAT16}=1: "
+FP16_EMULATION_HINT = (" (the vision and BERT recipes can check float16 numerics on the CPU with "
+                       f"{EMULATE_FLOAT16}=1: "
                        "each layer then computes in float32 from float16 values and rounds its output)")
 
 
@@ -120,27 +121,53 @@ def float16_emulated():
     return os.environ.get(EMULATE_FLOAT16, "").strip() == "1"
 
 
+def _to_float32(F, x):
+    """A unit's float16 input as float32; other inputs (integer lengths, float32 token ids) as
+    they are: a cast would put them on autograd's graph, and MXNet's softmax then asks for the
+    gradient of its integer ``length``. A symbol's dtype is unknown: ``amp_cast`` casts floating
+    types only."""
+    import mxnet as mx
+    import numpy as np
+    if x is None:
+        return x
+    if isinstance(x, mx.nd.NDArray):
+        return F.cast(x, "float32") if x.dtype == np.float16 else x
+    return F.amp_cast(x, dtype="float32")
+
+
 def emulate_float16_kernels(net):
     """Let a float16 network train on the CPU, where MXNet 1.9.1 has no float16 matrix product.
-    Every leaf layer of ``net`` (convolution, dense, BatchNorm, activation, pooling, ...), and every
-    dense or convolution layer that has its activation as a child block, takes its
-    float16 input (and float16 weights), computes in float32 and rounds its output to float16.
-    That is what a GPU's float16 kernels compute: float16 GEMMs and convolutions accumulate in
-    float32, element-wise kernels convert each float16 value to float32 and round the result, and
-    BatchNorm keeps float32 parameters and statistics. The operators that composite blocks call
-    themselves (a residual addition, a softmax inside an attention) run in float16 as they are.
-    Activations, gradients and weights are float16; the optimizer keeps float32 master weights
-    (``multi_precision``). Call after ``net.cast('float16')``, before ``hybridize``; returns the
-    number of layers changed."""
+
+    The network is cut into *units*: every block that owns parameters while none of its
+    descendants does (a dense or convolution layer, with its activation as a child or not;
+    BatchNorm; an embedding; an attention cell that calls FullyConnected itself on its own
+    weights, as GluonNLP's BERT does), and every parameterless leaf outside those (an activation,
+    pooling, dropout). Each unit takes its float16 inputs (and float16 weights), computes in
+    float32 and rounds its outputs to float16. That is what a GPU's float16 kernels compute:
+    float16 GEMMs and convolutions accumulate in float32, element-wise kernels convert each float16
+    value to float32 and round the result, and BatchNorm keeps float32 parameters and statistics.
+    Inside a composite unit (the attention cell) intermediate values stay float32, a little more
+    precise than a GPU's float16 kernels; the operators that blocks with parameterised children
+    call themselves (a residual addition, a position embedding's addition) run in float16 as they
+    are. Activations, gradients and weights are float16; the optimizer keeps float32 master
+    weights (``multi_precision``). Call after ``net.cast('float16')``, before ``hybridize``;
+    returns the number of units changed."""
     from mxnet import gluon
-    from mxnet.gluon.nn.conv_layers import _Conv
     changed = []
 
-    def wrap(block):
-        # leaves, and dense/convolution layers with their activation as a child
-        own_gemm = isinstance(block, (gluon.nn.Dense, _Conv))
-        if (block._children and not own_gemm) or not isinstance(block, gluon.HybridBlock) \
-                or getattr(block, "_float16_emulated", False):
+    def owns(block):
+        return bool(block._reg_params)
+
+    def has_params_below(block):
+        return any(owns(c) or has_params_below(c) for c in block._children.values())
+
+    def visit(block):
+        unit = (owns(block) and not has_params_below(block)) or not block._children
+        if not unit:
+            for child in block._children.values():
+                visit(child)
+            return
+        if not isinstance(block, gluon.HybridBlock) or getattr(block, "_float16_emulated", False):
             return
         inner = block.hybrid_forward
         # BatchNorm's parameters stay float32 under cast('float16'), and its running statistics
@@ -148,7 +175,7 @@ def emulate_float16_kernels(net):
         keep = isinstance(block, gluon.nn.BatchNorm)
 
         def hybrid_forward(F, *inputs, **params):
-            inputs = [F.cast(x, "float32") for x in inputs]
+            inputs = [_to_float32(F, x) for x in inputs]
             if not keep:
                 params = {k: None if v is None else F.cast(v, "float32") for k, v in params.items()}
             out = inner(F, *inputs, **params)
@@ -158,8 +185,19 @@ def emulate_float16_kernels(net):
         block.hybrid_forward = hybrid_forward
         block._float16_emulated = True
         changed.append(block)
-    net.apply(wrap)
+    visit(net)
     return len(changed)
+
+
+def float16_network(net, dtype, ctx):
+    """Cast an initialised network to ``dtype``; a float16 network on CPU contexts also gets the
+    float32-computing units of ``emulate_float16_kernels`` (MXNet has no CPU float16 GEMM).
+    Returns ``net``."""
+    if dtype == "float16":
+        net.cast("float16")
+        if all(c.device_type == "cpu" for c in ctx):
+            emulate_float16_kernels(net)
+    return net
 
 
 def gpus_flag(text):

@@ -43,13 +43,15 @@ def main(argv=None):
                    help="none, auto (continue --out if it holds a checkpoint) or a run folder")
     add_elastic_arguments(p, defaults=True)
     retype(p, ramp_steps=positive_int, commit_every=positive_int, ref_workers=positive_int)
-    from gluon_suite.utils.devices import add_device_arguments, float32_only, resolve_devices, single_device
+    from gluon_suite.utils.devices import add_device_arguments, resolve_devices, single_device
     add_device_arguments(p)
     a = p.parse_args(argv)
-    ctx, dtype = resolve_devices(a.gpus, a.dtype)
+    ctx, dtype = resolve_devices(a.gpus, a.dtype, cpu_float16=True)
     if a.elastic:   # elastic workers train on one device each
         single_device(ctx, "finetune_classification.py --elastic")
-    float32_only(dtype, "finetune_classification.py", "float16 BERT training is not implemented yet")
+    if a.elastic and dtype == "float16":
+        raise UserError("--dtype float16 is not supported with --elastic yet (the loss scale is not "
+                        "part of the elastic state); use --dtype float32")
     if bool(a.init) == bool(a.pretrained) or (a.model and not a.pretrained):
         p.error("start from either --init FOLDER or --model NAME --pretrained")
     if len(a.text_columns) > 2:
@@ -68,7 +70,7 @@ def main(argv=None):
         finetune_classification(a.train, a.dev, a.init, tuple(a.text_columns), a.label_column, a.max_len,
                                 a.epochs, a.batch_size, a.lr, a.optimizer, a.seed, comm=comm, log=log, elastic=elastic,
                                 out=None if a.elastic else a.out, resume=a.resume, model=a.model,
-                                pretrained=a.pretrained, ctx=ctx)
+                                pretrained=a.pretrained, ctx=ctx, dtype=dtype)
     return 0
 
 

@@ -146,9 +146,8 @@ def corpus_spec(text):
 def main(argv=None):
     p = build_parser()
     args = vars(p.parse_args(argv))
-    from gluon_suite.utils.devices import float32_only, resolve_devices
-    ctx, dtype = resolve_devices(args.pop("gpus"), args.pop("dtype"))
-    float32_only(dtype, "pretrain_bert.py", "float16 BERT training is not implemented yet")
+    from gluon_suite.utils.devices import resolve_devices
+    ctx, dtype = resolve_devices(args.pop("gpus"), args.pop("dtype"), cpu_float16=True)
     cfg = {}
     if "config" in args:
         from gluon_suite.utils.config import load_yaml_config
@@ -156,6 +155,7 @@ def main(argv=None):
         cfg = load_yaml_config(args.pop("config"), p,
                                extra={"phases": check_phases, "lower": check_bool, "log_every": positive_int})
     cfg.update({k: v for k, v in args.items()})
+    cfg["dtype"] = dtype
     from gluon_suite.nlp.pretrain import DEFAULTS
     from gluon_suite.utils.checkpoints import check_resume
     merged = {**DEFAULTS, **{k: v for k, v in cfg.items() if v is not None}}

@@ -90,3 +90,22 @@ def test_classification_on_two_contexts_learns_and_keeps_copies_identical(bert, 
         if p.grad_req != "null":
             a, b = (d.asnumpy() for d in p.list_data())
             assert (a == b).all(), p.name
+
+
+def test_float16_fine_tuning_learns(bert, tmp_path, monkeypatch):
+    """--dtype float16 (emulated on the CPU): the float32 checkpoint is cast, the optimizer keeps
+    float32 master weights and a loss scale; it learns the task as float32 does."""
+    _, out = bert
+    monkeypatch.setenv("GLUON_SUITE_EMULATE_FLOAT16", "1")
+    rs = np.random.RandomState(1)
+    for name, n in (("train", 160), ("dev", 60)):
+        rows = ["sentence\tlabel"]
+        for i in range(n):
+            lab = int(rs.randint(0, 2))
+            rows.append(f"{_sentence(rs, 2)} the film was {'good' if lab else 'bad'} {_sentence(rs, 2)}\t{lab}")
+        (tmp_path / f"{name}.tsv").write_text("\n".join(rows) + "\n")
+    hist = finetune_classification(str(tmp_path / "train.tsv"), str(tmp_path / "dev.tsv"), str(out),
+                                   max_len=24, epochs=4, batch=16, lr=1e-3, log=lambda m: None,
+                                   dtype="float16", out=str(tmp_path / "ft"))
+    assert hist[-1]["dev_accuracy"] >= 0.8        # chance is 0.5
+    assert hist[-1]["loss_scale"] >= 1.0 and np.isfinite(hist[-1]["train_loss"])
