@@ -75,6 +75,7 @@ def bert_base(ctx, dtype, batch, seq_len, steps):
     import mxnet as mx
     from mxnet import autograd, gluon
     from gluon_suite.distributed import DistributedTrainer, LocalCommunicator
+    from gluon_suite.distributed.loss_scale import DynamicLossScaler
     from gluon_suite.model_zoo import get_model
     vocab = 30522
     net = get_model("bert_12_768_12", vocab_size=vocab, max_length=max(seq_len, 128), dropout=0.1)
@@ -89,16 +90,23 @@ def bert_base(ctx, dtype, batch, seq_len, steps):
     vlen = mx.nd.full((batch,), seq_len, ctx=ctx, dtype=dtype)
     npred = max(1, seq_len * 15 // 100)
     pos = mx.nd.array([list(range(npred))] * batch, ctx=ctx, dtype="int32")
-    target = mx.nd.random.randint(5, vocab, shape=(batch, npred), ctx=ctx).astype(dtype)
-    nsp = mx.nd.zeros((batch,), ctx=ctx, dtype=dtype)
+    target = mx.nd.random.randint(5, vocab, shape=(batch, npred), ctx=ctx).astype("float32")
+    nsp = mx.nd.zeros((batch,), ctx=ctx, dtype="float32")
+
+    scaler = DynamicLossScaler() if dtype == "float16" else None   # as the pretraining recipe
 
     def step():
         with autograd.record():
             _, _, nsp_score, mlm_score = net(ids, types, vlen, pos)   # as in pretraining: MLM + NSP
-            loss = loss_fn(mlm_score.reshape((-1, vocab)), target.reshape((-1,))).mean() + \
-                loss_fn(nsp_score, nsp).mean()
+            loss = loss_fn(mlm_score.astype("float32").reshape((-1, vocab)), target.reshape((-1,))).mean() + \
+                loss_fn(nsp_score.astype("float32"), nsp).mean()
+            if scaler:
+                loss = loss * scaler.scale
         loss.backward()
-        trainer.step(batch)
+        if scaler:
+            scaler.step(trainer, batch)
+        else:
+            trainer.step(batch)
     return timed_steps(step, steps)
 
 
