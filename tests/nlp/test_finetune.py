@@ -33,15 +33,21 @@ def pretrained(tmp_path_factory):
     return tmp, out
 
 
-def test_classification_learns_above_chance(pretrained, tmp_path):
-    tmp, out = pretrained
-    rs = np.random.RandomState(1)
+def film_tsvs(folder, seed=1):
+    """train.tsv (160 rows) and dev.tsv (60) in ``folder``: the label says whether 'the film was
+    good' appears among random words."""
+    rs = np.random.RandomState(seed)
     for name, n in (("train", 160), ("dev", 60)):
         rows = ["sentence\tlabel"]
         for i in range(n):
             lab = int(rs.randint(0, 2))
             rows.append(f"{_sentence(rs, 2)} the film was {'good' if lab else 'bad'} {_sentence(rs, 2)}\t{lab}")
-        (tmp_path / f"{name}.tsv").write_text("\n".join(rows) + "\n")
+        (folder / f"{name}.tsv").write_text("\n".join(rows) + "\n")
+
+
+def test_classification_learns_above_chance(pretrained, tmp_path):
+    tmp, out = pretrained
+    film_tsvs(tmp_path)
     hist = finetune_classification(str(tmp_path / "train.tsv"), str(tmp_path / "dev.tsv"), str(out),
                                    max_len=24, epochs=4, batch=16, lr=1e-3, log=lambda m: None)
     assert hist[-1]["dev_accuracy"] >= 0.8        # chance is 0.5

@@ -10,7 +10,7 @@ from gluon_suite.nlp.finetune import finetune_classification
 from gluon_suite.nlp.pretrain import pretrain_bert
 from gluon_suite.utils import UserError
 
-from .test_finetune import _sentence
+from .test_finetune import _sentence, film_tsvs
 
 P = {"seq_len": 32, "batch_size": 8, "accumulate": 2, "steps": 4, "lr": 0.01, "warmup": 0.25,
      "constant": 0.25}
@@ -68,13 +68,7 @@ def test_classification_on_two_contexts_learns_and_keeps_copies_identical(bert, 
     trainable parameter's two copies are identical after training."""
     from gluon_suite.nlp import finetune
     _, out = bert
-    rs = np.random.RandomState(1)
-    for name, n in (("train", 160), ("dev", 60)):
-        rows = ["sentence\tlabel"]
-        for i in range(n):
-            lab = int(rs.randint(0, 2))
-            rows.append(f"{_sentence(rs, 2)} the film was {'good' if lab else 'bad'} {_sentence(rs, 2)}\t{lab}")
-        (tmp_path / f"{name}.tsv").write_text("\n".join(rows) + "\n")
+    film_tsvs(tmp_path)
     nets, real = [], finetune.BertClassifier
 
     def spy(*args, **kwargs):
@@ -97,13 +91,7 @@ def test_float16_fine_tuning_learns(bert, tmp_path, monkeypatch):
     float32 master weights and a loss scale; it learns the task as float32 does."""
     _, out = bert
     monkeypatch.setenv("GLUON_SUITE_EMULATE_FLOAT16", "1")
-    rs = np.random.RandomState(1)
-    for name, n in (("train", 160), ("dev", 60)):
-        rows = ["sentence\tlabel"]
-        for i in range(n):
-            lab = int(rs.randint(0, 2))
-            rows.append(f"{_sentence(rs, 2)} the film was {'good' if lab else 'bad'} {_sentence(rs, 2)}\t{lab}")
-        (tmp_path / f"{name}.tsv").write_text("\n".join(rows) + "\n")
+    film_tsvs(tmp_path)
     hist = finetune_classification(str(tmp_path / "train.tsv"), str(tmp_path / "dev.tsv"), str(out),
                                    max_len=24, epochs=4, batch=16, lr=1e-3, log=lambda m: None,
                                    dtype="float16", out=str(tmp_path / "ft"))
