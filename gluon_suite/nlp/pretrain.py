@@ -253,7 +253,7 @@ def _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, do
                 parts = zip(*[gluon.utils.split_and_load(b, ctx, even_split=False) for b in batch])
                 with autograd.record():
                     outs = [loss_fn(net, list(part)) for part in parts]
-                    losses = [loss * ((scaler.scale if scaler else 1.0) / acc) for loss, _ in outs]
+                    losses = [loss * (scaler.scale / acc) if scaler else loss / acc for loss, _ in outs]
                 autograd.backward(losses)
                 for _, stats in outs:
                     for key, v in stats.items():
