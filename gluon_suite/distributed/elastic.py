@@ -137,9 +137,15 @@ class GluonState(State):
     def _opt_arrays(self):
         upd = self.trainer._updaters[0]
         out = []
+
+        def walk(s):   # multi_precision nests the optimizer's own state beside the float32 master
+            if isinstance(s, mx.nd.NDArray):
+                out.append(s)
+            elif isinstance(s, (list, tuple)):
+                for a in s:
+                    walk(a)
         for i in sorted(upd.states):
-            s = upd.states[i]
-            out.extend([s] if isinstance(s, mx.nd.NDArray) else [a for a in (s or ()) if isinstance(a, mx.nd.NDArray)])
+            walk(upd.states[i])
         return out
 
     def save(self):

@@ -93,3 +93,21 @@ class DynamicLossScaler:
         self.scale = float(state["scale"])
         self.good_steps = int(state["good_steps"])
         self.skipped = int(state.get("skipped", 0))
+
+    # as elastic counters (``train_elastic(counters=...)``): committed, restored and sent to new
+    # workers with the rest of the elastic state
+    def counters(self):
+        """The state as flat ``loss_scale*`` values (also the keys the recipes log)."""
+        return {"loss_scale": self.scale, "loss_scale_good_steps": self.good_steps,
+                "loss_scale_skipped": self.skipped}
+
+    def load_counters(self, obj):
+        """Take the state from the attributes (or keys) ``counters()`` names."""
+        get = obj.get if isinstance(obj, dict) else lambda k: getattr(obj, k)
+        self.load_state_dict({"scale": get("loss_scale"), "good_steps": get("loss_scale_good_steps"),
+                              "skipped": get("loss_scale_skipped")})
+
+    def store_counters(self, obj):
+        """Write ``counters()`` into ``obj``'s attributes (an elastic state)."""
+        for k, v in self.counters().items():
+            setattr(obj, k, v)

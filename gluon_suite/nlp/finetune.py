@@ -11,6 +11,7 @@ import mxnet as mx
 import numpy as np
 from mxnet import gluon
 
+from ..distributed.loss_scale import DynamicLossScaler
 from ..utils.devices import float16_network
 from ..utils.errors import UserError
 from .tasks import (BertClassifier, BertQA, accuracy, best_span, binary_f1, encode_pairs, encode_squad,
@@ -79,7 +80,6 @@ def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, 
     float16: the network is cast (``loss_of`` computes its loss in float32), the optimizer keeps
     float32 master weights and a dynamic loss scale guards the float16 gradients."""
     from ..distributed import DistributedTrainer
-    from ..distributed.loss_scale import DynamicLossScaler
     from ..distributed.loop import Interruption, RunFolder, epochs as interruptible
     from ..optim import WarmupConstantDecay, exclude_from_weight_decay
     ctx = list(ctx or [mx.current_context()])
@@ -89,14 +89,11 @@ def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, 
     if batch < len(ctx):
         raise UserError(f"--batch-size {batch} is smaller than the {len(ctx)} devices it is split "
                         "over; raise it or give fewer --gpus")
-    if dtype == "float16" and elastic is not None:
-        raise UserError("--dtype float16 is not supported with --elastic yet (the loss scale is not "
-                        "part of the elastic state); use --dtype float32")
     if len(ctx) > 1:
         net.collect_params().reset_ctx(ctx)   # one copy per context (split_and_load below)
     if elastic is not None:
         return _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log,
-                                   eval_fn, **elastic)
+                                   eval_fn, dtype=dtype, **elastic)
     n = len(arrays[0])
     glob = batch * comm.size
     steps_per_epoch = max(1, n // glob)
@@ -164,7 +161,7 @@ def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, 
 
 
 def _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log, eval_fn,
-                        ramp_steps=50, commit_every=20, ref_workers=None):
+                        ramp_steps=50, commit_every=20, ref_workers=None, dtype="float32"):
     """``_train_loop`` under Horovod Elastic: the schedule runs over epochs, is scaled by the
     global batch against ``batch x ref_workers`` (default: the starting count) and ramps over
     ``ramp_steps`` steps on a resize; whoever is rank 0 at an epoch's end logs it."""
@@ -183,16 +180,27 @@ def _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer
     loss_of([mx.nd.array(a[:1], dtype=a.dtype) for a in arrays])  # finish deferred initialisation
     exclude_from_weight_decay(params)
     wd = 0.01 if optimizer in ("lans", "lamb") else 0.0
-    trainer = DistributedTrainer(params, optimizer, {"lr_scheduler": sched, "wd": wd},
-                                 communicator=comm, prefix="finetune.")
+    opt_params = {"lr_scheduler": sched, "wd": wd}
+    scaler = None
+    if dtype == "float16":
+        opt_params["multi_precision"] = True
+        scaler = DynamicLossScaler()
+    trainer = DistributedTrainer(params, optimizer, opt_params, communicator=comm, prefix="finetune.")
 
     def step(state, idx, step_size):
         mx.random.seed((seed * 131 + state.step * 7 + trainer.communicator.rank) % 2 ** 31)
         batch_arrays = [mx.nd.array(a[idx], dtype=a.dtype) for a in arrays]
+        if scaler:   # the scale is elastic state: committed, restored and synced with the rest
+            scaler.load_counters(state)
         with mx.autograd.record():
             loss = loss_of(batch_arrays)
-        loss.backward()
-        trainer.step(step_size)
+            scaled = loss * scaler.scale if scaler else loss
+        scaled.backward()
+        if scaler:
+            scaler.step(trainer, step_size)
+            scaler.store_counters(state)
+        else:
+            trainer.step(step_size)
         state.loss_sum += float(loss.sum().asscalar())
         state.seen += len(idx)
 
@@ -204,6 +212,8 @@ def _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer
                           name="finetune.epoch.loss").asnumpy()
         rec = {"epoch": state.epoch + 1, "train_loss": float(tot[0] / max(tot[1], 1)), **metrics,
                "workers": c.size}
+        if scaler:
+            rec.update(loss_scale=state.loss_scale, loss_scale_skipped=state.loss_scale_skipped)
         state.history = state.history + [rec]
         state.loss_sum, state.seen = 0.0, 0
         if c.rank == 0:
@@ -211,7 +221,8 @@ def _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer
 
     state = train_elastic(net, trainer, n, batch, epochs, step, end_epoch, seed=seed,
                           commit_every=commit_every, sampler=sampler,
-                          counters={"loss_sum": 0.0, "seen": 0, "history": []})
+                          counters={"loss_sum": 0.0, "seen": 0, "history": [],
+                                    **(scaler.counters() if scaler else {})})
     return state.history
 
 

@@ -118,9 +118,6 @@ def pretrain_bert(config, comm, log=print, ctx=None):
     dtype = str(cfg["dtype"])
     if dtype not in ("float32", "float16"):
         raise UserError(f"unknown dtype {dtype!r}; use float32 or float16")
-    if dtype == "float16" and cfg["elastic"]:
-        raise UserError("--dtype float16 is not supported with --elastic yet (the loss scale is not "
-                        "part of the elastic state); use --dtype float32")
     if len(ctx) > 1 and cfg["elastic"]:
         raise UserError("--elastic trains one device per worker; give one --gpus id (horovodrun "
                         "starts one worker per GPU)")
@@ -194,9 +191,7 @@ def _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, do
     # checkpoints, so that a resumed run scales as the uninterrupted one would)
     scaler = DynamicLossScaler() if float16 else None
     if scaler and history and "loss_scale" in history[-1]:
-        h = history[-1]
-        scaler.load_state_dict({"scale": h["loss_scale"], "good_steps": h["loss_scale_good_steps"],
-                                "skipped": h["loss_scale_skipped"]})
+        scaler.load_counters(history[-1])
     for pi in range(start_phase, len(phases)):
         ph = phases[pi]
         L, B, acc, steps = int(ph["seq_len"]), int(ph["batch_size"]), int(ph["accumulate"]), int(ph["steps"])
@@ -226,7 +221,7 @@ def _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, do
                                      communicator=comm, prefix=f"phase{pi}.")
         if cfg["elastic"]:
             history = _phase_elastic(cfg, run, pi, phases, net, loss_fn, data, trainer, comm, history,
-                                     start_step if pi == start_phase else 0, log)
+                                     start_step if pi == start_phase else 0, log, scaler)
             if pi + 1 < len(phases) and trainer.communicator.rank == 0:
                 log(f"phase {pi + 1} done; an elastic launch trains one phase: launch again with "
                     "--resume auto for the next")
@@ -276,8 +271,7 @@ def _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, do
                    "lr": trainer.learning_rate, "elapsed_s": round(time.time() - t0, 3)}
             rec["loss"] = rec["mlm_loss"] + rec["nsp_loss"]
             if scaler:
-                rec.update({f"loss_scale_{k}" if k != "scale" else "loss_scale": v
-                            for k, v in scaler.state_dict().items()})
+                rec.update(scaler.counters())
             history.append(rec)
             if rank == 0 and (step + 1) % int(cfg["log_every"]) == 0:
                 logger.log(**rec)
@@ -291,7 +285,8 @@ def _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, do
     return history
 
 
-def _phase_elastic(cfg, run, pi, phases, net, loss_fn, data, trainer, comm, history, start_step, log):
+def _phase_elastic(cfg, run, pi, phases, net, loss_fn, data, trainer, comm, history, start_step, log,
+                   scaler=None):
     """One phase under Horovod Elastic: each global step takes ``batch x accumulate`` samples per
     worker from the epoch's order (``ElasticSampler``), the schedule (over steps) is scaled by the
     global batch against the starting one (or ``ref_workers``) and ramps on a resize; whoever is
@@ -316,6 +311,8 @@ def _phase_elastic(cfg, run, pi, phases, net, loss_fn, data, trainer, comm, hist
     def step(state, idx, step_size):
         c = trainer.communicator
         run.at(pi + 1, state.step, unit="phase")
+        if scaler:   # the committed scale after a reset (restore, or rank 0's for a new worker)
+            scaler.load_counters(state)
         mx.random.seed((seed * 7919 + pi * 104729 + state.step * 13 + c.rank) % 2 ** 31)
         tot = {}
         for chunk in np.array_split(idx, acc):
@@ -324,10 +321,16 @@ def _phase_elastic(cfg, run, pi, phases, net, loss_fn, data, trainer, comm, hist
             batch = [mx.nd.array(data[key][chunk], dtype=data[key].dtype) for key in keys]
             with autograd.record():
                 loss, stats = loss_fn(net, batch)
+                if scaler:
+                    loss = loss * scaler.scale
             loss.backward()
             for key, v in stats.items():
                 tot[key] = tot.get(key, 0.0) + float(v.asscalar())
-        trainer.step(step_size)
+        if scaler:   # the scale is elastic state: committed, restored and synced with the rest
+            scaler.step(trainer, step_size)
+            scaler.store_counters(state)
+        else:
+            trainer.step(step_size)
         if acc > 1:
             for p in params.values():
                 if p.grad_req != "null":
@@ -340,6 +343,8 @@ def _phase_elastic(cfg, run, pi, phases, net, loss_fn, data, trainer, comm, hist
                "mlm_acc": t["mlm_correct"] / max(t["mlm_count"], 1), "nsp_acc": t["nsp_correct"] / inst,
                "lr": trainer.learning_rate, "elapsed_s": round(time.time() - t0, 3)}
         rec["loss"] = rec["mlm_loss"] + rec["nsp_loss"]
+        if scaler:
+            rec.update(scaler.counters())
         history[:] = [h for h in history if (h["phase"], h["step"]) < (pi + 1, rec["step"])] + [rec]
         if c.rank == 0 and rec["step"] % int(cfg["log_every"]) == 0:  # whoever is rank 0 now
             lg = JsonLinesLogger(os.path.join(out, "log.jsonl"), mode="a")
@@ -352,7 +357,8 @@ def _phase_elastic(cfg, run, pi, phases, net, loss_fn, data, trainer, comm, hist
 
     # epochs: unbounded, the phase's step budget ends it
     train_elastic(net, trainer, n, B * acc, 10 ** 9, step, None, seed=seed + 1000 * pi,
-                  commit_every=int(cfg["commit_every"]), max_steps=steps, start={"step": start_step})
+                  commit_every=int(cfg["commit_every"]), max_steps=steps, start={"step": start_step},
+                  counters=scaler.counters() if scaler else None)
     if trainer.communicator.rank == 0 and history:
         log(f"phase {pi + 1} done: mlm loss {history[-1]['mlm_loss']:.4f}, "
             f"mlm acc {history[-1]['mlm_acc']:.4f}, nsp acc {history[-1]['nsp_acc']:.4f}")

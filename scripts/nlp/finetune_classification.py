@@ -49,9 +49,6 @@ def main(argv=None):
     ctx, dtype = resolve_devices(a.gpus, a.dtype, cpu_float16=True)
     if a.elastic:   # elastic workers train on one device each
         single_device(ctx, "finetune_classification.py --elastic")
-    if a.elastic and dtype == "float16":
-        raise UserError("--dtype float16 is not supported with --elastic yet (the loss scale is not "
-                        "part of the elastic state); use --dtype float32")
     if bool(a.init) == bool(a.pretrained) or (a.model and not a.pretrained):
         p.error("start from either --init FOLDER or --model NAME --pretrained")
     if len(a.text_columns) > 2:

@@ -1,6 +1,7 @@
 """Worker of tests/distributed/test_elastic.py: an elastic digits MLP job; with KILL=1 the worker of
 rank 2 kills itself with SIGKILL in the middle of epoch 2 (once); with ADD=1 rank 0 adds the host
-ADD_HOST to the discovery file in the middle of epoch 2 (once)."""
+ADD_HOST to the discovery file in the middle of epoch 2 (once). ALGO: sync, cser, or fp16 (float16
+weights, Adam with float32 masters, a loss scale kept as elastic counters)."""
 import faulthandler, json, os, signal
 faulthandler.enable()  # a native crash prints every thread's Python stack
 import mxnet as mx, numpy as np
@@ -25,10 +26,22 @@ sched = ElasticRamp(lambda t: 0.05, ref_batch=B * 3, ramp_steps=5, global_batch=
 ALGO = os.environ.get("ALGO", "sync")
 WAITED = []
 algo = {"algorithm": "cser", "compressor": "grbs", "ratio": 4, "period": 4} if ALGO == "cser" else {}
-tr = DistributedTrainer(net.collect_params(), "sgd", {"lr_scheduler": sched, "momentum": 0.9},
-                        communicator=HorovodCommunicator(), **algo)
+DTYPE = "float16" if ALGO == "fp16" else "float32"
+scaler = None
+if ALGO == "fp16":   # float16 (emulated) with Adam's float32 masters nested beside its moments
+    from gluon_suite.distributed.loss_scale import DynamicLossScaler
+    from gluon_suite.utils.devices import emulate_float16_kernels
+    net.cast("float16")
+    emulate_float16_kernels(net)
+    scaler = DynamicLossScaler(init_scale=2.0 ** 8, window=20)
+    tr = DistributedTrainer(net.collect_params(), "adam", {"lr_scheduler": sched, "multi_precision": True},
+                            communicator=HorovodCommunicator())
+else:
+    tr = DistributedTrainer(net.collect_params(), "sgd", {"lr_scheduler": sched, "momentum": 0.9},
+                            communicator=HorovodCommunicator(), **algo)
 sampler = ElasticSampler(len(ytr), seed=1)
-state = GluonState(net, tr, sampler, batch_size=B, epoch=0, seen=[], cur=[], sizes=[], lrs=[])
+state = GluonState(net, tr, sampler, batch_size=B, epoch=0, seen=[], cur=[], sizes=[], lrs=[],
+                   **(scaler.counters() if scaler else {}))
 loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
 
 joins = []  # after every (re)start: epoch, position and the largest parameter gap to rank 0
@@ -50,10 +63,18 @@ def train(state):
             if idx is None:
                 break
             glob = sampler.order()[sampler.processed:sampler.processed + cnt]
+            if scaler:
+                scaler.load_counters(state)
             with autograd.record():
-                loss = loss_fn(net(mx.nd.array(xtr[idx])), mx.nd.array(ytr[idx]))
+                loss = loss_fn(net(mx.nd.array(xtr[idx], dtype=DTYPE)).astype("float32"), mx.nd.array(ytr[idx]))
+                if scaler:
+                    loss = loss * scaler.scale
             loss.backward()
-            tr.step(sampler.step_size(cnt))
+            if scaler:
+                scaler.step(tr, sampler.step_size(cnt))
+                scaler.store_counters(state)
+            else:
+                tr.step(sampler.step_size(cnt))
             mx.nd.waitall()
             if os.environ.get("STEP_SLEEP"):
                 import time; time.sleep(float(os.environ["STEP_SLEEP"]))
@@ -90,10 +111,11 @@ def train(state):
         state.commit()
 
 train(state)
-acc = float((net(mx.nd.array(xte)).argmax(axis=1).asnumpy() == yte).mean())
+acc = float((net(mx.nd.array(xte, dtype=DTYPE)).argmax(axis=1).asnumpy() == yte).mean())
 flat = np.concatenate([p.data().asnumpy().ravel() for _, p in sorted(net.collect_params().items())])
 ref = mx.nd.array(flat); hvd.broadcast_(ref, 0, name="final.check")
 json.dump({"rank": hvd.rank(), "size": hvd.size(), "acc": acc, "seen": state.seen, "sizes": state.sizes,
-           "lrs": state.lrs, "joins": joins,
+           "lrs": state.lrs, "joins": joins, "loss_scale": scaler.counters() if scaler else None,
+           "opt_arrays": len(state._opt_arrays()),
            "max_param_diff_to_rank0": float(np.abs(ref.asnumpy() - flat).max())},
           open(f"{OUT}/rank{hvd.rank()}.json", "w"))

@@ -36,8 +36,10 @@ def run_job(tmp_path, kill=False, add=False, algo="sync"):
 
 
 @pytest.mark.horovod
-@pytest.mark.parametrize("algo", ["sync", "cser"])
+@pytest.mark.parametrize("algo", ["sync", "cser", "fp16"])
 def test_worker_added_mid_run_starts_from_the_current_state(tmp_path, algo):
+    # fp16: Adam's moments sit in a tuple beside the float32 master weights; the newcomer must get
+    # both, and the loss scale, or the copies drift apart after the join
     # cser: local models differ between synchronisations; the join folds each residual in first
     out, res = run_job(tmp_path, add=True, algo=algo)
     assert len(res) == 3 and all(r["size"] == 3 for r in res)          # the job grew to 3
@@ -52,7 +54,7 @@ def test_worker_added_mid_run_starts_from_the_current_state(tmp_path, algo):
     assert join["epoch"] == 1 and 0 < join["processed"] < 1438 and join["num_update"] == join["steps_done"] > 0
     for r in res:
         assert all(j["max_param_diff_to_rank0"] == 0.0 for j in r["joins"])   # identical after each reset
-        if algo == "sync":  # (CSER's local models differ between synchronisations by design)
+        if algo != "cser":  # (CSER's local models differ between synchronisations by design)
             assert r["max_param_diff_to_rank0"] == 0.0                        # and at the end
         assert len(r["seen"]) == 3                                            # epoch counter right
         for epoch in r["seen"]:
@@ -65,6 +67,11 @@ def test_worker_added_mid_run_starts_from_the_current_state(tmp_path, algo):
     ramp = lrs[t - 1:t + K]
     assert np.all(np.diff(ramp) > 0) and np.diff(ramp).max() <= (big - small) / K + 1e-9
     assert np.allclose(new["lrs"], lrs)                                        # the newcomer's too
+    if algo == "fp16":   # each parameter: float32 master, mean, variance; one loss scale everywhere
+        assert all(r["opt_arrays"] == 3 * 4 for r in res)
+        assert all(r["loss_scale"] == res[0]["loss_scale"] for r in res)
+        assert res[0]["loss_scale"]["loss_scale"] > 2.0 ** 8          # it grew (window 20) ...
+        assert np.isfinite(res[0]["acc"]) and res[0]["acc"] > 0.5      # ... and the MLP learned
 
 
 @pytest.mark.long

@@ -25,12 +25,13 @@ def discovery(tmp_path_factory):
     return tmp, str(d)
 
 
-def elastic(discovery, script, *args, timeout=400):
+def elastic(discovery, script, *args, timeout=400, env=None):
     p = subprocess.run([CLI, "launch", "--min-np", "2", "--max-np", "3", "--host-discovery-script",
                         discovery[1], "--network-interface", "lo", "--", sys.executable,
                         os.path.join(REPO, "scripts", script), "--elastic", *args],
                        capture_output=True, text=True, timeout=timeout,
-                       env=dict(os.environ, PYTHONPATH=REPO, OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1"))
+                       env=dict(os.environ, PYTHONPATH=REPO, OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1",
+                                **(env or {})))
     assert p.returncode == 0, job_output(p)
     return p.stdout
 
@@ -125,3 +126,25 @@ def test_train_graph_classification_elastic(discovery, tmp_path):
     log = lines(tmp_path / "log.jsonl")
     assert [r["epoch"] for r in log] == [10, 20] and {r["workers"] for r in log} == {2}
     assert log[-1]["test_acc"] >= 0.7 and (tmp_path / "model.params").exists()
+
+
+def test_float16_bert_elastic(pretrained, tmp_path):
+    """--dtype float16 under an elastic launch (emulated on the CPU): the loss scale is elastic
+    state, logged every step; pretraining learns and its checkpoint fine-tunes in float16 too."""
+    tmp, _, _ = pretrained
+    out = tmp_path / "bert16"
+    env = {"GLUON_SUITE_EMULATE_FLOAT16": "1"}
+    elastic(discovery_of(tmp), "nlp/pretrain_bert.py", "--corpus", str(tmp / "corpus.txt"), "--min-freq", "1",
+            "--phase", "seq_len=32,batch_size=8,steps=12,lr=0.01", "--no-progress", "--dtype", "float16",
+            "--out", str(out), env=env)
+    log = lines(out / "log.jsonl")
+    assert [r["step"] for r in log] == list(range(1, 13)) and {r["workers"] for r in log} == {2}
+    assert all(r["loss_scale"] == 1024.0 and r["loss_scale_skipped"] == 0 for r in log)
+    assert log[-1]["mlm_loss"] < log[0]["mlm_loss"]
+    rows = ["sentence\tlabel"] + [f"the film was {'good' if i % 2 else 'bad'}\t{i % 2}" for i in range(64)]
+    for name in ("train", "dev"):
+        (tmp_path / f"{name}.tsv").write_text("\n".join(rows) + "\n")
+    stdout = elastic(discovery_of(tmp), "nlp/finetune_classification.py", "--init", str(out), "--train",
+                     str(tmp_path / "train.tsv"), "--dev", str(tmp_path / "dev.tsv"), "--max-len", "16",
+                     "--epochs", "2", "--batch-size", "8", "--dtype", "float16", env=env)
+    assert stdout.count("dev_accuracy") == 2 and stdout.count("loss_scale 1024") == 2

@@ -26,6 +26,15 @@ def test_the_scale_follows_the_rule():
     t = DynamicLossScaler()
     t.load_state_dict(s.state_dict())
     assert (t.scale, t.good_steps, t.skipped) == (2.0, 0, 6)
+    class State:   # an elastic state: counters are attributes
+        pass
+    st = State()
+    s.store_counters(st)
+    assert (st.loss_scale, st.loss_scale_good_steps, st.loss_scale_skipped) == (2.0, 0, 6)
+    st.loss_scale = 64.0           # a restore to the last commit
+    s.load_counters(st)
+    assert s.scale == 64.0 and s.counters() == {"loss_scale": 64.0, "loss_scale_good_steps": 0,
+                                                "loss_scale_skipped": 6}
     with pytest.raises(ValueError, match="init_scale"):
         DynamicLossScaler(init_scale=0.5)
 
