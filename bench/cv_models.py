@@ -20,6 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from runcache import RunCache  # noqa: E402
+from seedstats import mean_std  # noqa: E402
 
 MODELS = ("resnest14_digits", "resnet14_digits")
 RECIPE = "nag lr 0.1 cosine, 1 warm-up epoch, batch 32, 1 worker, sync"
@@ -37,11 +38,6 @@ def run_one(args, model, seed):
             "curve": [h["test_acc"] for h in res["history"]],
             "samples_per_s": sum(h["samples_per_s"] for h in res["history"]) / len(res["history"]),
             "wall_s": time.time() - t0}
-
-
-def mean_std(values):
-    import numpy as np
-    return {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0}
 
 
 def verdict(a, b):

@@ -21,6 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from runcache import RunCache  # noqa: E402
+from seedstats import mean_std, plot_band  # noqa: E402
 
 TAIL = 10   # the final loss: mean over the last TAIL steps
 
@@ -53,11 +54,6 @@ def run_one(args, dtype, seed):
             "wall_s": time.time() - t0}
 
 
-def mean_std(values):
-    import numpy as np
-    return {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0}
-
-
 def compare(runs):
     """float16 against float32 on the final masked-LM loss (lower is better): difference of the
     means, the larger std, the relative difference and the noise verdict."""
@@ -77,14 +73,9 @@ def plot(runs, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
     fig, ax = plt.subplots(figsize=(6, 4))
     for dtype, rs in runs.items():
-        loss = np.array([r["mlm_loss"] for r in rs])
-        m, s = loss.mean(0), (loss.std(0, ddof=1) if len(rs) > 1 else 0 * loss[0])
-        x = np.arange(1, len(m) + 1)
-        line, = ax.plot(x, m, lw=1, label=f"{dtype} ({len(rs)} seeds)")
-        ax.fill_between(x, m - s, m + s, color=line.get_color(), alpha=0.2)
+        plot_band(ax, [r["mlm_loss"] for r in rs], dtype, lw=1)
     ax.set_xlabel("step")
     ax.set_ylabel("masked-LM loss (training batch)")
     ax.legend()

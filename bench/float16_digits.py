@@ -23,6 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from runcache import RunCache  # noqa: E402
+from seedstats import mean_std, plot_band  # noqa: E402
 
 CONFIG = os.path.join(os.path.dirname(HERE), "configs", "cv", "digits_resnest14_cser.yaml")
 TOLERANCE = 0.01      # the issue's target: float16 within 1 point of float32
@@ -53,11 +54,6 @@ def run_one(args, dtype, seed):
             "test_acc": [h["test_acc"] for h in res["history"]], "wall_s": time.time() - t0}
 
 
-def mean_std(values):
-    import numpy as np
-    return {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0}
-
-
 def compare(runs):
     """float16 against float32 on the final accuracy: the difference of the means, the larger
     std, whether float16 is within ``TOLERANCE`` of float32 (not below it by more), and the noise
@@ -77,14 +73,9 @@ def plot(runs, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
     fig, ax = plt.subplots(figsize=(6, 4))
     for dtype, rs in runs.items():
-        acc = np.array([r["test_acc"] for r in rs])
-        m, s = acc.mean(0), (acc.std(0, ddof=1) if len(rs) > 1 else 0 * acc[0])
-        x = np.arange(1, len(m) + 1)
-        line, = ax.plot(x, m, "o-", ms=3, label=f"{dtype} ({len(rs)} seeds)")
-        ax.fill_between(x, m - s, m + s, color=line.get_color(), alpha=0.2)
+        plot_band(ax, [r["test_acc"] for r in rs], dtype, marker="o", ms=3)
     ax.set_xlabel("epoch")
     ax.set_ylabel("test accuracy")
     ax.set_ylim(0, 1.0)

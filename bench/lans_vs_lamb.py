@@ -27,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from runcache import RunCache  # noqa: E402
+from seedstats import mean_std  # noqa: E402
 
 LAST = 5                 # the final MLM loss / accuracy is the mean over the last LAST steps
 WD = {"lans": 0.01, "lamb": 0.01, "adam": 0.0}   # Adam's L2 is coupled, so it gets none
@@ -75,12 +76,6 @@ def run_key(args, opt, lr, batch, seed):
 def cached_run(args, cache, opt, lr, batch, seed):
     """``run_one``, or the same run from ``cache`` (a ``RunCache`` on ``--cache``)."""
     return cache.get(run_key(args, opt, lr, batch, seed), lambda: run_one(args, opt, lr, batch, seed))
-
-
-def mean_std(values):
-    import numpy as np
-    return {"mean": float(np.mean(values)),
-            "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0}
 
 
 def choose_lr(sweep):

@@ -25,6 +25,15 @@ import mxnet as mx
 _CHUNK = 200   # arrays per multi_all_finite call
 
 
+def for_dtype(opt_params, dtype):
+    """``(optimizer parameters, loss scaler)`` for training in ``dtype``: float16 adds float32
+    master weights (``multi_precision``) and a ``DynamicLossScaler``; float32 keeps the parameters
+    as they are and has no scaler (None)."""
+    if dtype != "float16":
+        return dict(opt_params), None
+    return {**opt_params, "multi_precision": True}, DynamicLossScaler()
+
+
 class DynamicLossScaler:
     """``init_scale`` 2^10, doubled after ``window`` finite steps (2000), halved on overflow,
     kept within [``min_scale``, ``max_scale``] (GluonNLP's defaults for BERT)."""

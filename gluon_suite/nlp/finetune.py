@@ -11,7 +11,7 @@ import mxnet as mx
 import numpy as np
 from mxnet import gluon
 
-from ..distributed.loss_scale import DynamicLossScaler
+from ..distributed import loss_scale
 from ..utils.devices import float16_network
 from ..utils.errors import UserError
 from .tasks import (BertClassifier, BertQA, accuracy, best_span, binary_f1, encode_pairs, encode_squad,
@@ -104,11 +104,7 @@ def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, 
     # weight decay only where it is decoupled from the adaptive scaling (LANS, LAMB): with Adam an
     # L2 term is normalised like a gradient and shrinks small weights by about lr every step
     wd = 0.01 if optimizer in ("lans", "lamb") else 0.0
-    opt_params = {"lr_scheduler": sched, "wd": wd}
-    scaler = None
-    if dtype == "float16":
-        opt_params["multi_precision"] = True
-        scaler = DynamicLossScaler()
+    opt_params, scaler = loss_scale.for_dtype({"lr_scheduler": sched, "wd": wd}, dtype)
     trainer = DistributedTrainer(params, optimizer, opt_params, communicator=comm, prefix="finetune.")
     history, start, run = [], 0, None
     if out:
@@ -180,11 +176,7 @@ def _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer
     loss_of([mx.nd.array(a[:1], dtype=a.dtype) for a in arrays])  # finish deferred initialisation
     exclude_from_weight_decay(params)
     wd = 0.01 if optimizer in ("lans", "lamb") else 0.0
-    opt_params = {"lr_scheduler": sched, "wd": wd}
-    scaler = None
-    if dtype == "float16":
-        opt_params["multi_precision"] = True
-        scaler = DynamicLossScaler()
+    opt_params, scaler = loss_scale.for_dtype({"lr_scheduler": sched, "wd": wd}, dtype)
     trainer = DistributedTrainer(params, optimizer, opt_params, communicator=comm, prefix="finetune.")
 
     def step(state, idx, step_size):

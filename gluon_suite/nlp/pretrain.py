@@ -14,7 +14,7 @@ import numpy as np
 from mxnet import autograd, gluon
 
 from ..distributed import DistributedTrainer
-from ..distributed.loss_scale import DynamicLossScaler
+from ..distributed.loss_scale import for_dtype
 from ..distributed.loop import RunFolder
 from ..optim import WarmupConstantDecay, exclude_from_weight_decay
 from ..model_zoo import get_model
@@ -186,10 +186,9 @@ def _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, do
             ctx):
     """The phases from ``start_phase`` (its step ``start_step``) on; returns the step history."""
     rank, size = comm.rank, comm.size
-    float16 = cfg["dtype"] == "float16"
-    # float16: float32 master weights in the optimizer and a dynamic loss scale (kept in the
-    # checkpoints, so that a resumed run scales as the uninterrupted one would)
-    scaler = DynamicLossScaler() if float16 else None
+    # float16: float32 master weights in each phase's optimizer and one dynamic loss scale for all
+    # phases (kept in the checkpoints, so that a resumed run scales as the uninterrupted one would)
+    _, scaler = for_dtype({}, cfg["dtype"])
     if scaler and history and "loss_scale" in history[-1]:
         scaler.load_counters(history[-1])
     for pi in range(start_phase, len(phases)):
@@ -212,9 +211,7 @@ def _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, do
         for p in params.values():
             if p.grad_req != "null":
                 p.grad_req = "add" if acc > 1 else "write"
-        opt_params = {"lr_scheduler": sched, "wd": float(cfg["wd"])}
-        if float16:
-            opt_params["multi_precision"] = True
+        opt_params, _ = for_dtype({"lr_scheduler": sched, "wd": float(cfg["wd"])}, cfg["dtype"])
         trainer = DistributedTrainer(params, cfg["optimizer"], opt_params,
                                      algorithm=cfg["algorithm"], compressor=cfg["compressor"],
                                      ratio=cfg["ratio"], period=cfg["period"], seed=int(cfg["seed"]),

@@ -77,8 +77,9 @@ def test_an_overflowing_loss_scale_backs_off_and_training_goes_on(tmp_path, monk
     """Start at 2^24: float16 gradients overflow (max 65504), the step is skipped and the scale
     halves until the gradients fit; the run still learns."""
     monkeypatch.setenv("GLUON_SUITE_EMULATE_FLOAT16", "1")
-    real = pretrain_mod.DynamicLossScaler
-    monkeypatch.setattr(pretrain_mod, "DynamicLossScaler", lambda: real(init_scale=2.0 ** 24))
+    from gluon_suite.distributed import loss_scale
+    real = loss_scale.DynamicLossScaler
+    monkeypatch.setattr(loss_scale, "DynamicLossScaler", lambda: real(init_scale=2.0 ** 24))
     h = run(tmp_path, "big", dtype="float16", phases=[dict(P, steps=25)])["history"]
     skipped = h[-1]["loss_scale_skipped"]
     assert skipped >= 1 and h[-1]["loss_scale"] == 2.0 ** 24 / 2 ** skipped
