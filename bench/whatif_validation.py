@@ -20,9 +20,12 @@ backward). Measured scaling factor = profiled compute / plain step. The predicti
 profiled times, each bucket's measured ready time (its last gradient's), the socket bandwidth,
 and the CPU cost of communication: the process's CPU time during the profiled allreduce per byte
 sent (the testbed's hosts share this machine's cores, so a transfer that overlaps backward takes
-CPU from it). The prediction without that cost is reported beside it. Run with MXNet's bulk execution on (its default: backward of this network is one bulk,
-nothing is ready before the end) and off (``MXNET_EXEC_BULK_EXEC_TRAIN=0``: gradients ready layer
-by layer). ``--repeats`` jobs per point give the spread.
+CPU from it), and gamma, the allreduce's local time per byte (copies, reductions, socket calls),
+measured once per host count apart from the points: the same buckets allreduced alone with the
+links at 20 Gbit/s, minus the wire time at the socket bandwidth there. The predictions without
+gamma, and without both costs, are reported beside it. Run with MXNet's bulk execution on (its
+default: backward runs in bulk segments) and off (``MXNET_EXEC_BULK_EXEC_TRAIN=0``: gradients
+ready layer by layer). ``--repeats`` jobs per point give the spread.
 
     sudo .venv/bin/python bench/whatif_validation.py [--regime comm|balanced] [--repeats 3]
 """
@@ -36,6 +39,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+LATENCY = 100e-6       # per message, for the model
+FREE_MBIT = 20000.0    # the calibration's link rate: above what the testbed's hosts can push
 
 SOCK_SERVER = """
 import socket, sys
@@ -111,10 +116,11 @@ def cnn():
     return net
 
 
-def balanced_worker():
+def balanced_setup():
+    """The balanced regime's CNN, batch, trainer (1 MB buckets by default) and loss on this worker."""
     import mxnet as mx
     import numpy as np
-    from mxnet import autograd, gluon
+    from mxnet import gluon
     from gluon_suite.distributed import DistributedTrainer, get_communicator
     comm = get_communicator()
     mx.random.seed(0)
@@ -127,7 +133,41 @@ def balanced_worker():
     params = [p for p in net.collect_params().values() if p.grad_req != "null"]
     tr = DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.01, "momentum": 0.9},
                             communicator=comm, bucket_mb=float(os.environ.get("BUCKET_MB", "1")))
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    return comm, net, batch, x, y, params, tr, gluon.loss.SoftmaxCrossEntropyLoss()
+
+
+def allreduce_worker():
+    """The allreduce alone: the balanced regime's gradient buckets, allreduced ``STEPS`` times after
+    two warm-up rounds, each round ended by a ``waitall``; rank 0 writes the median time, the
+    buckets' sizes and the process's CPU time per round."""
+    import mxnet as mx
+    import numpy as np
+    from mxnet import autograd
+    comm, net, batch, x, y, params, tr, loss_fn = balanced_setup()
+    with autograd.record():
+        loss = loss_fn(net(x), y)
+    loss.backward()
+    times, cpu = [], []
+    for k in range(2 + int(os.environ.get("STEPS", "20"))):
+        mx.nd.waitall()
+        t0, c0 = time.perf_counter(), time.process_time()
+        tr.allreduce_grads()
+        mx.nd.waitall()
+        if k >= 2:
+            times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+    sizes = [sum(int(np.prod(p.shape)) * 4 for _, p in b.members) for b in tr._algo.buckets]
+    if comm.rank == 0:
+        with open(os.environ["OUT"], "w") as f:
+            json.dump({"allreduce_s": float(np.median(times)), "times": times, "comm_cpu": float(np.median(cpu)),
+                       "bucket_bytes": sizes, "size": comm.size}, f)
+
+
+def balanced_worker():
+    import mxnet as mx
+    import numpy as np
+    from mxnet import autograd
+    comm, net, batch, x, y, params, tr, loss_fn = balanced_setup()
 
     def plain():
         mx.nd.waitall()
@@ -198,7 +238,7 @@ def run_comm(args):
                 continue
             prof = StepProfile(m["forward"], m["backward"], m["grad_bytes"], m["opt"],
                                ready=[m["backward"]] * len(m["grad_bytes"]))
-            pred = predict(prof, hosts, bw, latency=100e-6, fusion_bytes=1 << 62)
+            pred = predict(prof, hosts, bw, latency=LATENCY, fusion_bytes=1 << 62)
             measured_sf = (m["forward"] + m["backward"] + m["opt"]) / m["step"]
             row = {"hosts": hosts, "rate_mbit": rate, "socket_MBps": bw / 1e6, "measured": m,
                    "measured_sf": measured_sf, "predicted_sf": pred["scaling_factor"],
@@ -238,16 +278,50 @@ def comm_cpu_per_byte(m, hosts):
     return m["comm_cpu"] / sent if sent else 0.0
 
 
-def predict_balanced(m, hosts, bw, comm_cpu=True):
+def predict_balanced(m, hosts, bw, comm_cpu=True, gamma=0.0):
     """The what-if prediction for one balanced-regime job: one tensor per bucket (the trainer's
     buckets, each ready when its last gradient is), no further fusion; with ``comm_cpu`` the
     transfers' measured CPU cost is charged to the backward they overlap (every testbed host
-    shares this machine's cores, so none has a spare core)."""
+    shares this machine's cores, so none has a spare core); ``gamma``: the allreduce's local time
+    per bucket byte, measured apart with the links unthrottled (``allreduce_local_cost``)."""
     from gluon_suite.whatif import StepProfile, predict
     prof = StepProfile(m["forward"], m["backward"], [b["bytes"] for b in m["buckets"]], m["opt"],
                        ready=[b["ready"] for b in m["buckets"]],
-                       comm_cpu_s_per_byte=comm_cpu_per_byte(m, hosts) if comm_cpu else 0.0)
-    return predict(prof, hosts, bw, latency=100e-6, fusion_bytes=1)
+                       comm_cpu_s_per_byte=comm_cpu_per_byte(m, hosts) if comm_cpu else 0.0,
+                       allreduce_local_s_per_byte=gamma)
+    return predict(prof, hosts, bw, latency=LATENCY, fusion_bytes=1)
+
+
+def gamma_from(allreduce_s, bucket_bytes, hosts, bw):
+    """(gamma, wire seconds): the allreduce's time beyond the ring's wire and latency time at
+    socket bandwidth ``bw`` (bytes/s), per bucket byte, never below 0."""
+    from gluon_suite.whatif import ring_allreduce_s
+    wire = sum(ring_allreduce_s(s, hosts, bw, LATENCY) for s in bucket_bytes)
+    return max(0.0, (allreduce_s - wire) / sum(bucket_bytes)), wire
+
+
+def allreduce_local_cost(hosts, steps, repeats):
+    """gamma for ``hosts`` workers, measured apart from the validation points: the balanced regime's
+    buckets allreduced alone on the testbed with its links at FREE_MBIT (faster than these hosts
+    can push), minus the ring's wire and latency time at the socket bandwidth measured there, per
+    byte of the buckets; the median over ``repeats`` jobs."""
+    import numpy as np
+    from gluon_suite.whatif.testbed import Testbed
+    with Testbed(hosts, FREE_MBIT) as tb:
+        bw = socket_bandwidth(tb, FREE_MBIT)
+        jobs = [run_job(tb, "--allreduce-worker", {"STEPS": str(steps)}) for _ in range(repeats)]
+    jobs = [j for j in jobs if j is not None]
+    if not jobs:
+        raise SystemExit(f"the allreduce calibration failed at {hosts} hosts")
+    sizes = jobs[0]["bucket_bytes"]
+    t = float(np.median([j["allreduce_s"] for j in jobs]))
+    gamma, wire = gamma_from(t, sizes, hosts, bw)
+    print(f"{hosts} hosts, links at {FREE_MBIT:g} Mbit/s: socket {bw / 1e6:.0f} MB/s, allreduce of "
+          f"{sum(sizes) / 1e6:.2f} MB in {len(sizes)} buckets {t * 1e3:.1f} ms (wire {wire * 1e3:.1f} ms): "
+          f"gamma {gamma * 1e9:.2f} ns/B", flush=True)
+    return {"hosts": hosts, "rate_mbit": FREE_MBIT, "socket_MBps": bw / 1e6, "allreduce_s": t,
+            "allreduce_s_jobs": [j["allreduce_s"] for j in jobs], "wire_s": wire, "bucket_bytes": sizes,
+            "gamma_ns_per_byte": gamma * 1e9}
 
 
 def run_balanced(args):
@@ -257,7 +331,9 @@ def run_balanced(args):
     points = [(int(h), float(r)) for h, r in (p.split("@") for p in args.points.split(","))]
     bulks = [b for b in args.bulk.split(",") if b]
     results = []
+    calib = {h: allreduce_local_cost(h, args.steps, args.repeats) for h in sorted({h for h, _ in points})}
     for hosts, rate in points:
+        gamma = calib[hosts]["gamma_ns_per_byte"] * 1e-9
         for bulk in bulks:
             env = {"STEPS": str(args.steps), "BATCH": str(args.batch), "BUCKET_MB": str(args.bucket_mb)}
             if bulk == "off":
@@ -268,24 +344,30 @@ def run_balanced(args):
                 for _ in range(args.repeats):
                     m = run_job(tb, "--balanced-worker", env)
                     if m is not None:
-                        pred = predict_balanced(m, hosts, bw)
+                        pred = predict_balanced(m, hosts, bw, gamma=gamma)
+                        nog = predict_balanced(m, hosts, bw)
                         free = predict_balanced(m, hosts, bw, comm_cpu=False)
                         compute = m["forward"] + m["backward"] + m["opt"]
                         reps.append({"measured": m, "measured_sf": compute / m["step"],
                                      "comm_cpu_ns_per_byte": comm_cpu_per_byte(m, hosts) * 1e9,
                                      "predicted_sf": pred["scaling_factor"], "predicted_step_s": pred["step_s"],
+                                     "predicted_sf_without_gamma": nog["scaling_factor"],
                                      "predicted_sf_free_comm": free["scaling_factor"]})
             if not reps:
                 continue
             ms, ps = [r["measured_sf"] for r in reps], [r["predicted_sf"] for r in reps]
             fs = [r["predicted_sf_free_comm"] for r in reps]
+            gs = [r["predicted_sf_without_gamma"] for r in reps]
             row = {"hosts": hosts, "rate_mbit": rate, "bulk": bulk, "socket_MBps": bw / 1e6, "repeats": reps,
+                   "gamma_ns_per_byte": gamma * 1e9, "predicted_sf_without_gamma": float(np.mean(gs)),
                    "comm_cpu_ns_per_byte": float(np.median([r["comm_cpu_ns_per_byte"] for r in reps])),
                    "predicted_sf_free_comm": float(np.mean(fs)),
                    "measured_sf": float(np.mean(ms)), "measured_sf_std": float(np.std(ms, ddof=1)) if len(ms) > 1 else 0.0,
                    "predicted_sf": float(np.mean(ps)), "predicted_sf_std": float(np.std(ps, ddof=1)) if len(ps) > 1 else 0.0}
             row["rel_error"] = abs(row["predicted_sf"] - row["measured_sf"]) / row["measured_sf"]
             row["rel_error_free_comm"] = abs(row["predicted_sf_free_comm"] - row["measured_sf"]) / row["measured_sf"]
+            row["rel_error_without_gamma"] = (abs(row["predicted_sf_without_gamma"] - row["measured_sf"])
+                                              / row["measured_sf"])
             row["in_balanced_range"] = 0.3 <= row["measured_sf"] <= 0.95
             results.append(row)
             m = reps[0]["measured"]
@@ -293,18 +375,25 @@ def run_balanced(args):
                   f"{m['forward'] + m['backward'] + m['opt']:.3f} s  step {m['step']:.3f} s  SF measured "
                   f"{row['measured_sf']:.3f} +- {row['measured_sf_std']:.3f}  predicted {row['predicted_sf']:.3f}  "
                   f"error {row['rel_error'] * 100:.1f}%  (comm CPU {row['comm_cpu_ns_per_byte']:.2f} ns/B; free comm: "
-                  f"{row['predicted_sf_free_comm']:.3f}, {row['rel_error_free_comm'] * 100:.1f}%)", flush=True)
+                  f"{row['predicted_sf_free_comm']:.3f}, {row['rel_error_free_comm'] * 100:.1f}%; without gamma: "
+                  f"{row['predicted_sf_without_gamma']:.3f}, {row['rel_error_without_gamma'] * 100:.1f}%)", flush=True)
     inside = [r for r in results if r["in_balanced_range"]]
     summary = {"points": len(results), "points_in_0.3_0.95": len(inside),
                "max_rel_error_in_range": max((r["rel_error"] for r in inside), default=None),
                "max_rel_error": max((r["rel_error"] for r in results), default=None),
-               "max_rel_error_in_range_free_comm": max((r["rel_error_free_comm"] for r in inside), default=None)}
+               "max_rel_error_in_range_free_comm": max((r["rel_error_free_comm"] for r in inside), default=None),
+               "max_rel_error_in_range_without_gamma": max((r["rel_error_without_gamma"] for r in inside),
+                                                           default=None)}
+    for bulk in bulks:
+        summary[f"max_rel_error_in_range_bulk_{bulk}"] = max(
+            (r["rel_error"] for r in inside if r["bulk"] == bulk), default=None)
     write_json(os.path.join(args.out, "whatif_balanced.json"),
                {"benchmark": "whatif_balanced", "date": time.strftime("%Y-%m-%d"),
                 "model": "CNN 5 conv + 2 dense (1.72M parameters, 1.58M in the first dense layer), batch "
                          f"{args.batch}, 3x32x32, sync SGD, {args.bucket_mb:g} MB buckets",
                 "steps_per_job": args.steps, "repeats": args.repeats,
-                "spread": "sample std (ddof 1) over the repeated jobs of a point", **summary, "results": results})
+                "spread": "sample std (ddof 1) over the repeated jobs of a point",
+                "allreduce_local_cost": list(calib.values()), **summary, "results": results})
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -327,8 +416,9 @@ def run_balanced(args):
     def pct(e):
         return "n/a" if e is None else f"{e * 100:.1f}%"
     print(f"{summary['points_in_0.3_0.95']} of {summary['points']} points with a measured scaling factor in "
-          f"[0.3, 0.95]; worst prediction error there {pct(summary['max_rel_error_in_range'])} (with "
-          f"communication free of CPU cost: {pct(summary['max_rel_error_in_range_free_comm'])}); results: "
+          f"[0.3, 0.95]; worst prediction error there {pct(summary['max_rel_error_in_range'])} (without gamma: "
+          f"{pct(summary['max_rel_error_in_range_without_gamma'])}; with communication free of CPU cost and "
+          f"gamma: {pct(summary['max_rel_error_in_range_free_comm'])}); results: "
           f"{os.path.join(args.out, 'whatif_balanced.json')}")
 
 
@@ -337,13 +427,15 @@ def main():
         return worker()
     if "--balanced-worker" in sys.argv:
         return balanced_worker()
+    if "--allreduce-worker" in sys.argv:
+        return allreduce_worker()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--regime", choices=("comm", "balanced"), default="comm")
-    ap.add_argument("--points", default="2@150,2@200,2@300,2@500,2@1000,4@300,4@600,4@1000",
+    ap.add_argument("--points", default="2@300,2@500,2@1000,2@2000,4@300,4@600,4@1000",
                     help="balanced regime: hosts@Mbit/s, comma-separated")
     ap.add_argument("--bulk", default="default,off", help="balanced regime: MXNet bulk execution, default and/or off")
-    ap.add_argument("--repeats", type=int, default=3, help="balanced regime: jobs per point (the spread)")
-    ap.add_argument("--steps", type=int, default=8, help="balanced regime: measured step pairs per job")
+    ap.add_argument("--repeats", type=int, default=4, help="balanced regime: jobs per point (the spread)")
+    ap.add_argument("--steps", type=int, default=12, help="balanced regime: measured step pairs per job")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--bucket-mb", type=float, default=1.0)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))

@@ -183,6 +183,7 @@ def _cmd_whatif(args):
                            [args.param_mb * 1e6 / n] * n, args.optimizer_ms / 1e3)
         source = "given compute times and sizes"
     prof.comm_cpu_s_per_byte = args.comm_cpu_ns_per_byte * 1e-9
+    prof.allreduce_local_s_per_byte = args.allreduce_local_ns_per_byte * 1e-9
     grad_mb = sum(prof.grad_bytes) / 1e6
     print(f"{source}: forward {prof.forward_s * 1e3:.1f} ms, backward {prof.backward_s * 1e3:.1f} ms, "
           f"optimizer {prof.optimizer_s * 1e3:.1f} ms, {len(prof.grad_bytes)} gradient tensors, {grad_mb:.1f} MB")
@@ -203,7 +204,8 @@ def _cmd_whatif(args):
         from .utils import write_json
         write_json(args.json, {"profile": {"forward_s": prof.forward_s, "backward_s": prof.backward_s,
                                            "optimizer_s": prof.optimizer_s, "grad_bytes": prof.grad_bytes,
-                                           "comm_cpu_s_per_byte": prof.comm_cpu_s_per_byte},
+                                           "comm_cpu_s_per_byte": prof.comm_cpu_s_per_byte,
+                                           "allreduce_local_s_per_byte": prof.allreduce_local_s_per_byte},
                                "latency_s": lat, "fusion_bytes": fusion, "rows": rows})
     if args.plot:
         import matplotlib
@@ -309,6 +311,9 @@ def build_parser():
     pw.add_argument("--comm-cpu-ns-per-byte", type=nonneg_float, default=0.0,
                     help="CPU time communication takes from compute per byte a worker sends (0: the workers "
                          "have spare cores for it; bench/whatif_validation.py measures it on the testbed)")
+    pw.add_argument("--allreduce-local-ns-per-byte", type=nonneg_float, default=0.0,
+                    help="time an allreduce takes per byte of a bucket beyond its wire time (copies, reductions; "
+                         "measured with the link unthrottled, see docs/whatif.md; 0: none)")
     pw.add_argument("--ratios", type=ratio, nargs="+", default=[1, 2, 4, 8])
     pw.add_argument("--target-sf", type=float_range(0, 1, low_open=True, what="a scaling factor"), default=0.9)
     pw.add_argument("--plot", type=plot_file, help="PNG: scaling factor vs bandwidth per ratio")

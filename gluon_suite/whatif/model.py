@@ -27,6 +27,14 @@ and lasts max(T, c); while it runs, compute gets the rest of the core, 1 - c / m
 transfer that overlaps backward slows backward down, and the buckets after it become ready later.
 With kappa = 0 this is the model above. ``bench/whatif_validation.py`` measures kappa as the
 process's CPU time during the gradient allreduce divided by the bytes it sent.
+
+The allreduce's local work (``StepProfile.allreduce_local_s_per_byte``, gamma, 0 by default): the
+copies into and out of the fusion buffer, the reductions and the socket calls take time even on a
+free network. As in the alpha-beta-gamma cost model of collectives (Thakur, Rabenseifner and Gropp,
+2005), this time adds to the transfer's: a bucket of s bytes takes T + s * gamma. Gamma depends on
+the hosts and the number of workers, not on the link: measure it once on the cluster with the link
+unthrottled (``bench/whatif_validation.py`` does, on the testbed), as the allreduce's time there
+minus its wire time at that speed, per byte of the bucket.
 """
 from dataclasses import dataclass, field
 
@@ -44,6 +52,7 @@ class StepProfile:
     optimizer_s: float = 0.0
     ready: list = field(default=None)
     comm_cpu_s_per_byte: float = 0.0
+    allreduce_local_s_per_byte: float = 0.0
 
     def ready_times(self):
         """Ready time of each gradient tensor, measured from the start of the step."""
@@ -72,12 +81,13 @@ def fuse(sizes, ready, fusion_bytes):
     return buckets
 
 
-def ring_allreduce_s(nbytes, workers, bandwidth, latency):
-    """Seconds for a ring allreduce of ``nbytes``: 2(n-1)/n * bytes/BW + 2(n-1) * latency."""
+def ring_allreduce_s(nbytes, workers, bandwidth, latency, local_s_per_byte=0.0):
+    """Seconds for a ring allreduce of ``nbytes``: 2(n-1)/n * bytes/BW + 2(n-1) * latency, plus
+    ``local_s_per_byte`` (gamma) per byte for the local copies and reductions."""
     n = workers
     if n == 1:
         return 0.0
-    return 2.0 * (n - 1) / n * nbytes / bandwidth + 2.0 * (n - 1) * latency
+    return 2.0 * (n - 1) / n * nbytes / bandwidth + 2.0 * (n - 1) * latency + nbytes * local_s_per_byte
 
 
 def check(workers, bandwidth, ratio=1.0):
@@ -100,6 +110,7 @@ def predict(profile, workers, bandwidth, latency=5e-6, ratio=1.0, fusion_bytes=6
     extra = [b * compress_s_per_byte for b in profile.grad_bytes]
     ready = [r + e for r, e in zip(profile.ready_times(), extra)]
     kappa = float(profile.comm_cpu_s_per_byte or 0.0)
+    gamma = float(profile.allreduce_local_s_per_byte or 0.0)
     # time t and compute done w (seconds of uncontended compute): a bucket is ready when w reaches
     # its ready time; FIFO transfers; during a transfer compute runs at 1 - (its CPU share)
     t = w = wire = 0.0
@@ -108,7 +119,7 @@ def predict(profile, workers, bandwidth, latency=5e-6, ratio=1.0, fusion_bytes=6
             t, w = t + (r - w), r
         sent = 2.0 * (workers - 1) / workers * nbytes
         cpu = kappa * sent
-        span = max(ring_allreduce_s(nbytes, workers, bandwidth, latency), cpu)
+        span = max(ring_allreduce_s(nbytes, workers, bandwidth, latency, gamma), cpu)
         speed = 1.0 - cpu / span if span > 0 else 1.0
         w = min(compute, w + span * speed)
         t += span

@@ -16,6 +16,21 @@ def test_ring_allreduce_formula():
     # 4 workers, 100 MB at 1 GB/s, 10 us latency: 2*3/4*0.1 s + 6*10 us
     assert ring_allreduce_s(100 * MB, 4, 1e9, 10e-6) == pytest.approx(0.15 + 60e-6)
     assert ring_allreduce_s(100 * MB, 1, 1e9, 10e-6) == 0.0
+    # gamma (local copies and reductions) adds 0.3 ns per byte of the bucket: + 0.03 s
+    assert ring_allreduce_s(100 * MB, 4, 1e9, 10e-6, 0.3e-9) == pytest.approx(0.15 + 60e-6 + 0.03)
+    assert ring_allreduce_s(100 * MB, 1, 1e9, 10e-6, 0.3e-9) == 0.0
+
+
+def test_allreduce_local_cost_lengthens_every_transfer():
+    # backward 1 s; a 100 MB bucket ready at 0.2 s and a 10 MB one at the end; 2 workers at 1 GB/s:
+    # wires 0.1 s and 0.01 s. gamma = 9 ns per bucket byte: + 0.9 s and + 0.09 s. The first transfer
+    # runs [0.2, 1.2], past backward's end (1.0); the second [1.2, 1.3]. With kappa = 0 backward is
+    # not slowed. Step 1.3 s; SF 1/1.3.
+    p = StepProfile(0.0, 1.0, [100 * MB, 10 * MB], ready=[0.2, 1.0], allreduce_local_s_per_byte=9e-9)
+    r = predict(p, 2, 1e9, latency=0.0, fusion_bytes=1)
+    assert r["step_s"] == pytest.approx(1.3) and r["scaling_factor"] == pytest.approx(1 / 1.3)
+    # the wire bytes (utilisation) do not change: 2(n-1)/n of each bucket
+    assert r["wire_bytes"] == pytest.approx(110 * MB)
 
 
 def test_no_overlap_all_gradients_ready_at_the_end():
@@ -102,6 +117,23 @@ def test_cli_one_line_errors_and_table(tmp_path):
         base = [] if "--model" in args else ["--forward-ms", "1", "--backward-ms", "1", "--param-mb", "1"]
         p = subprocess.run([cli, "whatif", *base, *args], capture_output=True, text=True)
         assert p.returncode == 2 and "Traceback" not in p.stderr and needle in p.stderr
+
+
+
+def test_cli_takes_the_allreduce_local_cost(tmp_path):
+    # one 100 MB tensor ready at the end of backward (30 + 60 ms), 2 workers at 8 Gbit/s (1 GB/s):
+    # wire 0.1 s, latency 2 x 5 us, gamma 1 ns per byte: + 0.1 s. Step 0.29001 s.
+    cli = os.path.join(os.path.dirname(sys.executable), "gluon-suite")
+    out = tmp_path / "w.json"
+    p = subprocess.run([cli, "whatif", "--forward-ms", "30", "--backward-ms", "60", "--param-mb", "100", "--tensors",
+                        "1", "--workers", "2", "--bandwidth-gbps", "8", "--ratios", "1",
+                        "--allreduce-local-ns-per-byte", "1", "--json", str(out)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    row = json.loads(out.read_text())["rows"][0]
+    assert row["step_s"] == pytest.approx(0.29001)
+    bad = subprocess.run([cli, "whatif", "--forward-ms", "1", "--backward-ms", "1", "--param-mb", "1",
+                          "--allreduce-local-ns-per-byte", "-1"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--allreduce-local-ns-per-byte" in bad.stderr and "Traceback" not in bad.stderr
 
 
 PROFILE = """
