@@ -28,6 +28,12 @@ def test_the_choice_has_the_lowest_final_perplexity_and_a_diverged_run_never_win
         bench.choose({(0.1, 1.0): curve(float("inf"))})
 
 
+def test_every_run_warms_the_learning_rate_up_linearly_over_the_first_20_steps():
+    assert bench.WARMUP == 20
+    assert [bench.warmup_lr(0.3, s) for s in (0, 1, 9, 19, 20, 599)] == pytest.approx(
+        [0.015, 0.03, 0.15, 0.3, 0.3, 0.3])
+
+
 def test_ratios_verdicts_and_the_2_percent_target_against_synchronous_adaalter():
     curves = {"sync adaalter": [curve(100.0, syncs=600, time_s=10.0), curve(104.0, syncs=600, time_s=12.0)],
               "local adaalter H=4": [curve(101.0, syncs=150, time_s=8.0), curve(105.0, syncs=150, time_s=8.0)],
@@ -41,6 +47,8 @@ def test_ratios_verdicts_and_the_2_percent_target_against_synchronous_adaalter()
     assert h4["ppl_ratio"] == pytest.approx(103.0 / 102.0) and h4["within_2_percent"]
     assert h4["sync_ratio"] == pytest.approx(4.0) and h4["time_ratio"] == pytest.approx(8.0 / 11.0)
     assert h4["verdict"] == "within noise"
+    assert h4["paired_ratios"] == pytest.approx([101.0 / 100.0, 105.0 / 104.0])
+    assert h4["paired_ratio_median"] == pytest.approx((1.01 + 105.0 / 104.0) / 2)
     h8 = rows["local adaalter H=8"]["vs_sync_adaalter"]
     assert not h8["within_2_percent"] and h8["verdict"] == "worse than sync beyond the spread"
 
