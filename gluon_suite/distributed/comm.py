@@ -151,11 +151,13 @@ class Communicator(abc.ABC):
         of hundreds of small ones (a model's parameters and optimizer states): faster, and far
         fewer operations in flight between MXNet's engine and Horovod's background thread, where
         a native crash was seen in roughly one elastic test job in 50 with one collective per
-        tensor."""
+        tensor. Each group's collective is waited for before the next one is pushed, so at most
+        one is in flight (the crash was seen again, rarely, with one per dtype in flight at once;
+        this runs at start-up and at elastic resets, never in a training step)."""
         tensors = list(tensors)
         if self.size == 1 or not tensors:
-            for t in tensors:
-                self.broadcast_(t, root_rank, name)
+            # nothing to send (one worker holds the root's values); pushing a broadcast per tensor
+            # under one name failed in Horovod ("the same name as another tensor")
             return tensors
         groups = {}
         for t in tensors:
@@ -167,6 +169,7 @@ class Communicator(abc.ABC):
             for t, o, n in zip(members, offsets, sizes):
                 write_plain(t, flat[int(o):int(o) + n].reshape(t.shape))   # t itself: no view of it
             self.broadcast_(flat, root_rank, name=None if name is None else f"{name}.{g}")
+            flat.wait_to_read()
             for t, o, n in zip(members, offsets, sizes):
                 write_plain(flat[int(o):int(o) + n].reshape(t.shape), t)
         return tensors

@@ -185,7 +185,19 @@ class GluonState(State):
             self._schedule().load_state_dict(meta["schedule"])
 
     def sync(self):
-        """Make every worker hold rank 0's committed state (new workers included)."""
+        """Make every worker hold rank 0's committed state (new workers included). Horovod calls
+        this before the training function, outside ``run``'s translation: a peer that dies during
+        it surfaces here as MXNet's "Horovod has been shut down", which becomes
+        ``HorovodInternalError`` so that this worker restores the last commit and resets instead of
+        exiting."""
+        try:
+            self._sync()
+        except mx.base.MXNetError as exc:
+            if "Horovod has been shut down" not in str(exc):
+                raise
+            raise HorovodInternalError(" ".join(str(exc).split())[:300]) from None
+
+    def _sync(self):
         comm = self._adopt_world()
         # per-worker algorithm state first: CSER folds its residual into the model (x - e is the
         # same everywhere), error feedback drops it; then rank 0's state goes to everyone
