@@ -195,7 +195,7 @@ class GluonState(State):
         except mx.base.MXNetError as exc:
             if "Horovod has been shut down" not in str(exc):
                 raise
-            raise HorovodInternalError(" ".join(str(exc).split())[:300]) from None
+            raise _internal_error(exc) from None
 
     def _sync(self):
         comm = self._adopt_world()
@@ -248,6 +248,12 @@ class GluonState(State):
         return comm
 
 
+def _internal_error(exc):
+    """MXNet's error for a dead peer as Horovod's ``HorovodInternalError`` (restore, then reset),
+    its message on one line."""
+    return HorovodInternalError(" ".join(str(exc).split())[:300])
+
+
 def _reset():
     """Horovod's reset, ``hvd.shutdown(); hvd.init()``, once MXNet's engine has run every operation
     already pushed. MXNet runs Horovod's collectives asynchronously: a step's allreduce may still be
@@ -271,7 +277,7 @@ def run(func):
             return func(state, *args, **kwargs)
         except mx.base.MXNetError as exc:
             # a peer died: MXNet surfaces Horovod's shutdown as its own error
-            raise HorovodInternalError(" ".join(str(exc).split())[:300]) from None
+            raise _internal_error(exc) from None
     return run_fn(translated, _reset)
 
 
