@@ -7,8 +7,8 @@
 - ``WarmupMultiStep``: linear warm-up, then a step decay at milestones.
 - ``Sequential``: phases of schedules one after another (each sees its own step count from 1).
 - ``ElasticRamp``: wraps any schedule; when the global batch changes from B_old to B_new at step t0,
-  the target becomes base(t)·B_new/B_ref and the rate moves to it linearly over K steps
-  (SPECS §4, Dynamic SGD).
+  the target becomes base(t)·B_new/B_ref; on growth the rate moves to it linearly over K steps, on
+  a shrink it drops to it at once (Dynamic SGD, docs/methods.md).
 """
 import math
 
@@ -120,22 +120,38 @@ class Sequential(LRScheduler):
 
 
 class ElasticRamp(LRScheduler):
-    """Dynamic SGD's smooth learning-rate change on a resize (SPECS §4).
+    """Dynamic SGD's learning-rate change on a resize (docs/methods.md, "Dynamic SGD").
 
     ``base`` is any schedule (a callable of t) tuned for the global batch ``ref_batch``. After
-    ``set_global_batch(B_new, t0)``, the target is ``base(t)·B_new/ref_batch`` and the rate is
-    ``η(t0) + (target(t0+k) − η(t0))·min(1, (k+1)/K)`` at step t0 + k, with η(t0) the rate in force
-    when the resize happened: it reaches the new value over ``ramp_steps`` (K) steps, upwards or
-    downwards. ``state_dict``/``load_state_dict`` carry the ramp across checkpoints (JSON-ready).
+    ``set_global_batch(B_new, t0)`` the target is ``target(t) = base(t)·B_new/ref_batch``, and with
+    η(t0) the rate in force when the resize happened:
+
+    - growth (B_new > B_old): ``η(t0+k) = η(t0) + (target(t0+k) − η(t0))·min(1, (k+1)/K)``, a
+      K-step ramp (K = ``ramp_steps``), so that momentum gathered at the small batch does not act
+      at the large batch's full rate at once;
+    - shrink, ``down="jump"`` (the default): ``η = target`` from the first step at the new batch.
+
+    With ``down="jump"`` the rate is ``min(ramp, target)`` at every step: it never exceeds the
+    linearly scaled rate of the batch in force, also when ``base`` decays during a growth ramp.
+    ``down="ramp"`` (experimental, not the method's rule) ramps downwards over K steps as well; the
+    smaller batch then runs for up to K steps at up to B_old/B_new times its own rate, which
+    diverged on a 128 -> 16 worker shrink in bench/dynamic_sgd.py. The momentum buffer is never
+    rescaled (MXNet's SGD keeps the rate inside it). ``state_dict``/``load_state_dict`` carry the
+    resize across checkpoints (JSON-ready; states written before ``down`` existed load unchanged).
     """
 
-    def __init__(self, base, ref_batch, ramp_steps=100, global_batch=None):
+    DOWN_POLICIES = ("jump", "ramp")
+
+    def __init__(self, base, ref_batch, ramp_steps=100, global_batch=None, down="jump"):
         if not callable(base):
             raise ValueError("base must be a schedule (a callable of the step)")
         if ref_batch < 1 or int(ramp_steps) < 1:
             raise ValueError(f"ref_batch and ramp_steps must be >= 1 (got {ref_batch}, {ramp_steps})")
+        if down not in self.DOWN_POLICIES:
+            raise ValueError(f"down must be one of {', '.join(self.DOWN_POLICIES)} (got {down!r}); "
+                             "'jump' drops the rate to the new target at once when workers leave")
         super().__init__(base_lr=base(1))
-        self.base, self.ref_batch, self.K = base, ref_batch, int(ramp_steps)
+        self.base, self.ref_batch, self.K, self.down = base, ref_batch, int(ramp_steps), down
         self.batch = global_batch or ref_batch
         self.t0, self.lr0 = None, None
         self.last_t, self.last_lr = 0, None
@@ -156,12 +172,15 @@ class ElasticRamp(LRScheduler):
         self.t0, self.batch = t0, batch
 
     def __call__(self, t):
+        target = self.target(t)
         if self.t0 is None:
-            lr = self.target(t)
+            lr = target
         else:
             k = t - self.t0
             alpha = min(1.0, max(0.0, (k + 1) / self.K)) if k >= 0 else 0.0
-            lr = self.lr0 + (self.target(t) - self.lr0) * alpha
+            lr = self.lr0 + (target - self.lr0) * alpha
+            if self.down == "jump":
+                lr = min(lr, target)
         self.last_t, self.last_lr = t, lr
         return lr
 

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -58,6 +59,41 @@ def test_train_digits_elastic(discovery, tmp_path):
     res = json.load(open(tmp_path / "result.json"))
     assert len(res["history"]) == 2 and res["test_acc"] >= 0.8
     assert {n for n, _ in res["lrs"]} == {2}
+
+
+def test_train_digits_elastic_shrink_logs_the_smaller_batch_rate(tmp_path):
+    # a real 2-worker job loses one worker (its host leaves the discovery list after epoch 1) and
+    # finishes alone; the rate at every step on one worker is the one-worker target 0.05 x 1/2,
+    # at once, although --ramp-steps is far longer than the run (a downward ramp would still be
+    # near 0.05 at the end)
+    hosts, disc, run = tmp_path / "hosts.txt", tmp_path / "discover.sh", tmp_path / "run"
+    hosts.write_text("localhost:1\n127.0.0.1:1\n")
+    disc.write_text(f"#!/bin/sh\ncat {hosts}\n")
+    disc.chmod(0o755)
+    p = subprocess.Popen([CLI, "launch", "--min-np", "1", "--max-np", "2", "--host-discovery-script", str(disc),
+                          "--network-interface", "lo", "--", sys.executable,
+                          os.path.join(REPO, "scripts", "cv", "train_digits.py"), "--elastic", "--epochs", "30", "--commit-every", "5",
+                          "--lr", "0.05", "--ramp-steps", "1000", "--no-progress", "--out", str(run)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, PYTHONPATH=REPO, OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1"))
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and p.poll() is None and not (
+                (run / "log.jsonl").exists() and (run / "log.jsonl").read_text().strip()):
+            time.sleep(0.2)
+        hosts.write_text("localhost:1\n")
+        out, err = p.communicate(timeout=400)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, out[-3000:] + err[-3000:]
+    log = lines(run / "log.jsonl")
+    assert log[0]["workers"] == 2 and log[-1]["workers"] == 1 and len(log) == 30
+    assert [r["lr"] for r in log] == pytest.approx([0.05 if r["workers"] == 2 else 0.025 for r in log])
+    res = json.load(open(run / "result.json"))
+    one = [lr for n, lr in res["lrs"] if n == 1]
+    assert len(one) > 20 and one == pytest.approx([0.025] * len(one))
+    assert res["test_acc"] >= 0.8
 
 
 @pytest.fixture(scope="module")

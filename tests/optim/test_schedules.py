@@ -39,20 +39,104 @@ def test_sequential_phases_restart_their_count():
     assert s(31) == pytest.approx(0.1) and s(33) == pytest.approx(0.3)
 
 
-@pytest.mark.parametrize("new_batch", [512, 128])
-def test_elastic_ramp_moves_to_linearly_scaled_target_over_k_steps(new_batch):
+def test_elastic_ramp_moves_to_a_larger_batch_target_over_k_steps():
     base = lambda t: 0.1  # noqa: E731
     K = 8
     s = ElasticRamp(base, ref_batch=256, ramp_steps=K)
     lrs = [s(t) for t in range(1, 21)]
     assert lrs == [0.1] * 20
-    s.set_global_batch(new_batch, step=20)
-    target = 0.1 * new_batch / 256
+    s.set_global_batch(512, step=20)
+    target = 0.2
     lrs = [s(20)] + [s(t) for t in range(21, 40)]
     assert lrs[0] == pytest.approx(0.1 + (target - 0.1) / K)
     steps = np.diff([0.1] + lrs)
-    assert np.all(np.abs(steps) <= abs(target - 0.1) / K + 1e-12)   # never jumps more than 1/K
+    assert np.all(steps >= 0) and np.all(steps <= (target - 0.1) / K + 1e-12)   # never jumps more than 1/K
     assert lrs[K - 1] == pytest.approx(target) and lrs[-1] == pytest.approx(target)
+
+
+# 8 -> 32 -> 128 -> 16 workers of 8 samples, base rate 0.1 x B/256 (0.025 at 8 workers), K = 4.
+# Hand-computed: growth at step 11 from 0.025 to 0.1 in quarters (0.025 + 0.075 k/4), growth at 21
+# from 0.1 to 0.4 (0.1 + 0.3 k/4), shrink at 31 to 0.05.
+WALK = [(11, 32 * 8), (21, 128 * 8), (31, 16 * 8)]
+EXPECTED_GROWTH = {11: 0.04375, 12: 0.0625, 13: 0.08125, 14: 0.1, 20: 0.1,
+                   21: 0.175, 22: 0.25, 23: 0.325, 24: 0.4, 30: 0.4}
+
+
+def _walk(down):
+    s = ElasticRamp(lambda t: 0.025, ref_batch=64, ramp_steps=4, global_batch=64, down=down)
+    resizes, lrs = dict(WALK), {}
+    for t in range(1, 41):
+        if t in resizes:
+            s.set_global_batch(resizes[t], step=t)
+        lrs[t] = s(t)
+    return lrs
+
+
+def test_elastic_ramp_walk_8_32_128_16_ramps_up_and_jumps_down():
+    lrs = _walk("jump")
+    assert all(lrs[t] == pytest.approx(0.025) for t in range(1, 11))
+    for t, v in EXPECTED_GROWTH.items():
+        assert lrs[t] == pytest.approx(v), t
+    # after the shrink, every step runs at the 16-worker target 0.1 x 128/256 = 0.05, never above
+    assert all(lrs[t] == pytest.approx(0.05) for t in range(31, 41))
+    # and at no step of the walk is the rate above the target of the batch in force
+    in_force = {t: 0.025 * (8 if t < 11 else 32 if t < 21 else 128 if t < 31 else 16) / 8 for t in lrs}
+    assert all(lrs[t] <= in_force[t] + 1e-12 for t in lrs)
+
+
+def test_elastic_ramp_down_ramp_is_the_explicit_two_way_variant():
+    lrs = _walk("ramp")
+    for t, v in EXPECTED_GROWTH.items():
+        assert lrs[t] == pytest.approx(v), t
+    # from 0.4 down to 0.05 in quarters: 0.4 - 0.35 k/4
+    assert [lrs[t] for t in (31, 32, 33, 34, 35)] == pytest.approx([0.3125, 0.225, 0.1375, 0.05, 0.05])
+
+
+def test_elastic_ramp_shrink_in_the_middle_of_a_growth_ramp_drops_to_the_new_target():
+    s = ElasticRamp(lambda t: 0.1, ref_batch=100, ramp_steps=10)
+    s(5)
+    s.set_global_batch(400, step=6)          # ramp from 0.1 towards 0.4
+    assert s(6) == pytest.approx(0.13) and s(7) == pytest.approx(0.16)
+    s.set_global_batch(100, step=8)          # at 0.19 on the way up, three quarters leave
+    assert [s(t) for t in (8, 9, 20)] == pytest.approx([0.1, 0.1, 0.1])
+
+
+def test_elastic_ramp_shrink_to_a_target_above_the_rate_in_force_keeps_ramping_up():
+    # a shrink (400 -> 200) while the rate is still below the smaller batch's target: it keeps
+    # climbing from where it is (0.19) to the new target 0.2 over K steps, never above it
+    s = ElasticRamp(lambda t: 0.1, ref_batch=100, ramp_steps=10)
+    s(5)
+    s.set_global_batch(400, step=6)
+    s(7)
+    s.set_global_batch(200, step=8)
+    assert [s(t) for t in (8, 9, 17, 30)] == pytest.approx([0.191, 0.192, 0.2, 0.2])
+
+
+def test_elastic_ramp_never_exceeds_the_target_when_the_base_decays_during_growth():
+    base = lambda t: 0.1 if t < 12 else 0.01  # noqa: E731  (a step decay inside the ramp)
+    s = ElasticRamp(base, ref_batch=10, ramp_steps=10)
+    s(9)
+    s.set_global_batch(20, step=10)          # ramp from 0.1 towards 0.2 ...
+    assert s(10) == pytest.approx(0.11) and s(11) == pytest.approx(0.12)
+    # ... then the base drops to 0.01: the target is 0.02, the straight ramp would give 0.1 - 0.08 x 3/10
+    assert s(12) == pytest.approx(0.02) and s(30) == pytest.approx(0.02)
+
+
+def test_elastic_ramp_rejects_an_unknown_down_policy():
+    with pytest.raises(ValueError, match="down must be one of jump, ramp"):
+        ElasticRamp(lambda t: 0.1, ref_batch=8, down="smooth")
+
+
+def test_elastic_ramp_state_written_before_the_down_policy_existed_still_loads():
+    # the exact keys an earlier release wrote into checkpoints and elastic commits: a shrink from
+    # 256 to 64 at step 40 from rate 0.2 (base 0.1 for 128)
+    old = {"batch": 64, "ref_batch": 128, "t0": 40, "lr0": 0.2, "last_t": 41}
+    s = ElasticRamp(lambda t: 0.1, ref_batch=128, ramp_steps=10)
+    s.load_state_dict(old)
+    assert s(42) == pytest.approx(0.05)      # the new default: the 64-sample target at once
+    r = ElasticRamp(lambda t: 0.1, ref_batch=128, ramp_steps=10, down="ramp")
+    r.load_state_dict(old)
+    assert r(42) == pytest.approx(0.2 + (0.05 - 0.2) * 3 / 10)
 
 
 def test_elastic_ramp_follows_a_decaying_base_and_survives_save_load(tmp_path):
