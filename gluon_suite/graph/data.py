@@ -231,6 +231,46 @@ class SBMDataset(NodeDataset):
         super().__init__(g, len(sizes))
 
 
+class CitationGraphDataset(NodeDataset):
+    """DGL's ``CoraGraphDataset`` / ``CiteseerGraphDataset`` on files at hand: the LINQS folder
+    ``raw_dir`` holding ``{name}.content`` and ``{name}.cites`` (``load_linqs``; nothing is
+    downloaded). The LINQS files carry no split, so the masks follow Planetoid's sizes on a seeded
+    draw: ``train_per_class`` nodes of each class for training, then ``num_val`` and ``num_test``
+    of the remaining nodes (scaled down in the same ratio when fewer remain). ``data.classes`` holds the class names."""
+
+    name = "cora"
+
+    def __init__(self, raw_dir=None, train_per_class=20, num_val=500, num_test=1000, seed=0, **kwargs):
+        if raw_dir is None:
+            raise GraphError(f"{type(self).__name__}: pass raw_dir=<folder holding {self.name}.content and "
+                             f"{self.name}.cites>; this package never downloads data sets")
+        g, self.classes = load_linqs(raw_dir, self.name)
+        labels = g.ndata["label"].asnumpy().astype(np.int64)
+        rs = np.random.RandomState(seed)
+        train = np.concatenate([rs.permutation(np.flatnonzero(labels == c))[:train_per_class]
+                                for c in range(len(self.classes))])
+        rest = rs.permutation(np.setdiff1d(np.arange(len(labels)), train))
+        if len(rest) < num_val + num_test:     # a small graph: the two shares keep their ratio
+            num_val = int(round(len(rest) * num_val / max(num_val + num_test, 1)))
+            num_test = len(rest) - num_val
+        for key, ids in (("train_mask", train), ("val_mask", rest[:num_val]),
+                         ("test_mask", rest[num_val:num_val + num_test])):
+            mask = np.zeros(len(labels), np.float32)
+            mask[ids] = 1
+            g.ndata[key] = mask
+        super().__init__(g, len(self.classes))
+
+
+class CoraGraphDataset(CitationGraphDataset):
+    """Cora from a local LINQS folder (``cora.content``, ``cora.cites``)."""
+    name = "cora"
+
+
+class CiteseerGraphDataset(CitationGraphDataset):
+    """Citeseer from a local LINQS folder (``citeseer.content``, ``citeseer.cites``)."""
+    name = "citeseer"
+
+
 class GraphClassificationDataset:
     """Graphs with labels, read like DGL's ``GINDataset``: ``data[i]`` is ``(graph, label)`` (an
     int64 NDArray), node features in ``ndata['attr']``; ``dim_nfeats`` and ``gclasses`` give the
