@@ -36,10 +36,15 @@ def sbm_graph(sizes=(100, 100, 100), p_in=0.1, p_out=0.01, feat_dim=16, noise=1.
     return g
 
 
-def load_linqs(folder, name="cora"):
+def load_linqs(folder, name="cora", dangling="error"):
     """A LINQS citation data set: ``{name}.content`` (``<paper id> <0/1 word attributes...> <class>``
-    per line) and ``{name}.cites`` (``<cited id> <citing id>``). Edges go both ways; citations of
-    papers missing from the content file are dropped. Returns the graph and the class names."""
+    per line) and ``{name}.cites`` (``<cited id> <citing id>``). Edges go both ways. A cites line
+    naming a paper absent from the content file is a GraphError naming the file, the line and the
+    id (``dangling='drop'`` skips such lines instead: CiteSeer's published files have a few); a paper
+    id listed twice, a row of another width or a non-numeric attribute is a GraphError naming the
+    file and the line. Returns the graph and the class names."""
+    if dangling not in ("error", "drop"):
+        raise GraphError(f"dangling={dangling!r}: use 'error' or 'drop'")
     content, cites = (os.path.join(folder, f"{name}.{ext}") for ext in ("content", "cites"))
     for f in (content, cites):
         if not os.path.isfile(f):
@@ -75,9 +80,14 @@ def load_linqs(folder, name="cora"):
             if len(parts) != 2:
                 raise GraphError(f"{cites}:{no}: expected '<cited id> <citing id>', got {len(parts)} fields")
             a, b = parts
-            if a in ids and b in ids:
-                src += [ids[b], ids[a]]
-                dst += [ids[a], ids[b]]
+            missing = [paper for paper in (a, b) if paper not in ids]
+            if missing and dangling == "drop":
+                continue
+            if missing:
+                raise GraphError(f"{cites}:{no}: paper {missing[0]} is not in {content}; add its row there, "
+                                 "remove the citation, or pass --drop-dangling-cites to skip such lines")
+            src += [ids[b], ids[a]]
+            dst += [ids[a], ids[b]]
     classes = sorted(set(labels))
     g = Graph((np.array(src, np.int64), np.array(dst, np.int64)), num_nodes=len(ids))
     g.ndata["feat"] = mx.nd.array(np.array(feats, np.float32))
@@ -117,11 +127,35 @@ def load_tu(folder, name):
     if len(edges) and (edges.min() < 1 or edges.max() > n):
         bad = int(np.flatnonzero((edges < 1).any(1) | (edges > n).any(1))[0]) + 1
         raise GraphError(f"{p('A')}:{bad}: node id out of range 1..{n} (the graph indicator lists {n} nodes)")
+    if n == 0:
+        raise GraphError(f"{p('graph_indicator')} is empty; it needs one graph id per node")
+    if gid.min() < 1:
+        bad = int(np.flatnonzero(gid < 1)[0]) + 1
+        raise GraphError(f"{p('graph_indicator')}:{bad}: graph id {gid[bad - 1]} is not >= 1; graph ids "
+                         "run 1..G")
+    if (np.diff(gid) < 0).any():
+        bad = int(np.flatnonzero(np.diff(gid) < 0)[0]) + 2
+        raise GraphError(f"{p('graph_indicator')}:{bad}: graph id {gid[bad - 1]} after {gid[bad - 2]}; a "
+                         "graph's nodes must be listed together, graphs in increasing order")
     if gid.max() != len(glab):
-        raise GraphError(f"{p('graph_indicator')} names {gid.max()} graphs but {p('graph_labels')} has {len(glab)} labels")
+        raise GraphError(f"{p('graph_indicator')} names {gid.max()} graphs but {p('graph_labels')} has "
+                         f"{len(glab)} labels; give one label line per graph")
+    absent = np.setdiff1d(np.arange(1, gid.max() + 1), gid)
+    if len(absent):
+        raise GraphError(f"{p('graph_indicator')} has no node of graph {int(absent[0])} (its ids must run "
+                         f"1..{gid.max()} without gaps); fix the file")
+    if len(edges):
+        cross = np.flatnonzero(gid[edges[:, 0] - 1] != gid[edges[:, 1] - 1])
+        if len(cross):
+            i, j = edges[cross[0]]
+            raise GraphError(f"{p('A')}:{int(cross[0]) + 1}: edge {i}, {j} joins graph {gid[i - 1]} to graph "
+                             f"{gid[j - 1]}; an edge must stay inside one graph: fix the file")
     feat = None
     if os.path.isfile(p("node_labels")):
         nl = _read_ints(p("node_labels"), 1, "one node label").ravel()
+        if len(nl) != n:
+            raise GraphError(f"{p('node_labels')} has {len(nl)} labels but {p('graph_indicator')} lists {n} "
+                             "nodes; give one label line per node")
         feat = np.eye(nl.max() - nl.min() + 1, dtype=np.float32)[nl - nl.min()]
     classes = sorted(set(glab.tolist()))
     graphs = []

@@ -23,7 +23,8 @@ from ..utils.fileio import atomic_path
 from .batch import batch
 from .sampling import sample_blocks
 
-NODE_DEFAULTS = {"dataset": "sbm", "data_dir": None, "name": "cora", "model": "gcn", "hidden": 16,
+NODE_DEFAULTS = {"dataset": "sbm", "data_dir": None, "name": "cora", "drop_dangling_cites": False,
+                 "model": "gcn", "hidden": 16,
                  "epochs": 100, "lr": 0.01, "wd": 5e-4, "dropout": 0.5, "sampled": False,
                  "fanouts": [10, 10], "batch_size": 64, "seed": 0, "out": "runs/graph_node",
                  "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
@@ -36,6 +37,9 @@ GRAPH_DEFAULTS = {"dataset": "families", "data_dir": None, "name": "MUTAG", "mod
                   "resume": "none", "stop_after_epochs": None, "publish": None, "publish_name": None,
                   "publish_url": None, "card": None,
                   "elastic": False, "ramp_steps": 50, "commit_every": 20, "ref_workers": None}
+
+
+NODE_LAYERS = 2   # NodeClassifier's graph layers: one sampled block (one fanout) per layer
 
 
 def _merge(defaults, config):
@@ -175,7 +179,8 @@ def node_dataset(cfg):
     if cfg["dataset"] == "linqs":
         if not cfg["data_dir"]:
             raise UserError("dataset linqs reads {name}.content/{name}.cites: pass --data-dir")
-        g, classes = load_linqs(cfg["data_dir"], cfg["name"])
+        g, classes = load_linqs(cfg["data_dir"], cfg["name"],
+                                dangling="drop" if cfg["drop_dangling_cites"] else "error")
         labels = g.ndata["label"].asnumpy().astype(int)
         train = np.concatenate([rs.permutation(np.flatnonzero(labels == c))[:20] for c in range(len(classes))])
         rest = np.setdiff1d(np.arange(g.num_nodes()), train)
@@ -187,6 +192,9 @@ def train_node_classification(config, comm, log=print):
     """Train a zoo node classifier; returns ``{'test_acc', 'history'}`` (``test_acc`` None when
     stopped before the first evaluation)."""
     cfg = _merge(NODE_DEFAULTS, config)
+    if cfg["sampled"] and len(cfg["fanouts"]) != NODE_LAYERS:
+        raise UserError(f"--fanouts gives {len(cfg['fanouts'])} value(s) but the {cfg['model']} model has "
+                        f"{NODE_LAYERS} layers, one fanout each; give {NODE_LAYERS} values, e.g. --fanouts 10 10")
     mx.random.seed(cfg["seed"])
     g, train, test, classes = node_dataset(cfg)
     if cfg["model"] in ("gcn", "gat") and not cfg["sampled"]:
@@ -298,6 +306,9 @@ def train_graph_classification(config, comm, log=print):
     perm = np.random.RandomState(cfg["seed"]).permutation(len(graphs))
     cut = int(0.75 * len(graphs))
     train, test = perm[:cut], perm[cut:]
+    if int(cfg["batch_size"]) * comm.size > len(train):
+        raise UserError(f"--batch-size {cfg['batch_size']} x {comm.size} worker(s) exceeds the {len(train)} "
+                        f"training graphs (75% of {len(graphs)}): not one step per epoch; lower --batch-size")
     in_feats = graphs[0].ndata["feat"].shape[1]
     net = get_model(cfg["model"], in_feats=in_feats, classes=classes, hidden=cfg["hidden"])
     net.initialize(mx.init.Xavier())

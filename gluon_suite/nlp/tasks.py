@@ -111,9 +111,38 @@ class BertQA(gluon.HybridBlock):
 
 
 # ---- SQuAD v1.1 ------------------------------------------------------------------------------------
+_JSON_TYPES = {dict: "an object", list: "a list", str: "a string", int: "a whole number"}
+
+
+def _json_kind(value):
+    if isinstance(value, bool):
+        return "true/false"
+    if value is None:
+        return "null"
+    for t, name in ((dict, "an object"), (list, "a list"), (str, "a string"), (int, "a whole number"),
+                    (float, "a number")):
+        if isinstance(value, t):
+            return name
+    return type(value).__name__
+
+
+def _field(obj, key, kind, path, where):
+    """``obj[key]`` checked to be of JSON type ``kind`` (dict, list, str or int); a UserError
+    naming the file and the JSON path (``data[0].paragraphs[2].qas[1].answers``) otherwise."""
+    fix = "fix the file (SQuAD v1.1: data[].paragraphs[].{context, qas[].{id, question, answers[].{text, answer_start}}})"
+    if key not in obj:
+        raise UserError(f"{path}: {where} lacks '{key}' ({_JSON_TYPES[kind]}); {fix}")
+    value = obj[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise UserError(f"{path}: {where}.{key} is {_json_kind(value)}, not {_JSON_TYPES[kind]}; {fix}")
+    return value
+
+
 def read_squad(path):
     """Read SQuAD v1.1 JSON: a list of dicts with id, question, context, answers (texts) and
-    answer_start (chars). Malformed input raises UserError naming the file and line or the entry."""
+    answer_start (chars). Every field is checked for its JSON type where it is read; a wrong type,
+    a missing field or an answer not found at its offset raises UserError naming the file and the
+    JSON path (``data[0].paragraphs[2].qas[1].answers``)."""
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
@@ -125,22 +154,41 @@ def read_squad(path):
         raise UserError(f"{path}: a SQuAD file is an object with a 'data' list")
     out = []
     for ai, art in enumerate(data["data"]):
-        for pi, para in enumerate(art.get("paragraphs", [])):
-            where = f"{path}: data[{ai}].paragraphs[{pi}]"
+        if not isinstance(art, dict):
+            raise UserError(f"{path}: data[{ai}] is {_json_kind(art)}, not an object with 'paragraphs'; fix the file")
+        for pi, para in enumerate(_field(art, "paragraphs", list, path, f"data[{ai}]")):
+            where = f"data[{ai}].paragraphs[{pi}]"
+            if not isinstance(para, dict):
+                raise UserError(f"{path}: {where} is {_json_kind(para)}, not an object with 'context' and "
+                                "'qas'; fix the file")
             if "context" not in para or "qas" not in para:
-                raise UserError(f"{where} lacks 'context' or 'qas'")
-            for qi, qa in enumerate(para["qas"]):
-                for key in ("id", "question", "answers"):
-                    if key not in qa:
-                        raise UserError(f"{where}.qas[{qi}] lacks '{key}'")
-                for ans in qa["answers"]:
-                    s = ans.get("answer_start", -1)
-                    if para["context"][s:s + len(ans.get("text", ""))] != ans.get("text"):
-                        raise UserError(f"{where}.qas[{qi}]: answer {ans.get('text')!r} is not at "
-                                        f"character {s} of the context")
-                out.append({"id": qa["id"], "question": qa["question"], "context": para["context"],
-                            "answers": [a["text"] for a in qa["answers"]],
-                            "answer_start": [a["answer_start"] for a in qa["answers"]]})
+                raise UserError(f"{path}: {where} lacks 'context' or 'qas'; fix the file")
+            context = _field(para, "context", str, path, where)
+            for qi, qa in enumerate(_field(para, "qas", list, path, where)):
+                qwhere = f"{where}.qas[{qi}]"
+                if not isinstance(qa, dict):
+                    raise UserError(f"{path}: {qwhere} is {_json_kind(qa)}, not an object; fix the file")
+                qid = qa.get("id")
+                if isinstance(qid, int) and not isinstance(qid, bool):
+                    qid = str(qid)   # numeric ids are common in converted files
+                else:
+                    qid = _field(qa, "id", str, path, qwhere)
+                question = _field(qa, "question", str, path, qwhere)
+                texts, starts = [], []
+                for ni, ans in enumerate(_field(qa, "answers", list, path, qwhere)):
+                    awhere = f"{qwhere}.answers[{ni}]"
+                    if not isinstance(ans, dict):
+                        raise UserError(f"{path}: {awhere} is {_json_kind(ans)}, not an object with 'text' and "
+                                        "'answer_start'; fix the file")
+                    text = _field(ans, "text", str, path, awhere)
+                    s = _field(ans, "answer_start", int, path, awhere)
+                    if s < 0 or context[s:s + len(text)] != text:
+                        raise UserError(f"{path}: {qwhere}: answer {text!r} is not at character {s} of the "
+                                        f"context ({awhere}); fix answer_start")
+                    texts.append(text)
+                    starts.append(s)
+                out.append({"id": qid, "question": question, "context": context,
+                            "answers": texts, "answer_start": starts})
     if not out:
         raise UserError(f"{path} holds no questions")
     return out

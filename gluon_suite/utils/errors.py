@@ -10,7 +10,8 @@ Exit codes (docs/getting_started.md, "Exit codes"):
 
 - 0: done;
 - 1: the request was valid but the run could not finish: a download or a Horovod job failed,
-  Horovod is broken, the disk filled up, ``zoo verify`` found corrupt files (``RunFailed``);
+  Horovod is broken, the disk filled up or an output file could not be written (``WriteError``),
+  ``zoo verify`` found corrupt files (``RunFailed``);
 - 2: bad input, to be fixed in the command line, a config or input file, or the environment:
   argparse's usage errors and every ``UserError``/``ValueError``/missing-file error;
 - 130 / 143: interrupted (SIGINT / SIGTERM).
@@ -58,9 +59,17 @@ class RunFailed(GluonSuiteError):
     exit_code = EXIT_FAILED
 
 
+class WriteError(OSError):
+    """Writing an output file failed (disk full, file-size limit, no permission, read-only file
+    system): ``filename`` is the file the user knows (not its temporary name). Nothing half-written
+    is left behind; ``run_cli`` reports it as one line and exits 1."""
+    exit_code = EXIT_FAILED
+
+
 # other exceptions whose message is written for a user: shown as one line, exit status 2
 _BAD_INPUT = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
 _NO_SPACE = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
+_NOT_WRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS}
 
 
 def _one_line(exc):
@@ -71,11 +80,31 @@ def _one_line(exc):
     return msg
 
 
+_AGAIN = ("nothing half-written was kept and earlier checkpoints are intact; {fix}, then run again "
+          "(a training run continues from its last checkpoint with --resume auto)")
+
+
 def no_space_message(exc):
     """One line for a write that failed because the disk (or the file-size limit) is full."""
     where = f" while writing {exc.filename}" if getattr(exc, "filename", None) else ""
-    return (f"no space left{where} ({exc.strerror or 'disk full'}); nothing half-written was kept: "
-            "free some space or choose another output folder, then run again")
+    fix = "free some space or choose another output folder"
+    if exc.errno == errno.EFBIG:
+        fix = "raise the file-size limit (ulimit -f), free some space or choose another output folder"
+    return f"no space left{where} ({exc.strerror or 'disk full'}); " + _AGAIN.format(fix=fix)
+
+
+def write_error_message(exc):
+    """One line for a failed write of an output file: the file, the cause and the fix."""
+    if exc.errno in _NO_SPACE or exc.errno is None:
+        return no_space_message(exc)
+    where = f" {exc.filename}" if getattr(exc, "filename", None) else " an output file"
+    if exc.errno == errno.EROFS:
+        cause, fix = "the file system is read-only", "choose an output folder on a writable disk"
+    elif exc.errno in (errno.EACCES, errno.EPERM):
+        cause, fix = "permission denied", "fix the folder's permissions or choose another output folder"
+    else:
+        cause, fix = exc.strerror or "input/output error", "check the disk or choose another output folder"
+    return f"could not write{where} ({cause}); " + _AGAIN.format(fix=fix)
 
 
 def run_cli(main, argv=None):
@@ -98,9 +127,12 @@ def run_cli(main, argv=None):
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
+    except WriteError as exc:
+        print(f"error: {write_error_message(exc)}", file=sys.stderr)
+        sys.exit(EXIT_FAILED)
     except OSError as exc:
-        if exc.errno in _NO_SPACE:
-            print(f"error: {no_space_message(exc)}", file=sys.stderr)
+        if exc.errno in _NO_SPACE or exc.errno == errno.EROFS:
+            print(f"error: {write_error_message(exc)}", file=sys.stderr)
             sys.exit(EXIT_FAILED)
         if not isinstance(exc, _BAD_INPUT):
             raise

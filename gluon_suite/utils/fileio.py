@@ -7,37 +7,95 @@ import contextlib
 import errno
 import json
 import os
+import resource
+import sys
 import tempfile
 
-_NO_SPACE = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
+from .errors import WriteError
+
+# a failed write with one of these is the disk's (or the folder's) fault, whatever the writer
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EROFS}
+_DENIED = {errno.EACCES, errno.EPERM}
+
+
+def _native_write_failure(exc, tmp):
+    """The errno of an MXNet error raised by a native writer (``nd.save``'s ``FileStream.Write
+    incomplete``) that ran out of room, or None for any other error. MXNet does not keep the errno:
+    a file that reached the process's file-size limit is EFBIG, anything else ENOSPC."""
+    mx = sys.modules.get("mxnet")
+    if mx is None or not isinstance(exc, mx.base.MXNetError) or "Write incomplete" not in str(exc):
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    try:
+        size = os.path.getsize(tmp)
+    except OSError:
+        size = 0
+    return errno.EFBIG if soft != resource.RLIM_INFINITY and size >= soft else errno.ENOSPC
+
+
+def _short_write(tmp):
+    """The errno of a write that was cut short without an error: MXNet's native writers ignore a
+    failure of their last buffered write (when the file is closed), so a file written by
+    ``nd.save`` may end early with no exception. Such a file reached the process's file-size limit
+    (EFBIG) or left its disk full (ENOSPC); None when neither holds."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft != resource.RLIM_INFINITY and os.path.getsize(tmp) >= soft:
+        return errno.EFBIG
+    st = os.statvfs(tmp)
+    if st.f_bavail == 0 or st.f_bfree == 0:
+        return errno.ENOSPC
+    return None
+
+
+def write_error(exc, path, tmp=None, ours=False):
+    """``exc`` as a ``WriteError`` naming ``path`` when it is a failed write (full disk, file-size
+    limit, read-only file system, or no permission on ``path``/``tmp``, or on anything when
+    ``ours``: the error came from creating, syncing or renaming the file), else None."""
+    if isinstance(exc, WriteError):
+        return exc
+    code = _native_write_failure(exc, tmp) if tmp else None
+    if code is None and isinstance(exc, OSError):
+        if exc.errno in _WRITE_ERRNOS or (exc.errno in _DENIED and (ours or exc.filename in (None, path, tmp))):
+            code = exc.errno
+    if code is None:
+        return None
+    return WriteError(code, os.strerror(code), path)
 
 
 @contextlib.contextmanager
 def atomic_path(path, durable=True):
     """Yield a temporary path beside ``path``; on normal exit it is renamed onto ``path``.
 
-    On an exception the temporary file is removed and ``path`` is left as it was (a full disk is
-    re-raised as an ``OSError`` naming ``path``). Use it for writers
-    that want a file name (``mx.nd.save``, ``net.save_parameters``). ``durable=False`` skips the
-    fsync, for files that are verified on every use anyway (cached downloads).
+    On an exception the temporary file is removed and ``path`` is left as it was. A write that
+    fails for want of room or rights (an ``OSError`` ENOSPC, EFBIG, EDQUOT, EROFS, EACCES, or
+    MXNet's native "Write incomplete") is re-raised as a ``WriteError`` naming ``path``. Use it
+    for writers that want a file name (``mx.nd.save``, ``net.save_parameters``). ``durable=False``
+    skips the fsync, for files that are verified on every use anyway (cached downloads).
     """
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + ".", dir=folder)
-    os.close(fd)
+    tmp, ours = None, True
     try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + ".", dir=folder)
+        os.close(fd)
+        ours = False
         yield tmp
+        ours = True
+        short = _short_write(tmp)
+        if short is not None:
+            raise OSError(short, os.strerror(short), tmp)
         if durable:
             with open(tmp, "rb+") as f:
                 os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException as exc:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError) and exc.errno in _NO_SPACE:
-            # a full disk (or file-size limit) while writing: name the file the user knows
-            raise OSError(exc.errno, exc.strerror, path) from None
+        failed = write_error(exc, path, tmp, ours)
+        if tmp:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        if failed is not None:
+            raise failed from None
         raise
 
 

@@ -45,6 +45,8 @@ def main(argv=None):
     p.add_argument("--dataset", choices=["karate", "sbm", "linqs"])
     p.add_argument("--data-dir", type=existing_dir, help="folder of {name}.content and {name}.cites (linqs)")
     p.add_argument("--name", help="LINQS data set name (default cora)")
+    p.add_argument("--drop-dangling-cites", action="store_true",
+                   help="skip cites lines naming a paper absent from the content file (else an error)")
     p.add_argument("--model", choices=["gcn", "gat", "sage"])
     p.add_argument("--hidden", type=positive_int)
     p.add_argument("--epochs", type=positive_int)

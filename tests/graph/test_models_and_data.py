@@ -99,7 +99,9 @@ def test_zero_in_degree_is_refused_with_the_fix():
 def test_linqs_loader_and_errors(tmp_path):
     (tmp_path / "cora.content").write_text("p1 1 0 1 A\np2 0 1 0 B\np3 1 1 0 A\n")
     (tmp_path / "cora.cites").write_text("p1 p2\np3 p1\np9 p1\n")
-    g, classes = load_linqs(str(tmp_path))
+    with pytest.raises(GraphError, match=r"cora.cites:3: paper p9 is not in .*cora.content"):
+        load_linqs(str(tmp_path))
+    g, classes = load_linqs(str(tmp_path), dangling="drop")
     assert classes == ["A", "B"] and g.num_nodes() == 3 and g.num_edges() == 4
     assert g.ndata["feat"].shape == (3, 3) and g.ndata["label"].asnumpy().tolist() == [0, 1, 0]
     (tmp_path / "cora.content").write_text("p1 1 0 1 A\np2 0 1 B\n")
