@@ -1,5 +1,5 @@
 """The ``gluon-suite`` command: ``info`` about the installed stack, ``zoo`` to list, download,
-verify, publish and purge model checkpoints, and ``whatif`` to predict how a model scales on a
+verify, publish, remove and purge model checkpoints, and ``whatif`` to predict how a model scales on a
 network."""
 import argparse
 import json
@@ -116,15 +116,46 @@ def _cmd_zoo_list(args):
     for n in names:
         e = resolve(n)
         print(f"{n:<28} {e.task:<16} {e.description}")
+    _print_layers(args.pattern)
+    return 0
+
+
+def _print_layers(pattern=None):
+    """The checkpoint records of both zoo layers (shipped, local) and which one each name uses."""
+    import fnmatch
+    from .model_zoo.registry import split_tag
+    from .model_zoo.store import layered_records
+    rows = [r for r in layered_records() if not r[2].get("companion")
+            and (not pattern or fnmatch.fnmatch(r[0], pattern) or fnmatch.fnmatch(split_tag(r[0])[0].name, pattern))]
+    if not rows:
+        return
+    print("\ncheckpoints (layer: shipped = the suite's catalogue, local = published on this machine):")
+    for model, layer, rec, status in rows:
+        note = {"shadowed": "shadowed by the local --replace record",
+                "ignored": "not used: the shipped one is (published without --replace)"}.get(status, status)
+        if layer == "local" and rec.get("replaces"):
+            note += f", replaces shipped {rec['replaces'][:8]}"
+        print(f"  {model:<28} {layer:<8} {rec.get('sha256', rec.get('sha1', ''))[:8]:<9} {note}")
+    if any(r[1] == "local" for r in rows):
+        print("`gluon-suite zoo remove NAME` deletes a local record (a shadowed shipped checkpoint is used again)")
+
+
+def _cmd_zoo_remove(args):
+    from .model_zoo.store import remove_record, shipped_records
+    rec = remove_record(args.name)
+    shipped = shipped_records().get(args.name)
+    after = f"the shipped checkpoint ({shipped['sha256'][:8]}) is used again" if shipped \
+        else "no checkpoint of this name is left on this machine"
+    print(f"removed the local record of '{args.name}' ({rec['sha256'][:8]}); {after}")
     return 0
 
 
 def _cmd_zoo_download(args):
-    from .model_zoo.registry import resolve
+    from .model_zoo.registry import split_tag
     from .model_zoo.store import checkpoint_path, fetch, gluoncv_record
-    entry = resolve(args.name)
-    path = fetch(gluoncv_record(entry.name), args.root) if entry.weights == "gluoncv" \
-        else checkpoint_path(entry.name, args.root)
+    entry, key = split_tag(args.name)
+    path = fetch(gluoncv_record(entry.name), args.root) if entry.weights == "gluoncv" and key is None \
+        else checkpoint_path(key or entry.name, args.root)
     print(path)
     return 0
 
@@ -142,7 +173,8 @@ def _cmd_zoo_verify(args):
 
 def _cmd_zoo_publish(args):
     from .model_zoo.publish import publish
-    rec = publish(args.checkpoint, args.name, args.card, args.store, url=args.url, catalogue=args.catalogue)
+    rec = publish(args.checkpoint, args.name, args.card, args.store, url=args.url, catalogue=args.catalogue,
+                  tag=args.tag, replace=args.replace)
     print(f"published {rec['file_name']} (sha256 {rec['sha256']}, {rec['size']} bytes) into {args.store}")
     return 0
 
@@ -244,7 +276,7 @@ def plot_file(text):
 
 def build_parser():
     """The argument parser of ``gluon-suite``."""
-    p = ArgumentParser(prog="gluon-suite", description=__doc__.split("\n")[0])
+    p = ArgumentParser(prog="gluon-suite", description=" ".join(__doc__.split()).replace("``", "'"))
     p.add_argument("--version", action="version", version=f"gluon-suite {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -252,11 +284,11 @@ def build_parser():
     pi.add_argument("--json", action="store_true", help="print the facts as JSON")
     pi.set_defaults(func=_cmd_info)
 
-    pz = sub.add_parser("zoo", help="list, download, verify, publish, tabulate or purge model checkpoints")
+    pz = sub.add_parser("zoo", help="list, download, verify, publish, remove, tabulate or purge model checkpoints")
     zsub = pz.add_subparsers(dest="zoo_command", metavar="ZOO_COMMAND")
     zsub.required = True
     root_help = "checkpoint cache (default: $GLUON_SUITE_HOME/models)"
-    zl = zsub.add_parser("list", help="registered models")
+    zl = zsub.add_parser("list", help="registered models, and the checkpoint records of each layer")
     zl.add_argument("pattern", nargs="?", help="shell-style filter, e.g. 'resnest*'")
     zl.add_argument("--pretrained", action="store_true", help="only models with published weights")
     zl.set_defaults(func=_cmd_zoo_list)
@@ -276,7 +308,15 @@ def build_parser():
     zp.add_argument("--catalogue", action="store_true",
                     help="maintainers: also record it in the suite's own catalogue (with --store model_zoo/store "
                     "--url repo:model_zoo/store for a checkpoint shipped in the source tree)")
+    zp.add_argument("--tag", help="publish as NAME.TAG, a checkpoint name of its own (loaded with "
+                    "get_model('NAME.TAG', pretrained=True)); the way to publish beside a shipped checkpoint")
+    zp.add_argument("--replace", action="store_true",
+                    help="make this checkpoint win over the shipped one of the same name on this machine "
+                    "(`zoo remove NAME` undoes it)")
     zp.set_defaults(func=_cmd_zoo_publish)
+    zx = zsub.add_parser("remove", help="delete a record published on this machine (restores a shipped one it shadowed)")
+    zx.add_argument("name", help="the record's name (NAME or NAME.TAG), as `zoo list` shows it")
+    zx.set_defaults(func=_cmd_zoo_remove)
     zt = zsub.add_parser("table", help="one row per published checkpoint: metric, hash, size, command, log")
     zt.add_argument("--markdown", action="store_true", help="print the Markdown table of docs/model_zoo.md")
     zt.add_argument("--write", metavar="FILE", help="replace the table between FILE's zoo-table markers")

@@ -42,6 +42,7 @@ DEFAULTS = {
     "compressor2": None, "ratio2": None, "min_size": 0, "compress_warmup": 0,
     "seed": 0, "out": "runs/classification", "resume": "none", "num_workers": 0,
     "progress": True, "publish": None, "publish_name": None, "publish_url": None, "card": None,
+    "publish_tag": None, "publish_replace": False,
     "stop_after_epochs": None, "profile_comm": False, "link_mbit": None,
     "elastic": False, "commit_every": 20, "ramp_steps": 50, "ref_workers": None,
     "gpus": None, "dtype": "float32",
@@ -228,7 +229,7 @@ def _train_elastic(cfg, net, trainer, sampler, train, test, classes, per_worker,
               "history": state.history, "out": out, "published": None, "sizes": state.sizes,
               "rank": trainer.communicator.rank, "workers": trainer.communicator.size}
     if trainer.communicator.rank == 0 and cfg["publish"]:
-        result["published"] = publish_run(cfg, state.best_acc, trainer.communicator.size)
+        result["published"] = publish_run(cfg, state.best_acc, trainer.communicator.size, test, log)
         log(f"published {result['published']['file_name']} into {cfg['publish']}")
     return result
 
@@ -362,18 +363,42 @@ def train_classification(config, comm, log=print, ctx=None):
     result = {"best_acc": best_acc, "final_acc": history[-1]["test_acc"] if history else None,
               "history": history, "out": out, "published": None}
     if rank == 0 and cfg["publish"]:
-        result["published"] = publish_run(cfg, best_acc, size)
+        result["published"] = publish_run(cfg, best_acc, size, test, log)
         log(f"published {result['published']['file_name']} into {cfg['publish']}")
     comm.barrier(name="done")
     return result
 
 
-def evaluate_model(name, dataset="digits", data_dir=None, image_size=None, pretrained=True,
-                   params=None, root=None, comm=None):
+def evaluation_settings(name, dataset=None, image_size=None, source=None, warn=None):
+    """``{"dataset", "image_size"}`` to evaluate the published checkpoint of ``name`` with: the
+    card's, unless given (a contradiction goes to ``warn``, default a ``UserWarning``, as one
+    line); a setting neither gives stays None (the data set's default)."""
+    import warnings
+    from ..model_zoo.cards import pretrained_config, settle_with_card
+    from ..model_zoo.registry import split_tag
+    from ..model_zoo.store import record_for
+    entry, key = split_tag(name)
+    card = pretrained_config(record_for(key or entry.name, source), source)
+    warn = warn or (lambda msg: warnings.warn(msg, UserWarning, stacklevel=3))
+    return settle_with_card(key or entry.name, card, {"image_size": image_size, "dataset": dataset}, warn)
+
+
+def evaluate_model(name, dataset=None, data_dir=None, image_size=None, pretrained=True,
+                   params=None, root=None, comm=None, source=None, warn=None):
     """Top-1 accuracy of zoo model ``name`` (its published weights, or the ``params`` file) on the
-    test split of ``dataset``; the evaluation is sharded over ``comm``'s workers."""
+    test split of ``dataset``; the evaluation is sharded over ``comm``'s workers.
+
+    Published weights are evaluated as their card says: ``image_size`` and ``dataset`` left as None
+    take the card's (the data set fixes the normalisation and the classes); an explicit value that
+    contradicts the card is used, and ``warn`` (default: a ``UserWarning``) receives one line
+    saying what the card recorded. ``source`` picks the checkpoint's layer or store (see
+    ``get_model``); ``name`` may carry a checkpoint tag (``NAME.TAG``)."""
     from ..distributed import LocalCommunicator
     comm = comm or LocalCommunicator()
+    if not params and pretrained:
+        settled = evaluation_settings(name, dataset, image_size, source, warn)
+        image_size, dataset = settled["image_size"], settled["dataset"]
+    dataset = dataset or "digits"
     _, test, classes, channels = build_datasets(dataset, data_dir, image_size)
     if params:
         kwargs = {"classes": classes}
@@ -383,14 +408,18 @@ def evaluate_model(name, dataset="digits", data_dir=None, image_size=None, pretr
         from ..utils.checkpoints import load_parameters
         load_parameters(net, params, "--params")  # another shape (classes, channels): one line, not MXNet's trace
     else:
-        net = get_model(name, pretrained=pretrained, root=root)
+        net = get_model(name, pretrained=pretrained, root=root, source=source)
     net.hybridize(static_alloc=True)
     return _evaluate(net, test, comm)
 
 
-def publish_run(cfg, best_acc, workers):
-    """Write the run's model card and publish ``best.params`` into the store ``cfg['publish']``."""
+def publish_run(cfg, best_acc, workers, test=None, log=None):
+    """Write the run's model card and publish ``best.params`` into the store ``cfg['publish']``.
+    The card records the input size the network was trained at (from a ``test`` sample when the
+    config left it to the data set's default): evaluation reads it from there."""
     from ..model_zoo.publish import publish_run as publish_with_card
     metric = {"name": "top-1 accuracy", "value": best_acc, "dataset": f"{cfg['dataset']} test split"}
+    if not cfg["image_size"] and test is not None and len(test):
+        cfg = {**cfg, "image_size": int(np.shape(test[0][0])[-1])}
     return publish_with_card(cfg, DEFAULTS, os.path.join(cfg["out"], "best.params"),
-                             "scripts/cv/train_classification.py", metric, workers)
+                             "scripts/cv/train_classification.py", metric, workers, log=log)

@@ -37,15 +37,29 @@ def read_card(path):
     return card
 
 
-def publish(checkpoint, name, card_path, store, url=None, register=True, catalogue=False):
-    """Copy ``checkpoint`` into ``store`` under a hashed name, write its record into the store's
-    ``index.json`` and (with ``register``) into this machine's records, and fill the card's
-    ``checkpoint`` field. ``url`` is the base URL the store will be served from (default: the
-    store folder as ``file://``; ``repo:model_zoo/store`` for the store in the source tree).
-    ``catalogue=True`` (for the suite's maintainers) also records it in the suite's own catalogue,
-    so that every installation knows it. Returns the record."""
-    from .registry import check_weights, resolve
+def publish(checkpoint, name, card_path, store, url=None, register=True, catalogue=False, tag=None,
+            replace=False, log=None):
+    """Copy ``checkpoint`` into ``store`` under a hashed name, write its card beside it and its record
+    into the store's ``index.json`` and (with ``register``) into this machine's records, and fill
+    the card's ``checkpoint`` field. ``url`` is the base URL the store will be served from (default:
+    the store folder as ``file://``; ``repo:model_zoo/store`` for the store in the source tree).
+    ``catalogue=True`` (for the suite's maintainers) records it in the suite's own catalogue instead,
+    so that every installation knows it. Returns the record.
+
+    A name the suite ships is never replaced on this machine by accident: ``tag`` publishes the
+    record as ``NAME.TAG`` (loaded with ``get_model('NAME.TAG', pretrained=True)``), ``replace``
+    makes this machine's record win over the shipped one (undone by ``gluon-suite zoo remove
+    NAME``); with neither, the checkpoint goes into ``store`` only and this machine keeps using the
+    shipped one. ``log`` (default print) receives the one line that says which of these happened."""
+    from .records import shipped_records
+    from .registry import TAG_SEP, check_weights, resolve
+    log = log or print
     name = resolve(name).name  # an unregistered name: the closest registered names
+    if tag is not None and (not tag or not all(c.isalnum() or c in "_-" for c in str(tag))):
+        raise ZooError(f"--tag {tag!r}: a tag is letters, digits, '_' and '-' (e.g. mine, run2)")
+    if tag and replace:
+        raise ZooError("--tag and --replace exclude each other: a tagged checkpoint has its own name and "
+                       "replaces nothing; give one of them")
     check_weights(checkpoint, name, "checkpoint", error=ZooError,
                   fix=f"publish a checkpoint of '{name}' written by net.save_parameters (only NDArray "
                       ".params files are published), or the --name of the model it was trained as")
@@ -58,29 +72,51 @@ def publish(checkpoint, name, card_path, store, url=None, register=True, catalog
                        "served from")
     if os.path.exists(store) and not os.path.isdir(store):
         raise ZooError(f"zoo store {store} is a file, not a folder; give --store a folder")
+    key = f"{name}{TAG_SEP}{tag}" if tag else name
+    shipped = None if catalogue else shipped_records().get(key)
+    if replace and shipped is None:
+        raise ZooError(f"--replace: '{key}' is not a shipped checkpoint, so there is nothing to replace; "
+                       "publish without --replace")
     sha = file_hash(checkpoint)
-    file_name = f"{name}-{sha[:8]}.params"
+    file_name = f"{key}-{sha[:8]}.params"
     os.makedirs(store, exist_ok=True)
     dest = os.path.join(store, file_name)
     with atomic_path(dest) as tmp:
         shutil.copyfile(checkpoint, tmp)
     base = url or "file://" + os.path.abspath(store)
-    record = {"model": name, "file_name": file_name, "sha256": sha,
-              "size": os.path.getsize(checkpoint), "url": base, "card": os.path.basename(card_path)}
-    add_record(record, os.path.join(store, "index.json"))
-    if register:
-        add_record(record)
-    if catalogue:
-        add_record({**record, "card": os.path.relpath(os.path.abspath(card_path), _SUITE_ROOT)}, CATALOGUE)
+    card_name = f"{key}.json"
+    record = {"model": key, "file_name": file_name, "sha256": sha,
+              "size": os.path.getsize(checkpoint), "url": base, "card": card_name}
     card["checkpoint"] = {"file_name": file_name, "sha256": sha, "size": record["size"]}
     write_json(card_path, card)
+    if os.path.abspath(os.path.join(store, card_name)) != os.path.abspath(card_path):
+        write_json(os.path.join(store, card_name), card)  # the store carries its cards: evaluation reads them
+    add_record(record, os.path.join(store, "index.json"))
+    if catalogue:
+        add_record({**record, "card": os.path.relpath(os.path.abspath(card_path), _SUITE_ROOT)}, CATALOGUE)
+        return record
+    if not register:
+        return record
+    what = f"'{key}' ({sha[:8]})"
+    if shipped is not None and not replace:
+        log(f"{what} is in {store} only: '{name}' is shipped with the suite ({shipped['sha256'][:8]}), which "
+            f"this machine keeps using; load yours with source='{store}' (evaluate.py --source {store}), or "
+            "publish with --tag TAG (a name of its own) or --replace (yours instead of the shipped one)")
+        return record
+    local = {**record, "card_path": os.path.abspath(card_path)}
+    if shipped is not None:
+        local["replaces"] = shipped["sha256"]
+        log(f"{what} now shadows the shipped '{name}' ({shipped['sha256'][:8]}) on this machine; "
+            f"`gluon-suite zoo remove {name}` restores the shipped one")
+    add_record(local)
     return record
 
 
-RUN_KEYS = ("publish", "publish_name", "publish_url", "card", "progress", "resume", "out")
+RUN_KEYS = ("publish", "publish_name", "publish_url", "publish_tag", "publish_replace", "card", "progress",
+            "resume", "out")
 
 
-def publish_run(cfg, defaults, checkpoint, script, metric, workers):
+def publish_run(cfg, defaults, checkpoint, script, metric, workers, log=None):
     """Write the model card of a training run and publish its ``checkpoint`` into the store
     ``cfg['publish']`` (used by every recipe). The card holds the exact command (``script`` with
     this process's arguments, behind ``horovodrun`` for several workers), the hyperparameters
@@ -99,7 +135,8 @@ def publish_run(cfg, defaults, checkpoint, script, metric, workers):
             "hyperparameters": {k: cfg[k] for k in sorted(defaults) if k not in RUN_KEYS},
             "metric": metric, "training_log": os.path.join(cfg["out"], "log.jsonl"), "workers": workers}
     write_json(card_path, card)
-    return publish(checkpoint, name, card_path, cfg["publish"], url=cfg.get("publish_url"))
+    return publish(checkpoint, name, card_path, cfg["publish"], url=cfg.get("publish_url"),
+                   tag=cfg.get("publish_tag"), replace=bool(cfg.get("publish_replace")), log=log)
 
 
 def add_publish_arguments(p):
@@ -112,10 +149,11 @@ def add_publish_arguments(p):
     return g
 
 
-def publish_companion(path, name, kind, store, url=None, catalogue=False):
+def publish_companion(path, name, kind, store, url=None, catalogue=False, replace=False):
     """Publish a file that a checkpoint needs beside it (e.g. a BERT vocabulary, ``kind='vocab'``)
     as the record ``NAME:KIND``: hashed file name, checksum verified on download like any
-    checkpoint, fetched with ``checkpoint_path('NAME:KIND')``. Returns the record."""
+    checkpoint, fetched with ``checkpoint_path('NAME:KIND')``. Under a shipped name it is registered
+    on this machine only with ``replace`` (as its checkpoint is). Returns the record."""
     if not os.path.isfile(path):
         raise ZooError(f"{path} does not exist")
     sha = file_hash(path)
@@ -127,8 +165,13 @@ def publish_companion(path, name, kind, store, url=None, catalogue=False):
     record = {"model": f"{name}:{kind}", "companion": kind, "file_name": file_name, "sha256": sha,
               "size": os.path.getsize(path), "url": url or "file://" + os.path.abspath(store)}
     add_record(record, os.path.join(store, "index.json"))
-    add_record(record)
     if catalogue:
         add_record(record, CATALOGUE)
+        return record
+    from .records import shipped_records
+    shipped = shipped_records().get(record["model"])
+    if shipped is None:
+        add_record(record)
+    elif replace:
+        add_record({**record, "replaces": shipped["sha256"]})
     return record
-

@@ -5,9 +5,13 @@ A *record* describes one published checkpoint (data, not code)::
     {"model": "digits_cnn", "file_name": "digits_cnn-1a2b3c4d.params", "sha256": "...",
      "size": 241234, "url": "https://host/zoo/", "card": "model_zoo/digits_cnn.json"}
 
-Records come from the suite's catalogue (``checkpoints.json`` beside this module) and from
-``$GLUON_SUITE_HOME/records.json`` (written by ``gluon-suite zoo publish``). A records file that is
-not such a list of records is an error naming the file, never silently ignored.
+Records come in two layers: the suite's catalogue (``checkpoints.json`` beside this module, the
+*shipped* layer) and ``$GLUON_SUITE_HOME/records.json`` (written by ``gluon-suite zoo publish``, the
+*local* layer). A shipped name always means the shipped checkpoint, unless a local record under that
+name was published with ``--replace`` (its record then carries ``"replaces"``: the SHA-256 of the
+shipped file it shadows), or the caller asks for another source explicitly (``source='local'`` or a
+store folder). ``zoo remove NAME`` deletes a local record, which undoes a replacement. A records
+file that is not such a list of records is an error naming the file, never silently ignored.
 """
 import json
 import os
@@ -73,12 +77,60 @@ def user_records_path():
     return os.path.join(home(), "records.json")
 
 
-def load_records():
-    """All known records, ``{model: record}``; local records override the catalogue's."""
-    out = {}
-    for path in (CATALOGUE, user_records_path()):
-        for rec in _read_records(path):
-            out[rec["model"]] = rec
+SHIPPED, LOCAL = "shipped", "local"
+
+
+def shipped_records():
+    """The catalogue's records, ``{model: record}`` (the shipped layer)."""
+    return {r["model"]: r for r in _read_records(CATALOGUE)}
+
+
+def local_records():
+    """This machine's records, ``{model: record}`` (the local layer, written by ``zoo publish``)."""
+    return {r["model"]: r for r in _read_records(user_records_path())}
+
+
+def store_records(store):
+    """The records of the zoo store folder ``store`` (its ``index.json``), ``{model: record}``."""
+    index = store if store.endswith(".json") else os.path.join(store, "index.json")
+    if not os.path.isfile(index):
+        raise ZooError(f"zoo store {store} has no index.json; give the folder that `gluon-suite zoo publish "
+                       "--store` (or a training script's --publish) wrote")
+    return {r["model"]: r for r in _read_records(index)}
+
+
+def layered_records():
+    """Every record of both layers with how it is used: ``[(model, layer, record, status)]``,
+    sorted by model then layer, where ``status`` is ``'in use'``, ``'shadowed'`` (a shipped record a
+    local ``--replace`` overrides) or ``'ignored'`` (a local record under a shipped name that was not
+    published with ``--replace``: the shipped checkpoint is used)."""
+    shipped, local = shipped_records(), local_records()
+    rows = []
+    for model, rec in shipped.items():
+        mine = local.get(model)
+        rows.append((model, SHIPPED, rec, "shadowed" if mine and mine.get("replaces") else "in use"))
+    for model, rec in local.items():
+        status = "ignored" if model in shipped and not rec.get("replaces") else "in use"
+        rows.append((model, LOCAL, rec, status))
+    return sorted(rows, key=lambda r: (r[0], r[1] != SHIPPED))
+
+
+def load_records(source=None):
+    """The records ``get_model`` uses, ``{model: record}``.
+
+    ``source=None``: both layers, a shipped name meaning the shipped record unless a local one
+    replaces it (``--replace``); ``'shipped'`` or ``'local'``: that layer only; any other text: the
+    zoo store folder (or ``index.json``) it names."""
+    if source == SHIPPED:
+        return shipped_records()
+    if source == LOCAL:
+        return local_records()
+    if source:
+        return store_records(source)
+    out = shipped_records()
+    for model, rec in local_records().items():
+        if model not in out or rec.get("replaces"):
+            out[model] = rec
     return out
 
 
@@ -89,6 +141,22 @@ def add_record(record, path=None):
     write_json(path, {"checkpoints": sorted(recs, key=lambda r: r["model"])})
 
 
+def remove_record(model, path=None):
+    """Delete ``model``'s record from a records file (default: this machine's local layer) and
+    return it; ZooError when the file holds none (the shipped catalogue is never edited here)."""
+    path = path or user_records_path()
+    recs = _read_records(path)
+    gone = [r for r in recs if r["model"] == model]
+    if not gone:
+        have = sorted(r["model"] for r in recs)
+        shipped = " (it is shipped with the suite: only local records can be removed)" \
+            if model in shipped_records() else ""
+        raise ZooError(f"no local record of '{model}' in {path}{shipped}; local records: "
+                       f"{', '.join(have) or 'none'}")
+    write_json(path, {"checkpoints": [r for r in recs if r["model"] != model]})
+    return gone[0]
+
+
 def has_pretrained(entry):
     """Whether published weights exist for a registry entry."""
     if entry.weights == "gluoncv":
@@ -97,11 +165,14 @@ def has_pretrained(entry):
     return entry.name in load_records()
 
 
-def record_for(model):
-    """The record of ``model``'s checkpoint, or ZooError when none is published."""
-    rec = load_records().get(model)
+def record_for(model, source=None):
+    """The record of ``model``'s checkpoint from ``source`` (see ``load_records``), or ZooError
+    when it has none."""
+    rec = load_records(source).get(model)
     if rec is None:
-        raise ZooError(f"model '{model}' has no published checkpoint; use pretrained=False, or publish "
+        where = {None: "", SHIPPED: " among the shipped checkpoints", LOCAL: " among this machine's records"}
+        hint = where.get(source, f" in the zoo store {source}")
+        raise ZooError(f"model '{model}' has no published checkpoint{hint}; use pretrained=False, or publish "
                        f"one with `gluon-suite zoo publish CHECKPOINT --name {model} ...`")
     return rec
 

@@ -4,7 +4,7 @@
     def resnest14_cifar(classes=10, **kwargs): ...
 
     net = get_model("resnest14_cifar", classes=10)
-    net = get_model("digits_cnn", pretrained=True)        # weights via the checkpoint store
+    net = get_model("resnest14_digits", pretrained=True)  # weights via the checkpoint store
 
 Names are stable. A renamed model keeps its old name as a deprecated alias that still works and
 warns. Unknown names raise ValueError listing the closest registered names.
@@ -101,23 +101,53 @@ def list_models(pattern=None, pretrained=None):
     return names
 
 
-def get_model(name, pretrained=False, root=None, ctx=None, **kwargs):
+TAG_SEP = "."
+
+
+def split_tag(name):
+    """``(entry, key)`` for a model name that may carry a checkpoint tag, timm-style
+    (``resnest14_digits.mine``: the registered model ``resnest14_digits``, the checkpoint record
+    ``resnest14_digits.mine``); ``key`` is the entry's name when there is no tag."""
+    text = str(name)
+    base, sep, tag = text.partition(TAG_SEP)
+    if not sep:
+        return resolve(text), None
+    if not tag or not all(c.isalnum() or c in "_-" for c in tag):
+        raise ModelNotFound(f"model name {text!r}: a checkpoint tag after '{TAG_SEP}' is letters, digits, "
+                            "'_' and '-' (e.g. resnest14_digits.mine)")
+    entry = resolve(base)
+    return entry, f"{entry.name}{TAG_SEP}{tag}"
+
+
+def get_model(name, pretrained=False, root=None, ctx=None, source=None, **kwargs):
     """Build the model registered as ``name``; with ``pretrained=True`` load its published weights
     through the checkpoint store (downloaded, verified and cached under ``root``, default
     ``$GLUON_SUITE_HOME/models``). Without weights the model is returned uninitialised, as Gluon
-    model zoos do. ``ctx``: the context to load the weights on (default CPU)."""
+    model zoos do. ``ctx``: the context to load the weights on (default CPU).
+
+    Which checkpoint: a name the suite ships means the shipped checkpoint, unless this machine's
+    record was published with ``--replace``; ``source='local'`` (this machine's records),
+    ``'shipped'`` or a zoo store folder asks for one layer explicitly, and ``name.tag`` (e.g.
+    ``resnest14_digits.mine``) for a checkpoint published with ``--tag``. A pretrained network
+    carries ``net.pretrained_cfg``: what its card records about the input (``image_size``,
+    ``dataset``, ``classes``) and the metric it reached, as timm's models carry theirs."""
     import mxnet as mx
-    entry = resolve(name)
+    entry, key = split_tag(name)
     ctx = ctx or mx.cpu()
     args = {**entry.defaults, **kwargs}
-    if pretrained and entry.weights == "gluoncv":
+    if pretrained and entry.weights == "gluoncv" and key is None:
         from .store import gluoncv_weights
         return gluoncv_weights(entry, args, root=root, ctx=ctx)
     net = entry.fn(**args)
     if pretrained:
-        from .store import checkpoint_path
-        path = checkpoint_path(entry.name, root=root)
-        net.load_parameters(path, ctx=ctx, cast_dtype=True, dtype_source="current")  # float16 runs too
+        from .cards import pretrained_config, warn_ignored_local
+        from .store import fetch, record_for
+        key = key or entry.name
+        if source is None:
+            warn_ignored_local(key)
+        rec = record_for(key, source)
+        net.load_parameters(fetch(rec, root), ctx=ctx, cast_dtype=True, dtype_source="current")  # float16 runs too
+        net.pretrained_cfg = pretrained_config(rec, source)
     return net
 
 
@@ -128,6 +158,17 @@ def model_name(text):
         return resolve(text).name
     except ModelNotFound as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def checkpoint_name(text):
+    """An argparse type: a registered model name, optionally with a checkpoint tag
+    (``resnest14_digits.mine``); returned as ``name`` or ``name.tag``."""
+    import argparse
+    try:
+        entry, key = split_tag(text)
+    except ModelNotFound as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return key or entry.name
 
 
 def check_weights(path, model, what, fix=None, error=None, **kwargs):

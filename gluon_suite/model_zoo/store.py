@@ -16,8 +16,9 @@ import tempfile
 
 from .download import (_algo, _check_download, _is_valid, _stamp_path, _write_stamp, download,  # noqa: F401
                        file_hash, safe_extract)
-from .records import (CATALOGUE, DownloadError, ZooError, add_record, cache_root, has_pretrained,  # noqa: F401
-                      home, load_records, offline, record_for, url_of, user_records_path)
+from .records import (CATALOGUE, LOCAL, SHIPPED, DownloadError, ZooError, add_record, cache_root,  # noqa: F401
+                      has_pretrained, home, layered_records, load_records, local_records, offline, record_for,
+                      remove_record, shipped_records, store_records, url_of, user_records_path)
 
 
 def make_cache(root=None):
@@ -71,9 +72,10 @@ def fetch(record, root=None):
     return path
 
 
-def checkpoint_path(model, root=None):
-    """The verified local file of ``model``'s published checkpoint (downloaded on first use)."""
-    return fetch(record_for(model), root)
+def checkpoint_path(model, root=None, source=None):
+    """The verified local file of ``model``'s published checkpoint (downloaded on first use);
+    ``source`` picks a layer or a store folder as in ``load_records``."""
+    return fetch(record_for(model, source), root)
 
 
 # ---- GluonCV's store -----------------------------------------------------------------------------
@@ -102,7 +104,7 @@ def gluoncv_weights(entry, args, root=None, ctx=None):
 def verify_cache(root=None):
     """Re-hash every cached file that has a record; returns ``[(file, ok)]``."""
     root = cache_root(root)
-    by_file = {r["file_name"]: r for r in load_records().values()}
+    by_file = {r["file_name"]: r for _, _, r, _ in layered_records()}
     out = []
     if not os.path.isdir(root):
         return out

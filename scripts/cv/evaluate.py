@@ -4,8 +4,14 @@
     python scripts/cv/evaluate.py --model resnest14_digits --pretrained
     python scripts/cv/evaluate.py --model resnest14_digits --serve runs/demo/store
 
+Published weights are evaluated at the input size and on the data set their model card records;
+a contradicting --image-size or --dataset is used as given, with a one-line warning naming the
+card's value and accuracy. A name the suite ships means the shipped checkpoint; --source local
+(records published on this machine) or --source STORE (a store folder) asks for another one, and
+NAME.TAG for a checkpoint published with --tag.
+
 --serve STORE serves a zoo store folder on a loopback HTTP server for the duration of the run and
-fetches the weights from it into a fresh cache, as a remote user of that store would.
+fetches the store's checkpoint from it into a fresh cache, as a remote user of that store would.
 """
 import functools
 import http.server
@@ -13,32 +19,44 @@ import os
 import sys
 import tempfile
 import threading
+import warnings
 
 from gluon_suite.utils import run_cli
 
 
 def main(argv=None):
-    from gluon_suite.model_zoo.registry import check_weights, model_name
+    from gluon_suite.model_zoo.registry import check_weights, checkpoint_name
     from gluon_suite.utils.validate import ArgumentParser, existing_dir, existing_file, existing_path, positive_int
     p = ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", required=True, type=model_name)
-    p.add_argument("--dataset", default="digits", choices=["digits", "mnist5k", "cifar10", "cifar100", "rec", "folder"])
+    p.add_argument("--model", required=True, type=checkpoint_name, help="zoo name, or NAME.TAG")
+    p.add_argument("--dataset", choices=["digits", "mnist5k", "cifar10", "cifar100", "rec", "folder"],
+                   help="default: the card's data set (digits without a card)")
     p.add_argument("--data-dir", type=existing_path)
-    p.add_argument("--image-size", type=positive_int)
+    p.add_argument("--image-size", type=positive_int, help="default: the card's input size")
     p.add_argument("--params", type=existing_file, help="a .params file instead of the published weights")
     p.add_argument("--pretrained", action="store_true", help="use the published weights (default)")
+    p.add_argument("--source", metavar="SOURCE",
+                   help="which published checkpoint: shipped, local (published on this machine) or a zoo "
+                        "store folder (default: the shipped one for a shipped name)")
     p.add_argument("--serve", metavar="STORE", type=existing_dir,
-                   help="serve this zoo store folder on loopback and fetch from it")
+                   help="serve this zoo store folder on loopback and fetch its checkpoint from it")
     args = p.parse_args(argv)
     from gluon_suite.utils import UserError
     from gluon_suite.cv.data.pipeline import EMBEDDED
-    if args.dataset not in EMBEDDED and not args.data_dir:
+    if args.dataset and args.dataset not in EMBEDDED and not args.data_dir:
         raise UserError(f"dataset {args.dataset} reads from a local path: give --data-dir")
+    if args.params and (args.source or args.serve):
+        raise UserError("--params evaluates that file; --source and --serve pick a published checkpoint: "
+                        "give one or the other")
+    if args.source and args.serve:
+        raise UserError("--serve STORE already names the store to evaluate from; drop --source")
+    if args.source and args.source not in ("shipped", "local") and not os.path.isdir(args.source):
+        raise UserError(f"--source {args.source}: give shipped, local or an existing zoo store folder")
     if args.params:
-        check_weights(args.params, args.model, "--params")
-    from gluon_suite.cv.recipe import evaluate_model
+        check_weights(args.params, args.model.split(".")[0], "--params")
+    from gluon_suite.cv.recipe import evaluate_model, evaluation_settings
 
-    server, root = None, None
+    server, root, source = None, None, args.source
     if args.serve:
         class Quiet(http.server.SimpleHTTPRequestHandler):
             def log_message(self, *a):
@@ -47,16 +65,27 @@ def main(argv=None):
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         os.environ["GLUON_SUITE_REPO"] = f"http://127.0.0.1:{server.server_address[1]}"
-        root = tempfile.mkdtemp(prefix="zoo-cache-")
+        root, source = tempfile.mkdtemp(prefix="zoo-cache-"), args.serve
         print(f"serving {args.serve} at {os.environ['GLUON_SUITE_REPO']}; fresh cache {root}")
+    warnings.showwarning = lambda message, *a, **k: print(f"warning: {message}", file=sys.stderr, flush=True)
     try:
-        acc = evaluate_model(args.model, args.dataset, args.data_dir, args.image_size,
-                             params=args.params, root=root)
+        dataset, size = args.dataset, args.image_size
+        if not args.params:  # the card's input size and data set, unless given (a contradiction warns)
+            settled = evaluation_settings(args.model, dataset, size, source,
+                                          warn=lambda msg: print(f"warning: {msg}", file=sys.stderr, flush=True))
+            dataset, size = settled["dataset"] or "digits", settled["image_size"]
+        if dataset not in EMBEDDED and not args.data_dir:
+            raise UserError(f"dataset {dataset} (from the model card) reads from a local path: give --data-dir")
+        acc = evaluate_model(args.model, dataset, args.data_dir, size, params=args.params, root=root,
+                             source=source, warn=lambda msg: None)
     finally:
         if server:
             server.shutdown()
-    source = args.params or ("the store at " + os.environ["GLUON_SUITE_REPO"] if server else "the zoo")
-    print(f"{args.model} from {source}: test accuracy {acc:.4f} on {args.dataset}")
+    where = {None: "the zoo", "shipped": "the shipped zoo", "local": "this machine's records"}
+    what = args.params or ("the store at " + os.environ["GLUON_SUITE_REPO"] if server
+                           else where.get(source, f"the store {source}"))
+    at = f" at {size}x{size}" if size else ""
+    print(f"{args.model} from {what}: test accuracy {acc:.4f} on {dataset}{at}")
     return 0
 
 

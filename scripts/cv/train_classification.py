@@ -79,6 +79,10 @@ def build_parser():
     g.add_argument("--publish", type=output_dir, help="zoo store folder to publish the best checkpoint into")
     g.add_argument("--publish-name", type=model_name, help="zoo name of the published model (default --model)")
     g.add_argument("--publish-url", type=url, help="base URL the store is served from")
+    g.add_argument("--publish-tag", metavar="TAG",
+                   help="publish as NAME.TAG, a checkpoint name of its own (needed beside a shipped checkpoint)")
+    g.add_argument("--publish-replace", action="store_true",
+                   help="let this machine's record win over the shipped checkpoint of the same name")
     g.add_argument("--card", type=output_file, help="where to write the model card (default OUT/NAME.json)")
     g.add_argument("--stop-after-epochs", type=positive_int, help=argparse.SUPPRESS)
     return p
