@@ -112,6 +112,29 @@ def files(tmp_path_factory):
     squad = {"data": [{"paragraphs": [{"context": "a b", "qas": [
         {"id": "1", "question": "a?", "answers": [{"text": "a", "answer_start": 0}]}]}]}]}
     (d / "ok.json").write_text(json.dumps(squad))
+    # SQuAD files whose fields have the wrong JSON type
+    qa = squad["data"][0]["paragraphs"][0]["qas"][0]
+    for name, bad in (("answers_str", {**qa, "answers": "a"}),
+                      ("start_str", {**qa, "answers": [{"text": "a", "answer_start": "0"}]}),
+                      ("qa_list", ["1", "a?"]), ("question_num", {**qa, "question": 7})):
+        (d / f"{name}.json").write_text(json.dumps({"data": [{"paragraphs": [
+            {"context": "a b", "qas": [qa, bad]}]}]}))
+    (d / "paragraphs_obj.json").write_text(json.dumps({"data": [{"paragraphs": {"context": "a b"}}]}))
+    (d / "context_list.json").write_text(json.dumps({"data": [{"paragraphs": [{"context": ["a"], "qas": []}]}]}))
+    # LINQS and TU graph folders, each with one fault
+    content = "p1 1 0 A\np2 0 1 B\np3 1 1 A\n"
+    for name, cont, cites in (("linqs_dangling", content, "p1 p2\np3 p1\np9 p2\n"),
+                              ("linqs_dup", content + "p2 1 1 B\n", "p1 p2\n")):
+        (d / name).mkdir()
+        (d / name / "cora.content").write_text(cont)
+        (d / name / "cora.cites").write_text(cites)
+    for name, a, ind, lab in (("tu_gap", "1, 2\n2, 1\n", "1\n1\n3\n", "0\n1\n0\n"),
+                              ("tu_cross", "1, 2\n2, 3\n", "1\n1\n2\n", "0\n1\n"),
+                              ("tu_order", "1, 2\n", "1\n2\n1\n", "0\n1\n"),
+                              ("tu_labels", "1, 2\n", "1\n1\n2\n", "0\n")):
+        (d / name).mkdir()
+        for suffix, text in (("A", a), ("graph_indicator", ind), ("graph_labels", lab)):
+            (d / name / f"T_{suffix}.txt").write_text(text)
     # run folders to --resume from
     for name, state in (("run_nokeys", {"epoch": 1}), ("run_badjson", None), ("run_list", [1]),
                         ("run_trunc", {"epoch": 1, "best_acc": 0.5, "history": [], "workers": 1,
@@ -423,6 +446,18 @@ CASES = [
      ["--train", "list.json", "'data' list"]),
     ("squad", ["--init", "{F}/init_foreign", "--train", "{F}/ok.json", "--dev", "{F}/noqas.json"], None, B,
      ["--dev", "noqas.json", "lacks 'context' or 'qas'"]),
+    ("squad", ["--init", "{F}/init_foreign", "--train", "{F}/answers_str.json", "--dev", "{F}/ok.json"], None, B,
+     ["--train", "answers_str.json", "data[0].paragraphs[0].qas[1].answers is a string, not a list"]),
+    ("squad", ["--init", "{F}/init_foreign", "--train", "{F}/ok.json", "--dev", "{F}/start_str.json"], None, B,
+     ["--dev", "start_str.json", "data[0].paragraphs[0].qas[1].answers[0].answer_start is a string, not a whole number"]),
+    ("squad", ["--init", "{F}/init_foreign", "--train", "{F}/qa_list.json", "--dev", "{F}/ok.json"], None, B,
+     ["qa_list.json", "data[0].paragraphs[0].qas[1] is a list, not an object"]),
+    ("squad", ["--init", "{F}/init_foreign", "--train", "{F}/question_num.json", "--dev", "{F}/ok.json"], None, B,
+     ["question_num.json", "data[0].paragraphs[0].qas[1].question is a whole number, not a string"]),
+    ("squad", ["--init", "{F}/init_foreign", "--train", "{F}/paragraphs_obj.json", "--dev", "{F}/ok.json"], None, B,
+     ["paragraphs_obj.json", "data[0].paragraphs is an object, not a list"]),
+    ("squad", ["--init", "{F}/init_foreign", "--train", "{F}/context_list.json", "--dev", "{F}/ok.json"], None, B,
+     ["context_list.json", "data[0].paragraphs[0].context is a list, not a string"]),
     ("squad", ["--init", "{F}/init_foreign", "--train", "{F}/empty", "--dev", "{F}/ok.json"], None, B,
      ["--train", "empty", "not valid JSON"]),
     ("squad", ["--init", "{F}/init_foreign", "--train", "{T}/none.json", "--dev", "{F}/ok.json"], None, B,
@@ -443,6 +478,23 @@ CASES = [
     ("node", ["--resume", "{F}/run_nokeys", "--out", "{T}/o"], None, B, ["state.json", "lacks", "history"]),
     ("node", ["--resume", "{F}/run_trunc", "--out", "{T}/o"], None, B, ["last.rank0.params", "truncated"]),
     ("node", ["--out", "{F}/a_file/x"], None, B, ["--out", "cannot be created"]),
+    ("node", ["--dataset", "linqs", "--data-dir", "{F}/linqs_dangling", "--out", "{T}/o"], None, B,
+     ["linqs_dangling/cora.cites:3", "paper p9 is not in", "cora.content", "--drop-dangling-cites"]),
+    ("node", ["--dataset", "linqs", "--data-dir", "{F}/linqs_dup", "--out", "{T}/o"], None, B,
+     ["linqs_dup/cora.content:4", "paper id p2 appears twice (first on line 2)", "remove one"]),
+    ("node", ["--sampled", "--fanouts", "10", "--out", "{T}/o"], None, B,
+     ["--fanouts gives 1 value(s)", "2 layers", "--fanouts 10 10"]),
+    ("node", ["--sampled", "--fanouts", "5", "5", "5", "--model", "sage", "--out", "{T}/o"], None, B,
+     ["--fanouts gives 3 value(s)", "sage", "2 layers"]),
+    ("graph", ["--dataset", "tu", "--data-dir", "{F}/tu_gap", "--name", "T", "--out", "{T}/o"], None, B,
+     ["T_graph_indicator.txt", "no node of graph 2"]),
+    ("graph", ["--dataset", "tu", "--data-dir", "{F}/tu_cross", "--name", "T", "--out", "{T}/o"], None, B,
+     ["T_A.txt:2", "edge 2, 3 joins graph 1 to graph 2"]),
+    ("graph", ["--dataset", "tu", "--data-dir", "{F}/tu_order", "--name", "T", "--out", "{T}/o"], None, B,
+     ["T_graph_indicator.txt:3", "graph id 1 after 2"]),
+    ("graph", ["--dataset", "tu", "--data-dir", "{F}/tu_labels", "--name", "T", "--out", "{T}/o"], None, B,
+     ["T_graph_indicator.txt names 2 graphs", "T_graph_labels.txt has 1 labels", "give one label line"]),
+    ("graph", ["--batch-size", "200", "--out", "{T}/o"], None, B, ["--batch-size 200", "120 training graphs"]),
     ("graph", ["--dataset", "tu"], None, B, ["tu", "--data-dir"]),
     ("graph", ["--epochs", "-2"], None, B, ["--epochs", ">= 1"]),
     ("graph", ["--batch-size", "1.5"], None, B, ["--batch-size", "'1.5'"]),
@@ -536,3 +588,75 @@ def test_full_disk_while_writing_whatif_json(tmp_path):
                "--json", str(out / "pred.json")], preexec_fn=_limit_file_size(64))
     check_one_line(p.returncode, p.stdout, p.stderr, 1, ["no space left", "pred.json"])
     assert os.listdir(out) == []
+
+
+# ---- a full disk in the middle of a training run: one line, exit 1, the last checkpoint kept ----------------
+def _snapshot(folder):
+    """``{name: bytes}`` of every file in ``folder``."""
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def _full_disk_then_resume(tmp_path, script, first, args, limit, committed):
+    """Train ``first`` (a run that commits a checkpoint), then continue it with ``args`` under a
+    file-size limit of ``limit`` bytes (below the checkpoint's size): the continuation must stop at
+    its first checkpoint with one line naming the file ``committed`` and exit 1, leaving every
+    file of the committed checkpoint as it was and nothing new; then ``--resume auto`` without the
+    limit finishes the run. Returns the final run's output and the run folder."""
+    out = tmp_path / "run"
+    p = _proc([script, *first, "--out", str(out)])
+    assert p.returncode == 0, p.stderr
+    before = _snapshot(out)
+    assert len(before[committed]) > limit   # the next checkpoint cannot fit
+    p = _proc([script, *args, "--out", str(out), "--resume", "auto"], preexec_fn=_limit_file_size(limit))
+    line = check_one_line(p.returncode, p.stdout, p.stderr, 1,
+                          ["no space left", str(out / committed), "File too large", "ulimit -f", "--resume auto"])
+    assert "earlier checkpoints are intact" in line
+    after = _snapshot(out)
+    assert set(after) == set(before) and leftovers(tmp_path) == []
+    for name in ("state.json", committed):   # the committed checkpoint, byte for byte
+        assert after[name] == before[name], name
+    p = _proc([script, *args, "--out", str(out), "--resume", "auto"])
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    return p, out
+
+
+def test_full_disk_during_a_graph_run_keeps_the_last_checkpoint_and_resumes(tmp_path):
+    script = "scripts/graph/train_node_classification.py"
+    run = ["--dataset", "karate", "--epochs", "20"]
+    p, out = _full_disk_then_resume(tmp_path, script, [*run, "--stop-after-epochs", "10"], run, 1024,
+                                    "last.rank0.params")
+    assert "resumed from" in p.stdout + p.stderr
+    state = json.loads((out / "state.json").read_text())
+    assert state["epoch"] == 20 and [h["epoch"] for h in state["history"]] == [10, 20]
+    assert [json.loads(l)["epoch"] for l in (out / "log.jsonl").read_text().splitlines()] == [10, 20]
+
+
+def test_full_disk_during_pretraining_keeps_the_last_checkpoint_and_resumes(tmp_path):
+    script, phase = "scripts/nlp/pretrain_bert.py", "seq_len=32,batch_size=8,steps=2,lr=0.001"
+    first = ["--phase", phase, "--no-progress"]
+    p, out = _full_disk_then_resume(tmp_path, script, first, [*first, "--phase", phase], 1_000_000,
+                                    "ckpt.rank0.params")
+    assert "resumed from" in p.stdout + p.stderr and "phase 2 done" in p.stdout + p.stderr
+    state = json.loads((out / "state.json").read_text())
+    assert state["phase"] == 2 and [(h["phase"], h["step"]) for h in state["history"]] == [(1, 1), (1, 2), (2, 1), (2, 2)]
+
+
+def test_full_disk_during_a_vision_run_keeps_the_last_checkpoint_and_resumes(tmp_path):
+    script = "scripts/cv/train_classification.py"
+    run = ["--model", "digits_cnn", "--epochs", "2", "--batch-size", "128", "--no-progress"]
+    p, out = _full_disk_then_resume(tmp_path, script, [*run, "--stop-after-epochs", "1"], run, 100_000,
+                                    "last.rank0.params")
+    state = json.loads((out / "state.json").read_text())
+    assert state["epoch"] == 2 and [h["epoch"] for h in state["history"]] == [1, 2]
+    assert len((out / "summary.csv").read_text().splitlines()) == 3   # header and one row per epoch
+
+
+@pytest.mark.parametrize("script, args", [
+    ("scripts/graph/train_graph_classification.py", ["--epochs", "2"]),
+    ("scripts/nlp/pretrain_bert.py", ["--phase", "seq_len=32,batch_size=8,steps=1,lr=0.001", "--no-progress"]),
+], ids=["graph", "bert"])
+def test_full_disk_before_the_first_checkpoint_leaves_no_run_folder(tmp_path, script, args):
+    out = tmp_path / "run"
+    p = _proc([script, *args, "--out", str(out)], preexec_fn=_limit_file_size(1024))
+    check_one_line(p.returncode, p.stdout, p.stderr, 1, ["no space left", str(out), "File too large"])
+    assert not out.exists() and leftovers(tmp_path) == []

@@ -49,7 +49,7 @@ def load_linqs(folder, name="cora", dangling="error"):
     for f in (content, cites):
         if not os.path.isfile(f):
             raise GraphError(f"{f} does not exist; a LINQS folder holds {name}.content and {name}.cites")
-    ids, feats, labels, width = {}, [], [], None
+    ids, lines, feats, labels, width = {}, {}, [], [], None
     with open(content, encoding="utf-8") as fh:
         for no, line in enumerate(fh, start=1):
             parts = line.split()
@@ -66,8 +66,10 @@ def load_linqs(folder, name="cora", dangling="error"):
             except ValueError:
                 raise GraphError(f"{content}:{no}: attributes must be numbers") from None
             if parts[0] in ids:
-                raise GraphError(f"{content}:{no}: paper id {parts[0]} appears twice")
+                raise GraphError(f"{content}:{no}: paper id {parts[0]} appears twice (first on line "
+                                 f"{lines[parts[0]]}); remove one of the rows or give it its own id")
             ids[parts[0]] = len(ids)
+            lines[parts[0]] = no
             labels.append(parts[-1])
     if not ids:
         raise GraphError(f"{content} is empty")

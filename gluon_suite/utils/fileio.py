@@ -109,3 +109,26 @@ def atomic_write(path, data, mode="w"):
 def write_json(path, obj):
     """Write ``obj`` as indented, key-sorted JSON to ``path`` atomically."""
     atomic_write(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+@contextlib.contextmanager
+def output_folder(out, committed="state.json"):
+    """Run the block that writes a run into ``out``; if it fails with a ``WriteError`` before any
+    checkpoint was committed (no ``committed`` file in ``out``), the files it added to ``out`` are
+    removed, and ``out`` itself when the block created it: a run that could not save anything
+    leaves no half-begun folder. Files that were there before are kept, and so is everything once
+    a checkpoint exists (``--resume auto`` continues from it)."""
+    out = os.path.abspath(os.fspath(out))
+    existed = os.path.isdir(out)
+    before = set(os.listdir(out)) if existed else set()
+    try:
+        yield out
+    except WriteError:
+        if os.path.isdir(out) and not os.path.exists(os.path.join(out, committed)):
+            for name in set(os.listdir(out)) - before:
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(out, name))
+            if not existed:
+                with contextlib.suppress(OSError):
+                    os.rmdir(out)
+        raise

@@ -78,7 +78,9 @@ def main(argv=None):
     from gluon_suite.graph.recipes import train_node_classification
     comm = get_communicator()
     log = print if comm.rank == 0 or cfg.get("elastic") else (lambda m: None)  # elastic: the recipe checks
-    with device:   # the worker's device as the default context of the recipe
+    from gluon_suite.graph.recipes import NODE_DEFAULTS
+    from gluon_suite.utils.fileio import output_folder
+    with device, output_folder(cfg.get("out", NODE_DEFAULTS["out"])):   # the worker's device as the recipe's default context
         res = train_node_classification(cfg, comm, log=log)
     if res["test_acc"] is not None and res.get("rank", 0) == 0:  # None: stopped before the first evaluation
         log(f"test accuracy {res['test_acc']:.4f}")

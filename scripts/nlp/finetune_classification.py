@@ -63,7 +63,8 @@ def main(argv=None):
     log = print if comm.rank == 0 or a.elastic else (lambda m: None)  # elastic: checked per epoch
     elastic = {"ramp_steps": a.ramp_steps, "commit_every": a.commit_every,
                "ref_workers": a.ref_workers} if a.elastic else None
-    with ctx[0]:   # the worker's first device as the recipe's default context
+    from gluon_suite.utils.fileio import output_folder
+    with ctx[0], output_folder(a.out):   # the worker's first device as the recipe's default context
         finetune_classification(a.train, a.dev, a.init, tuple(a.text_columns), a.label_column, a.max_len,
                                 a.epochs, a.batch_size, a.lr, a.optimizer, a.seed, comm=comm, log=log, elastic=elastic,
                                 out=None if a.elastic else a.out, resume=a.resume, model=a.model,

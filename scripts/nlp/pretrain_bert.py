@@ -175,7 +175,8 @@ def main(argv=None):
     comm = get_communicator()
     elastic = bool(cfg.get("elastic"))
     log = (lambda m: print(m, flush=True)) if comm.rank == 0 or elastic else (lambda m: None)
-    with ctx[0]:   # the worker's first device as the recipe's default context
+    from gluon_suite.utils.fileio import output_folder
+    with ctx[0], output_folder(merged["out"]):   # the worker's first device as the recipe's default context
         res = pretrain_bert(cfg, comm, log=log, ctx=ctx)
     if elastic:
         return 0
