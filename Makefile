@@ -25,9 +25,10 @@ HOROVOD_ENV := HOROVOD_WITH_MXNET=1 HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT
 WORKER_ENV := OMP_NUM_THREADS=1 MXNET_CPU_WORKER_NTHREADS=1
 PYTEST_ARGS ?=
 
-.PHONY: setup demo quickstart test test-long bench clean distclean
+.PHONY: setup kernels demo quickstart test test-long bench clean distclean
 
 setup: $(STAMP)
+	@$(MAKE) --no-print-directory kernels
 
 $(STAMP): setup.py constraints.txt Makefile
 	@# a CUDA set-up stops before touching the venv when this machine cannot run it
@@ -51,6 +52,29 @@ $(STAMP): setup.py constraints.txt Makefile
 	$(VENV)/bin/gluon-suite info
 	@rm -f $(VENV)/.setup-done*
 	@touch $(STAMP)
+
+# The graph package's compiled message-passing kernels: an MXNet operator library built with the
+# system C++ compiler against the header and lib_api.cc inside the installed MXNet wheel, rebuilt
+# when a source changes. A failed build never fails the set-up: the package then says so in one
+# line at import and runs its Python kernels.
+CXX ?= g++
+KERNELS_DIR ?= build/graph_kernels
+KERNELS_SO := $(KERNELS_DIR)/libgs_graph_kernels.so
+KERNELS_SRC := $(wildcard gluon_suite/graph/csrc/*.cc gluon_suite/graph/csrc/*.h)
+MXNET_PKG = $(firstword $(wildcard $(VENV)/lib/python3*/site-packages/mxnet))
+KERNELS_FLAGS := -std=c++17 -O3 -fPIC -shared -fopenmp -DNDEBUG -Wall -Wno-unused-function
+
+kernels: $(KERNELS_SO)
+
+$(KERNELS_SO): $(KERNELS_SRC)
+	@mkdir -p $(@D)
+	@echo "compiling the graph kernels ($(notdir $@))"
+	@if [ -z "$(MXNET_PKG)" ]; then \
+		echo "graph kernels not built: MXNet is not installed in $(VENV) (run make setup); the graph package uses its Python kernels"; \
+	elif $(CXX) $(KERNELS_FLAGS) -I$(MXNET_PKG)/include $(KERNELS_SRC) $(MXNET_PKG)/src/lib_api.cc -o $@.tmp; then \
+		mv -f $@.tmp $@; \
+	else rm -f $@.tmp; \
+		echo "graph kernels not built: $(CXX) failed (see above); the graph package uses its Python kernels"; fi
 
 # the showcase: 2 Horovod workers train ResNeSt-14 on digits with CSER + GRBS (ratio 32), publish the
 # best checkpoint into a local zoo store, serve it on loopback and load it back through the zoo

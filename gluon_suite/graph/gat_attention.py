@@ -8,7 +8,8 @@ equals the composition of built-ins (``apply_edges(u_add_v)``, ``edge_softmax``,
 import mxnet as mx
 import numpy as np
 
-from .layout import _flat, _GraphOp, _per_destination, _register, _total
+from . import native
+from .layout import _flat, _GraphOp, _per_destination, _register, _total, by_key
 
 class _GATAttention(_GraphOp):
     """Inputs x (N_src, H, F), el (N_src, H), er (N_dst, H)[, mask (E, H)]; output (N_dst, H, F).
@@ -98,10 +99,24 @@ _register("gs_gat_attention", _GATAttention, ("x", "el", "er"), _per_destination
 _register("gs_gat_attention_masked", _GATAttention, ("x", "el", "er", "mask"), _per_destination)
 
 
+def _layout_perm(t, H, ctx):
+    """The head layout's entry order as an index NDArray on ``ctx`` (cached on the topology)."""
+    cache = t.__dict__.setdefault("_perm_nd", {})
+    if (H, str(ctx)) not in cache:
+        cache[(H, str(ctx))] = mx.nd.array(t.heads(H).perm, ctx=ctx, dtype="int64")
+    return cache[(H, str(ctx))]
+
+
 def gat_attention(key, x, el, er, negative_slope, mask=None):
     """GAT's attention step in one operator: out[v, h] = sum over edges u->v of
     a[uv, h] * mask[uv, h] * x[u, h] with a = edge softmax of leaky_relu(el[u, h] + er[v, h]).
-    x (N, H, F), el and er (N, H), mask (E, H) or None -> (N_dst, H, F)."""
+    x (N, H, F), el and er (N, H), mask (E, H) in edge order or None -> (N_dst, H, F). The compiled operator
+    runs when it can take the arrays (``native``), this module's Python one otherwise."""
+    if native.usable(x, el, er, mask):
+        return native.gat_attention(by_key(key).structure(x.context), x, el, er, negative_slope, mask)
+    if mask is not None:     # the Python operator takes the mask in its head layout's entry order
+        t = by_key(key)
+        mask = mx.nd.take(mask.reshape((-1,)), _layout_perm(t, x.shape[1], mask.context)).reshape(mask.shape)
     if mask is None:
         return mx.nd.Custom(x, el, er, key=key, slope=negative_slope, op_type="gs_gat_attention")
     return mx.nd.Custom(x, el, er, mask, key=key, slope=negative_slope, op_type="gs_gat_attention_masked")

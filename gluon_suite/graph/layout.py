@@ -38,9 +38,28 @@ class _Topology:
         self.src_sorted = src[self.order]
         # segment number of every edge in destination order (for broadcasting per-node values)
         self.seg = np.repeat(np.arange(len(self.starts)), np.diff(np.append(self.starts, len(src))))
-        self._heads = {}
+        self._heads, self._structures = {}, {}
+        self.idtype = np.int64          # the id type of the graph's compiled-kernel structure
         self.key = str(next(_KEYS))
         _TOPOLOGIES[self.key] = self
+
+    def structure(self, ctx, idtype=None):
+        """The eight index tensors the compiled kernels take, on ``ctx`` with ids of ``idtype``
+        (int32 or int64; default: the graph's, ``self.idtype``), built on first use and cached:
+        destination grouping (indptr, source of each edge, edge id), source grouping (indptr,
+        destination, edge id), then src and dst in edge order."""
+        idtype = np.dtype(idtype or self.idtype)
+        if idtype not in (np.dtype(np.int32), np.dtype(np.int64)):
+            raise ValueError(f"graph ids are int32 or int64, not {idtype}")
+        key = (str(ctx), idtype.name)
+        if key not in self._structures:
+            by_src = np.argsort(self.src, kind="stable")
+            indptr_s = np.zeros(self.num_src + 1, np.int64)
+            np.cumsum(np.bincount(self.src, minlength=self.num_src), out=indptr_s[1:])
+            arrays = (self.indptr, self.src_sorted, self.order, indptr_s, self.dst[by_src], by_src,
+                      self.src, self.dst)
+            self._structures[key] = tuple(mx.nd.array(a, ctx=ctx, dtype=idtype.name) for a in arrays)
+        return self._structures[key]
 
     def heads(self, H):
         """The head layout for ``H`` heads (built on first use, then cached)."""
@@ -52,6 +71,11 @@ class _Topology:
         """The (num_dst x num_src) CSR matrix with ``values`` (in edge order) on the edges."""
         return sp.csr_matrix((np.ascontiguousarray(values[self.order], dtype=np.float32), self.src_sorted,
                               self.indptr), shape=(self.num_dst, self.num_src), copy=False)
+
+
+def by_key(key):
+    """The registered topology named ``key``."""
+    return _TOPOLOGIES[key]
 
 
 def topology(src, dst, num_src, num_dst):

@@ -1,16 +1,20 @@
 """Message passing on a graph or block: ``apply_edges`` and ``update_all`` with DGL's built-in
 message/reduce functions or user-defined ones.
 
-Built-in (message, reduce) pairs run as sparse products and never build an E x F message tensor:
-copy_u with sum/mean is MXNet's CSR product (or the ``spmm_e`` operator beyond MXNet's size
-limit), u_mul_e with sum/mean the ``spmm_e`` operator (edge values get gradients), copy_e with
-sum/mean a product with the (node x edge) incidence matrix. Max/min reductions and other messages
-build per-edge values. A user-defined reduce function sees nodes bucketed by in-degree, as in DGL,
+With the compiled kernels (``native``; float32 features on a CPU context), a built-in pair
+copy_u, copy_e, u_op_e or e_op_u (op add, sub, mul; e_div_u excepted) with sum, mean, max or min
+is one gSpMM operator that never builds an E x F message tensor, and built-in edge messages
+(``apply_edges``, and messages a pair cannot fuse, reduced by gSpMM afterwards) are one gSDDMM
+operator. Without them the Python kernels run: copy_u with sum/mean is MXNet's CSR product (or
+the ``spmm_e`` operator beyond MXNet's size limit), u_mul_e with sum/mean the ``spmm_e`` operator
+(edge values get gradients), copy_e with sum/mean a product with the (node x edge) incidence
+matrix; max/min reductions and other messages build per-edge values. A user-defined reduce function sees nodes bucketed by in-degree, as in DGL,
 so its mailbox is a dense (nodes, degree, ...) tensor. Autograd flows to node and edge features.
 """
 import mxnet as mx
 import numpy as np
 
+from . import native
 from .base import ALL, EdgeBatch, GraphError, NodeBatch
 from .function import Message, Reduce
 from .kernels import segment_max, segment_sum, spmm_e
@@ -53,6 +57,44 @@ class MessagePassing:
             return mx.nd.take(x, self._dst_nd)
         return x
 
+    def _structure(self, ctx):
+        """The graph's structure for the compiled kernels on ``ctx``, in the graph's id type."""
+        t = self._topology()
+        t.idtype = np.dtype(getattr(self, "idtype", np.int64))
+        return t.structure(ctx)
+
+    def _native_messages(self, msg):
+        """A built-in binary message as one gSDDMM operator, or None when the compiled kernels
+        cannot take its operands."""
+        a, b = self._field(*msg.lhs), self._field(*msg.rhs)
+        if not native.usable(a, b):
+            return None
+        lt, op, rt = msg.op.split("_")
+        return native.gsddmm(self._structure(a.context), op, a, b, lt, rt)
+
+    def _native_reduce(self, msg, reduce_op):
+        """A built-in (message, reduce) pair as one gSpMM operator (mean: the sum, scaled by the
+        caller), or None when the pair or its operands have no compiled form."""
+        red = "sum" if reduce_op == "mean" else reduce_op
+        if msg.op in ("copy_u", "copy_e"):
+            x = self._field(*msg.lhs)
+            if not native.usable(x):
+                return None
+            lhs, rhs = (x, None) if msg.op == "copy_u" else (None, x)
+            return native.gspmm(self._structure(x.context), "copy_lhs" if lhs is not None else "copy_rhs", red,
+                                lhs, rhs)
+        lt, op, rt = msg.op.split("_")
+        if {lt, rt} != {"u", "e"} or op not in ("add", "sub", "mul", "div") or (lt, op) == ("e", "div"):
+            return None
+        (tu, fu), (te, fe) = (msg.lhs, msg.rhs) if lt == "u" else (msg.rhs, msg.lhs)
+        x, e = self._field(tu, fu), self._field(te, fe)
+        if not native.usable(x, e):
+            return None
+        if (lt, op) == ("e", "sub"):     # e - u = -(u - e): max and min trade places
+            flip = {"sum": "sum", "max": "min", "min": "max"}[red]
+            return -native.gspmm(self._structure(x.context), "sub", flip, x, e)
+        return native.gspmm(self._structure(x.context), op, red, x, e)
+
     def _message_shape(self, msg):
         """Feature shape (after the edge axis) of a built-in message, without computing it."""
         shapes = [self._field(*side).shape[1:] for side in (msg.lhs, msg.rhs) if side]
@@ -66,6 +108,10 @@ class MessagePassing:
     def _messages(self, msg):
         """Per-edge values of a built-in message function, an (E, ...) tensor. Shapes broadcast as
         in DGL, except that the lower-rank side is padded with trailing 1s (see ``_align``)."""
+        if msg.rhs is not None:
+            out = self._native_messages(msg)
+            if out is not None:
+                return out
         a = self._per_edge(*msg.lhs)
         if msg.rhs is None:
             return a
@@ -127,7 +173,9 @@ class MessagePassing:
                 raise GraphError("update_all on a graph without edges needs a built-in message function")
             return mx.nd.zeros((self._ndst,) + shape)
         out = None
-        if isinstance(message_func, Message) and reduce_func.op in ("sum", "mean"):
+        if isinstance(message_func, Message):
+            out = self._native_reduce(message_func, reduce_func.op)
+        if out is None and isinstance(message_func, Message) and reduce_func.op in ("sum", "mean"):
             out = self._fused(message_func)
         if out is None:
             msgs = self._all_messages(message_func)
@@ -135,7 +183,10 @@ class MessagePassing:
                 raise GraphError(f"the message function did not produce {reduce_func.msg!r} "
                                  f"(it produced: {', '.join(msgs) or 'nothing'})")
             m = msgs[reduce_func.msg]
-            if reduce_func.op == "max":
+            if native.usable(m):
+                out = native.gspmm(self._structure(m.context), "copy_rhs",
+                                   "sum" if reduce_func.op == "mean" else reduce_func.op, None, m)
+            elif reduce_func.op == "max":
                 out = segment_max(self._topo(), m)
             elif reduce_func.op == "min":
                 out = -segment_max(self._topo(), -m)
@@ -173,6 +224,8 @@ class MessagePassing:
     def _edge_sum(self, m):
         """Sum of per-edge values at each destination: a product with the (node x edge) incidence
         matrix, or a segment sum when that matrix is too large for MXNet."""
+        if native.usable(m):
+            return native.gspmm(self._structure(m.context), "copy_rhs", "sum", None, m)
         if self._ndst * max(self.num_edges(), 1) > _MX_LIMIT:
             return segment_sum(self._topo(), m)
         if m.ndim == 2:

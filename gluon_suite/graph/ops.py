@@ -8,11 +8,14 @@ stay importable from here.
 """
 import itertools
 
+import numpy as np
+
 from . import function as fn
+from . import native
 from .base import ALL, GraphError
 from .gat_attention import gat_attention
 from .kernels import edge_softmax_op, segment_max, segment_sum, spmm_e
-from .layout import topology
+from .layout import by_key, topology
 
 
 def edge_softmax(graph, logits, eids=ALL, norm_by="dst"):
@@ -24,11 +27,14 @@ def edge_softmax(graph, logits, eids=ALL, norm_by="dst"):
     if logits.shape[0] != graph.num_edges():
         raise GraphError(f"edge_softmax got {logits.shape[0]} logits for {graph.num_edges()} edges; "
                          "give one row per edge")
-    if norm_by == "dst":
-        return edge_softmax_op(graph._topo(), logits)
-    if norm_by == "src":
-        return edge_softmax_op(graph._reverse_topo(), logits)
-    raise GraphError(f"edge_softmax(norm_by={norm_by!r}): choose 'dst' or 'src'")
+    if norm_by not in ("dst", "src"):
+        raise GraphError(f"edge_softmax(norm_by={norm_by!r}): choose 'dst' or 'src'")
+    key = graph._topo() if norm_by == "dst" else graph._reverse_topo()
+    if native.usable(logits):
+        t = by_key(key)
+        t.idtype = np.dtype(getattr(graph, "idtype", np.int64))
+        return native.edge_softmax(t.structure(logits.context), logits)
+    return edge_softmax_op(key, logits)
 
 
 _SPMM_OPS = ("add", "sub", "mul", "div", "copy_lhs", "copy_rhs")

@@ -1,0 +1,856 @@
+// Message-passing kernels of gluon_suite.graph as MXNet library operators (forward and backward,
+// OpenMP over rows). Every operator takes the graph's structure as eight index tensors, all of one
+// integer type (int32 or int64), in this order:
+//   indptr_d (N_dst+1), src_d (E), eid_d (E)   edges grouped by destination: row v holds positions
+//                                              indptr_d[v]..indptr_d[v+1] with source src_d[k] and
+//                                              edge id eid_d[k]
+//   indptr_s (N_src+1), dst_s (E), eid_s (E)   the same grouped by source
+//   src (E), dst (E)                           endpoints in edge-id order
+// Every output row is written by exactly one thread (gradients of source-side tensors run over
+// the source grouping), so no atomics and the results do not depend on the thread count.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "mxnet/lib_api.h"
+
+using mxnet::ext::MXReturnValue;
+using mxnet::ext::MXTensor;
+using mxnet::ext::OpResource;
+using mxnet::ext::MX_SUCCESS;
+using mxnet::ext::MX_FAIL;
+typedef std::unordered_map<std::string, std::string> Attrs;
+typedef std::vector<std::vector<unsigned int>> Shapes;
+
+namespace {
+
+const int kStructure = 8;   // index tensors after the data inputs
+
+enum Op { kAdd, kSub, kMul, kDiv, kDot, kCopyL, kCopyR };
+enum Reduce { kSum, kMax, kMin };
+
+std::string Get(const Attrs& a, const char* key, const char* fallback) {
+  auto it = a.find(key);
+  return it == a.end() ? std::string(fallback) : it->second;
+}
+
+bool ParseOp(const std::string& s, Op* op) {
+  static const std::unordered_map<std::string, Op> names = {
+      {"add", kAdd}, {"sub", kSub}, {"mul", kMul}, {"div", kDiv}, {"dot", kDot},
+      {"copy_lhs", kCopyL}, {"copy_rhs", kCopyR}};
+  auto it = names.find(s);
+  if (it == names.end()) return false;
+  *op = it->second;
+  return true;
+}
+
+bool ParseReduce(const std::string& s, Reduce* r) {
+  if (s == "sum") *r = kSum;
+  else if (s == "max") *r = kMax;
+  else if (s == "min") *r = kMin;
+  else
+    return false;
+  return true;
+}
+
+std::vector<int64_t> RowShape(const std::vector<int64_t>& shape) {
+  return std::vector<int64_t>(shape.begin() + 1, shape.end());
+}
+
+int64_t Prod(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// How the per-row features of two operands meet: the lower-rank side gets trailing 1s, then
+// sizes broadcast dimension by dimension. For kDot the last broadcast dimension is summed.
+// lidx/ridx map each element of the full broadcast row to an element of the lhs/rhs row.
+struct Bcast {
+  std::vector<int64_t> shape;     // the output row's shape (dot: last dimension 1)
+  int64_t full = 1, out = 1, red = 1, lhs = 1, rhs = 1;
+  std::vector<int64_t> lidx, ridx;
+  bool lid = false, rid = false;  // index map is the identity
+  int64_t rchunk = 0;             // ridx[j] == j / rchunk for all j (a value per chunk), else 0
+
+  bool Init(std::vector<int64_t> l, std::vector<int64_t> r, Op op, std::string* err) {
+    if (op == kCopyL) r = l;
+    if (op == kCopyR) l = r;
+    while (l.size() < r.size()) l.push_back(1);
+    while (r.size() < l.size()) r.push_back(1);
+    std::vector<int64_t> b(l.size());
+    for (size_t d = 0; d < l.size(); ++d) {
+      if (l[d] != r[d] && l[d] != 1 && r[d] != 1) {
+        *err = "feature shapes do not broadcast";
+        return false;
+      }
+      b[d] = std::max(l[d], r[d]);
+    }
+    lhs = Prod(l), rhs = Prod(r), full = Prod(b);
+    shape = b;
+    if (op == kDot) {
+      red = b.empty() ? 1 : b.back();
+      if (!shape.empty()) shape.back() = 1;
+    }
+    out = red ? full / red : 0;
+    lidx.assign(full, 0), ridx.assign(full, 0);
+    std::vector<int64_t> pos(b.size(), 0);
+    for (int64_t j = 0; j < full; ++j) {
+      int64_t li = 0, ri = 0;
+      for (size_t d = 0; d < b.size(); ++d) {
+        li = li * l[d] + (l[d] == 1 ? 0 : pos[d]);
+        ri = ri * r[d] + (r[d] == 1 ? 0 : pos[d]);
+      }
+      lidx[j] = li, ridx[j] = ri;
+      for (int d = static_cast<int>(b.size()) - 1; d >= 0; --d) {
+        if (++pos[d] < b[d]) break;
+        pos[d] = 0;
+      }
+    }
+    lid = lhs == full, rid = rhs == full;
+    if (rhs > 0 && full % rhs == 0) {
+      int64_t c = full / rhs;
+      bool ok = true;
+      for (int64_t j = 0; j < full && ok; ++j) ok = ridx[j] == j / c;
+      rchunk = ok ? c : 0;
+    }
+    return true;
+  }
+};
+
+inline float Apply(Op op, float a, float b) {
+  switch (op) {
+    case kAdd: return a + b;
+    case kSub: return a - b;
+    case kMul: case kDot: return a * b;
+    case kDiv: return a / b;
+    case kCopyL: return a;
+    default: return b;
+  }
+}
+
+// d op / d a and d op / d b
+inline float GradL(Op op, float a, float b) {
+  switch (op) {
+    case kMul: case kDot: return b;
+    case kDiv: return 1.f / b;
+    case kCopyR: return 0.f;
+    default: return 1.f;
+  }
+}
+inline float GradR(Op op, float a, float b) {
+  switch (op) {
+    case kSub: return -1.f;
+    case kMul: case kDot: return a;
+    case kDiv: return -a / (b * b);
+    case kCopyL: return 0.f;
+    default: return 1.f;
+  }
+}
+
+bool Bad(const MXTensor& t) { return t.data_ptr == nullptr; }
+
+// ---------------------------------------------------------------------------------------------
+// gSpMM: out[v] = reduce over edges u->v of op(lhs[u], rhs[e]); empty rows give 0.
+// Inputs: lhs (N_src, ...), rhs (E, ...) (the unused one of a copy may be any placeholder),
+// structure. Attributes: op, reduce.
+template <typename I>
+void SpmmForward(const Bcast& b, Op op, Reduce red, const float* X, const float* W, const I* indptr,
+                 const I* nbr, const I* eid, int64_t n, float* Y) {
+  const int64_t L = b.out;
+#pragma omp parallel for schedule(dynamic, 64)
+  for (int64_t v = 0; v < n; ++v) {
+    float* o = Y + v * L;
+    const I k0 = indptr[v], k1 = indptr[v + 1];
+    if (red == kSum) {
+      std::fill(o, o + L, 0.f);
+      if (op == kCopyL && b.lid) {
+        for (I k = k0; k < k1; ++k) {
+          const float* x = X + static_cast<int64_t>(nbr[k]) * L;
+          for (int64_t j = 0; j < L; ++j) o[j] += x[j];
+        }
+      } else if (op == kCopyR && b.rid) {
+        for (I k = k0; k < k1; ++k) {
+          const float* w = W + static_cast<int64_t>(eid[k]) * L;
+          for (int64_t j = 0; j < L; ++j) o[j] += w[j];
+        }
+      } else if (op == kMul && b.lid && b.rchunk) {
+        const int64_t C = b.rchunk, H = b.rhs;
+        for (I k = k0; k < k1; ++k) {
+          const float* x = X + static_cast<int64_t>(nbr[k]) * L;
+          const float* w = W + static_cast<int64_t>(eid[k]) * H;
+          for (int64_t h = 0; h < H; ++h) {
+            const float s = w[h];
+            float* oh = o + h * C;
+            const float* xh = x + h * C;
+            for (int64_t c = 0; c < C; ++c) oh[c] += s * xh[c];
+          }
+        }
+      } else {
+        for (I k = k0; k < k1; ++k) {
+          const float* x = X + static_cast<int64_t>(nbr[k]) * b.lhs;
+          const float* w = W + static_cast<int64_t>(eid[k]) * b.rhs;
+          for (int64_t j = 0; j < L; ++j) o[j] += Apply(op, x[b.lidx[j]], w[b.ridx[j]]);
+        }
+      }
+    } else {
+      const bool mx = red == kMax;
+      std::fill(o, o + L, mx ? -std::numeric_limits<float>::infinity()
+                             : std::numeric_limits<float>::infinity());
+      for (I k = k0; k < k1; ++k) {
+        const float* x = X + static_cast<int64_t>(nbr[k]) * b.lhs;
+        const float* w = W + static_cast<int64_t>(eid[k]) * b.rhs;
+        for (int64_t j = 0; j < L; ++j) {
+          const float m = Apply(op, x[b.lidx[j]], w[b.ridx[j]]);
+          if (mx ? m > o[j] : m < o[j]) o[j] = m;
+        }
+      }
+      if (k0 == k1) std::fill(o, o + L, 0.f);
+    }
+  }
+}
+
+// The position (in destination order) of the first edge reaching each output element of a
+// max/min reduction, -1 for empty rows: recomputed from the output in the backward pass.
+template <typename I>
+void ArgReduce(const Bcast& b, Op op, const float* X, const float* W, const float* Y, const I* indptr,
+               const I* nbr, const I* eid, int64_t n, int64_t* arg) {
+  const int64_t L = b.out;
+#pragma omp parallel for schedule(dynamic, 64)
+  for (int64_t v = 0; v < n; ++v) {
+    int64_t* a = arg + v * L;
+    std::fill(a, a + L, -1);
+    const float* y = Y + v * L;
+    for (I k = indptr[v]; k < indptr[v + 1]; ++k) {
+      const float* x = X + static_cast<int64_t>(nbr[k]) * b.lhs;
+      const float* w = W + static_cast<int64_t>(eid[k]) * b.rhs;
+      for (int64_t j = 0; j < L; ++j)
+        if (a[j] < 0 && Apply(op, x[b.lidx[j]], w[b.ridx[j]]) == y[j]) a[j] = k;
+    }
+  }
+}
+
+template <typename I>
+void SpmmBackward(const Bcast& b, Op op, Reduce red, const float* dY, const float* X, const float* W,
+                  const float* Y, const I* const* s, int64_t n_dst, int64_t n_src, float* dX,
+                  float* dW) {
+  const I *indptr = s[0], *nbr = s[1], *eid = s[2], *rptr = s[3], *rnbr = s[4], *reid = s[5];
+  const int64_t L = b.out;
+  std::vector<int64_t> arg;
+  if (red != kSum) {
+    arg.resize(static_cast<size_t>(n_dst * L));
+    ArgReduce(b, op, X, W, Y, indptr, nbr, eid, n_dst, arg.data());
+  }
+  if (dX != nullptr) {
+#pragma omp parallel for schedule(dynamic, 64)
+    for (int64_t u = 0; u < n_src; ++u) {
+      float* d = dX + u * b.lhs;
+      std::fill(d, d + b.lhs, 0.f);
+      if (op == kCopyR) continue;
+      const float* x = X + u * b.lhs;
+      for (I k = rptr[u]; k < rptr[u + 1]; ++k) {
+        const int64_t v = rnbr[k], e = reid[k];
+        const float* dy = dY + v * L;
+        const float* w = W + e * b.rhs;
+        if (red == kSum) {
+          if (op == kCopyL && b.lid) {
+            for (int64_t j = 0; j < L; ++j) d[j] += dy[j];
+          } else if (op == kMul && b.lid && b.rchunk) {
+            const int64_t C = b.rchunk;
+            for (int64_t h = 0; h < b.rhs; ++h) {
+              const float sc = w[h];
+              for (int64_t c = 0; c < C; ++c) d[h * C + c] += sc * dy[h * C + c];
+            }
+          } else {
+            for (int64_t j = 0; j < L; ++j)
+              d[b.lidx[j]] += GradL(op, x[b.lidx[j]], w[b.ridx[j]]) * dy[j];
+          }
+        } else {
+          const int64_t* a = arg.data() + v * L;
+          for (int64_t j = 0; j < L; ++j)
+            if (a[j] >= 0 && eid[a[j]] == e)
+              d[b.lidx[j]] += GradL(op, x[b.lidx[j]], w[b.ridx[j]]) * dy[j];
+        }
+      }
+    }
+  }
+  if (dW != nullptr) {
+#pragma omp parallel for schedule(dynamic, 64)
+    for (int64_t v = 0; v < n_dst; ++v) {
+      const float* dy = dY + v * L;
+      for (I k = indptr[v]; k < indptr[v + 1]; ++k) {
+        float* d = dW + static_cast<int64_t>(eid[k]) * b.rhs;
+        std::fill(d, d + b.rhs, 0.f);
+      }
+      if (op == kCopyL) continue;
+      if (red == kSum) {
+        for (I k = indptr[v]; k < indptr[v + 1]; ++k) {
+          const int64_t e = eid[k];
+          float* d = dW + e * b.rhs;
+          const float* x = X + static_cast<int64_t>(nbr[k]) * b.lhs;
+          const float* w = W + e * b.rhs;
+          if (op == kMul && b.lid && b.rchunk) {
+            const int64_t C = b.rchunk;
+            for (int64_t h = 0; h < b.rhs; ++h) {
+              float acc = 0.f;
+              for (int64_t c = 0; c < C; ++c) acc += x[h * C + c] * dy[h * C + c];
+              d[h] = acc;
+            }
+          } else if (op == kCopyR && b.rid) {
+            for (int64_t j = 0; j < L; ++j) d[j] = dy[j];
+          } else {
+            for (int64_t j = 0; j < L; ++j)
+              d[b.ridx[j]] += GradR(op, x[b.lidx[j]], w[b.ridx[j]]) * dy[j];
+          }
+        }
+      } else {
+        const int64_t* a = arg.data() + v * L;
+        for (int64_t j = 0; j < L; ++j) {
+          if (a[j] < 0) continue;
+          const int64_t k = a[j], e = eid[k];
+          const float* x = X + static_cast<int64_t>(nbr[k]) * b.lhs;
+          const float* w = W + e * b.rhs;
+          dW[e * b.rhs + b.ridx[j]] += GradR(op, x[b.lidx[j]], w[b.ridx[j]]) * dy[j];
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// gSDDMM: out[e] = op(lhs[row_l(e)], rhs[row_r(e)]) with row_t(e) = src[e], dst[e] or e for the
+// targets u, v, e. Attributes: op, lhs_target, rhs_target.
+template <typename I>
+inline int64_t Row(char target, const I* src, const I* dst, int64_t e) {
+  return target == 'u' ? static_cast<int64_t>(src[e]) : target == 'v' ? static_cast<int64_t>(dst[e]) : e;
+}
+
+template <typename I>
+void SddmmForward(const Bcast& b, Op op, char lt, char rt, const float* A, const float* B, const I* src,
+                  const I* dst, int64_t E, float* Y) {
+#pragma omp parallel for schedule(static)
+  for (int64_t e = 0; e < E; ++e) {
+    const float* a = A + Row(lt, src, dst, e) * b.lhs;
+    const float* c = B + Row(rt, src, dst, e) * b.rhs;
+    float* o = Y + e * b.out;
+    if (op == kDot && b.lid && b.rid) {
+      for (int64_t j = 0; j < b.out; ++j) {
+        float acc = 0.f;
+        const float *aj = a + j * b.red, *cj = c + j * b.red;
+        for (int64_t r = 0; r < b.red; ++r) acc += aj[r] * cj[r];
+        o[j] = acc;
+      }
+    } else if (op == kDot) {
+      std::fill(o, o + b.out, 0.f);
+      for (int64_t j = 0; j < b.full; ++j) o[j / b.red] += a[b.lidx[j]] * c[b.ridx[j]];
+    } else if (b.lid && b.rid && op == kAdd) {
+      for (int64_t j = 0; j < b.out; ++j) o[j] = a[j] + c[j];
+    } else {
+      for (int64_t j = 0; j < b.out; ++j) o[j] = Apply(op, a[b.lidx[j]], c[b.ridx[j]]);
+    }
+  }
+}
+
+// Gradient of one operand (side 0: lhs, 1: rhs) of an SDDMM, grouped by that operand's rows so
+// that every row is summed by one thread.
+template <typename I>
+void SddmmBackwardSide(int side, const Bcast& b, Op op, char lt, char rt, const float* dY, const float* A,
+                       const float* B, const I* const* s, int64_t E, int64_t n_rows, float* dT) {
+  const char target = side == 0 ? lt : rt;
+  const int64_t len = side == 0 ? b.lhs : b.rhs;
+  const I *src = s[6], *dst = s[7];
+  const I* ptr = target == 'u' ? s[3] : s[0];
+  const I* ids = target == 'u' ? s[5] : s[2];
+  const int64_t rows = target == 'e' ? E : n_rows;
+  if ((side == 0 && op == kCopyR) || (side == 1 && op == kCopyL)) {
+    std::memset(dT, 0, sizeof(float) * rows * len);
+    return;
+  }
+#pragma omp parallel for schedule(dynamic, 64)
+  for (int64_t r = 0; r < rows; ++r) {
+    float* d = dT + r * len;
+    std::fill(d, d + len, 0.f);
+    const int64_t k0 = target == 'e' ? r : static_cast<int64_t>(ptr[r]);
+    const int64_t k1 = target == 'e' ? r + 1 : static_cast<int64_t>(ptr[r + 1]);
+    for (int64_t k = k0; k < k1; ++k) {
+      const int64_t e = target == 'e' ? k : static_cast<int64_t>(ids[k]);
+      const float* a = A + Row(lt, src, dst, e) * b.lhs;
+      const float* c = B + Row(rt, src, dst, e) * b.rhs;
+      const float* dy = dY + e * b.out;
+      if (side == 0) {
+        for (int64_t j = 0; j < b.full; ++j)
+          d[b.lidx[j]] += GradL(op, a[b.lidx[j]], c[b.ridx[j]]) * dy[j / b.red];
+      } else {
+        for (int64_t j = 0; j < b.full; ++j)
+          d[b.ridx[j]] += GradR(op, a[b.lidx[j]], c[b.ridx[j]]) * dy[j / b.red];
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Edge softmax over each destination's incoming edges, per trailing element:
+// a[e] = exp(s[e] - m) / sum over the row of exp(s - m); backward ds = a * (g - sum(g * a)).
+template <typename I>
+void SoftmaxForward(const float* S, const I* indptr, const I* eid, int64_t n, int64_t L, float* A) {
+#pragma omp parallel
+  {
+    std::vector<float> mx(L), z(L);
+#pragma omp for schedule(dynamic, 64)
+    for (int64_t v = 0; v < n; ++v) {
+      const I k0 = indptr[v], k1 = indptr[v + 1];
+      if (k0 == k1) continue;
+      std::fill(mx.begin(), mx.end(), -std::numeric_limits<float>::infinity());
+      std::fill(z.begin(), z.end(), 0.f);
+      for (I k = k0; k < k1; ++k) {
+        const float* s = S + static_cast<int64_t>(eid[k]) * L;
+        for (int64_t h = 0; h < L; ++h) mx[h] = std::max(mx[h], s[h]);
+      }
+      for (I k = k0; k < k1; ++k) {
+        const int64_t e = eid[k];
+        for (int64_t h = 0; h < L; ++h) {
+          const float p = std::exp(S[e * L + h] - mx[h]);
+          A[e * L + h] = p;
+          z[h] += p;
+        }
+      }
+      for (int64_t h = 0; h < L; ++h) z[h] = 1.f / z[h];
+      for (I k = k0; k < k1; ++k) {
+        float* a = A + static_cast<int64_t>(eid[k]) * L;
+        for (int64_t h = 0; h < L; ++h) a[h] *= z[h];
+      }
+    }
+  }
+}
+
+template <typename I>
+void SoftmaxBackward(const float* dY, const float* A, const I* indptr, const I* eid, int64_t n, int64_t L,
+                     float* dS) {
+#pragma omp parallel
+  {
+    std::vector<float> t(L);
+#pragma omp for schedule(dynamic, 64)
+    for (int64_t v = 0; v < n; ++v) {
+      const I k0 = indptr[v], k1 = indptr[v + 1];
+      std::fill(t.begin(), t.end(), 0.f);
+      for (I k = k0; k < k1; ++k) {
+        const int64_t e = eid[k];
+        for (int64_t h = 0; h < L; ++h) t[h] += dY[e * L + h] * A[e * L + h];
+      }
+      for (I k = k0; k < k1; ++k) {
+        const int64_t e = eid[k];
+        for (int64_t h = 0; h < L; ++h) dS[e * L + h] = A[e * L + h] * (dY[e * L + h] - t[h]);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// GAT's attention step: out[v, h] = sum over edges u->v of a[e, h] * mask[e, h] * x[u, h] with
+// a = edge softmax of leaky_relu(el[u, h] + er[v, h]). x (N_src, H, F), el (N_src, H),
+// er (N_dst, H), mask (E, H) or a placeholder of one element. Attributes: slope, masked.
+// The backward recomputes a (E x H, cheap) instead of keeping it from the forward.
+template <typename I>
+void GatScores(const float* el, const float* er, const I* nbr, I k0, I k1, int64_t v, int64_t H, float slope,
+               float* p, float* z) {
+  std::vector<float> mx(H, -std::numeric_limits<float>::infinity());
+  for (I k = k0; k < k1; ++k) {
+    const float* l = el + static_cast<int64_t>(nbr[k]) * H;
+    float* pk = p + (k - k0) * H;
+    for (int64_t h = 0; h < H; ++h) {
+      float t = l[h] + er[v * H + h];
+      t = t < 0 ? t * slope : t;
+      pk[h] = t;
+      mx[h] = std::max(mx[h], t);
+    }
+  }
+  std::fill(z, z + H, 0.f);
+  for (I k = k0; k < k1; ++k) {
+    float* pk = p + (k - k0) * H;
+    for (int64_t h = 0; h < H; ++h) {
+      pk[h] = std::exp(pk[h] - mx[h]);
+      z[h] += pk[h];
+    }
+  }
+}
+
+template <typename I>
+void GatForward(const float* X, const float* el, const float* er, const float* mask, const I* indptr,
+                const I* nbr, const I* eid, int64_t n, int64_t H, int64_t F, float slope, float* Y) {
+#pragma omp parallel
+  {
+    std::vector<float> p, z(H);
+#pragma omp for schedule(dynamic, 64)
+    for (int64_t v = 0; v < n; ++v) {
+      const I k0 = indptr[v], k1 = indptr[v + 1];
+      float* o = Y + v * H * F;
+      std::fill(o, o + H * F, 0.f);
+      if (k0 == k1) continue;
+      p.resize(static_cast<size_t>((k1 - k0) * H));
+      GatScores(el, er, nbr, k0, k1, v, H, slope, p.data(), z.data());
+      for (int64_t h = 0; h < H; ++h) z[h] = 1.f / z[h];
+      for (I k = k0; k < k1; ++k) {
+        const float* x = X + static_cast<int64_t>(nbr[k]) * H * F;
+        const float* m = mask ? mask + static_cast<int64_t>(eid[k]) * H : nullptr;
+        for (int64_t h = 0; h < H; ++h) {
+          const float w = p[(k - k0) * H + h] * z[h] * (m ? m[h] : 1.f);
+          float* oh = o + h * F;
+          const float* xh = x + h * F;
+          for (int64_t f = 0; f < F; ++f) oh[f] += w * xh[f];
+        }
+      }
+    }
+  }
+}
+
+template <typename I>
+void GatBackward(const float* dY, const float* X, const float* el, const float* er, const float* mask,
+                 const I* const* s, int64_t n_dst, int64_t n_src, int64_t E, int64_t H, int64_t F, float slope,
+                 float* dX, float* dEl, float* dEr) {
+  const I *indptr = s[0], *nbr = s[1], *eid = s[2], *rptr = s[3], *rnbr = s[4], *reid = s[5];
+  std::vector<float> W(static_cast<size_t>(E * H)), DS(static_cast<size_t>(E * H));
+#pragma omp parallel
+  {
+    std::vector<float> p, z(H), t(H);
+#pragma omp for schedule(dynamic, 64)
+    for (int64_t v = 0; v < n_dst; ++v) {
+      const I k0 = indptr[v], k1 = indptr[v + 1];
+      float* der = dEr ? dEr + v * H : nullptr;
+      if (der) std::fill(der, der + H, 0.f);
+      if (k0 == k1) continue;
+      p.resize(static_cast<size_t>((k1 - k0) * H));
+      GatScores(el, er, nbr, k0, k1, v, H, slope, p.data(), z.data());
+      std::fill(t.begin(), t.end(), 0.f);
+      const float* dy = dY + v * H * F;
+      for (I k = k0; k < k1; ++k) {
+        const int64_t e = eid[k];
+        const float* x = X + static_cast<int64_t>(nbr[k]) * H * F;
+        for (int64_t h = 0; h < H; ++h) {
+          const float a = p[(k - k0) * H + h] / z[h];
+          const float m = mask ? mask[e * H + h] : 1.f;
+          float g = 0.f;
+          for (int64_t f = 0; f < F; ++f) g += x[h * F + f] * dy[h * F + f];
+          g *= m;
+          W[e * H + h] = a * m;
+          DS[e * H + h] = g;                       // d loss / d a, for now
+          t[h] += a * g;
+        }
+      }
+      for (I k = k0; k < k1; ++k) {
+        const int64_t e = eid[k];
+        const float* l = el + static_cast<int64_t>(nbr[k]) * H;
+        for (int64_t h = 0; h < H; ++h) {
+          const float a = p[(k - k0) * H + h] / z[h];
+          float ds = a * (DS[e * H + h] - t[h]);
+          if (l[h] + er[v * H + h] < 0) ds *= slope;
+          DS[e * H + h] = ds;
+          if (der) der[h] += ds;
+        }
+      }
+    }
+#pragma omp for schedule(dynamic, 64)
+    for (int64_t u = 0; u < n_src; ++u) {
+      float* dx = dX ? dX + u * H * F : nullptr;
+      float* del = dEl ? dEl + u * H : nullptr;
+      if (dx) std::fill(dx, dx + H * F, 0.f);
+      if (del) std::fill(del, del + H, 0.f);
+      for (I k = rptr[u]; k < rptr[u + 1]; ++k) {
+        const int64_t e = reid[k];
+        const float* dy = dY + static_cast<int64_t>(rnbr[k]) * H * F;
+        for (int64_t h = 0; h < H; ++h) {
+          if (del) del[h] += DS[e * H + h];
+          if (!dx) continue;
+          const float w = W[e * H + h];
+          for (int64_t f = 0; f < F; ++f) dx[h * F + f] += w * dy[h * F + f];
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Glue to MXNet: attribute parsing, shapes, types and the dispatch on the index type.
+
+struct Kind {
+  enum { kSpmm, kSddmm, kSoftmax, kGat } which;
+  int data;  // data inputs before the structure
+};
+
+const Kind kSpmmKind{Kind::kSpmm, 2}, kSddmmKind{Kind::kSddmm, 2}, kSoftmaxKind{Kind::kSoftmax, 1},
+    kGatKind{Kind::kGat, 4};
+
+template <const Kind* K>
+MXReturnValue ParseAttrs(const Attrs& attrs, int* num_in, int* num_out) {
+  *num_in = K->data + kStructure;
+  *num_out = 1;
+  if (K->which == Kind::kSpmm || K->which == Kind::kSddmm) {
+    Op op;
+    if (!ParseOp(Get(attrs, "op", ""), &op)) {
+      MX_ERROR_MSG << "unknown op '" << Get(attrs, "op", "") << "'";
+      return MX_FAIL;
+    }
+    Reduce r;
+    if (K->which == Kind::kSpmm && (!ParseReduce(Get(attrs, "reduce", "sum"), &r) || op == kDot)) {
+      MX_ERROR_MSG << "gSpMM takes add/sub/mul/div/copy_lhs/copy_rhs with sum/max/min";
+      return MX_FAIL;
+    }
+  }
+  return MX_SUCCESS;
+}
+
+template <const Kind* K>
+MXReturnValue InferType(const Attrs& attrs, std::vector<int>* in, std::vector<int>* out) {
+  const int idx = in->at(K->data);
+  if (idx != mxnet::ext::kInt32 && idx != mxnet::ext::kInt64) {
+    MX_ERROR_MSG << "graph structure must be int32 or int64";
+    return MX_FAIL;
+  }
+  for (int i = 0; i < K->data; ++i) {
+    if (in->at(i) != mxnet::ext::kFloat32) {
+      MX_ERROR_MSG << "graph kernels take float32 features (input " << i << ")";
+      return MX_FAIL;
+    }
+  }
+  for (int i = K->data; i < K->data + kStructure; ++i) {
+    if (in->at(i) != idx) {
+      MX_ERROR_MSG << "all structure tensors must share one integer type";
+      return MX_FAIL;
+    }
+  }
+  out->at(0) = mxnet::ext::kFloat32;
+  return MX_SUCCESS;
+}
+
+std::vector<int64_t> ToI64(const std::vector<unsigned int>& s) { return std::vector<int64_t>(s.begin(), s.end()); }
+
+template <const Kind* K>
+MXReturnValue InferShape(const Attrs& attrs, Shapes* in, Shapes* out) {
+  const auto& st = *in;
+  const int64_t n_dst = static_cast<int64_t>(st[K->data][0]) - 1;
+  const int64_t E = st[K->data + 6][0];
+  std::vector<int64_t> shape;
+  if (K->which == Kind::kSoftmax) {
+    out->at(0) = st[0];
+    return MX_SUCCESS;
+  }
+  if (K->which == Kind::kGat) {
+    out->at(0) = {static_cast<unsigned>(n_dst), st[0][1], st[0][2]};
+    return MX_SUCCESS;
+  }
+  Op op = kAdd;
+  ParseOp(Get(attrs, "op", ""), &op);
+  Bcast b;
+  std::string err;
+  if (!b.Init(RowShape(ToI64(st[0])), RowShape(ToI64(st[1])), op, &err)) {
+    MX_ERROR_MSG << err;
+    return MX_FAIL;
+  }
+  std::vector<unsigned int> o{static_cast<unsigned>(K->which == Kind::kSpmm ? n_dst : E)};
+  for (int64_t d : b.shape) o.push_back(static_cast<unsigned>(d));
+  out->at(0) = o;
+  return MX_SUCCESS;
+}
+
+template <typename I>
+void Structure(std::vector<MXTensor>* t, int first, const I* s[kStructure]) {
+  for (int i = 0; i < kStructure; ++i) s[i] = t->at(first + i).data<I>();
+}
+
+int64_t Rows(const MXTensor& t) { return t.shape.empty() ? 0 : t.shape[0]; }
+
+template <typename I>
+MXReturnValue SpmmFwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out) {
+  Op op = kAdd;
+  Reduce red = kSum;
+  ParseOp(Get(attrs, "op", ""), &op);
+  ParseReduce(Get(attrs, "reduce", "sum"), &red);
+  Bcast b;
+  std::string err;
+  if (!b.Init(RowShape(in->at(0).shape), RowShape(in->at(1).shape), op, &err)) {
+    MX_ERROR_MSG << err;
+    return MX_FAIL;
+  }
+  const I* s[kStructure];
+  Structure<I>(in, 2, s);
+  SpmmForward<I>(b, op, red, in->at(0).data<float>(), in->at(1).data<float>(), s[0], s[1], s[2],
+                 Rows(in->at(2)) - 1, out->at(0).data<float>());
+  return MX_SUCCESS;
+}
+
+template <typename I>
+MXReturnValue SpmmBwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out) {
+  // in: dY, lhs, rhs, structure x 8, Y; out: dlhs, drhs, (structure gradients, left alone)
+  Op op = kAdd;
+  Reduce red = kSum;
+  ParseOp(Get(attrs, "op", ""), &op);
+  ParseReduce(Get(attrs, "reduce", "sum"), &red);
+  Bcast b;
+  std::string err;
+  if (!b.Init(RowShape(in->at(1).shape), RowShape(in->at(2).shape), op, &err)) {
+    MX_ERROR_MSG << err;
+    return MX_FAIL;
+  }
+  const I* s[kStructure];
+  Structure<I>(in, 3, s);
+  float* dX = Bad(out->at(0)) ? nullptr : out->at(0).data<float>();
+  float* dW = Bad(out->at(1)) ? nullptr : out->at(1).data<float>();
+  // the placeholder of a copy gets a zero gradient
+  if (op == kCopyR && dX) std::memset(dX, 0, sizeof(float) * out->at(0).size()), dX = nullptr;
+  if (op == kCopyL && dW) std::memset(dW, 0, sizeof(float) * out->at(1).size()), dW = nullptr;
+  SpmmBackward<I>(b, op, red, in->at(0).data<float>(), in->at(1).data<float>(), in->at(2).data<float>(),
+                  in->at(11).data<float>(), s, Rows(in->at(3)) - 1, Rows(in->at(6)) - 1, dX, dW);
+  return MX_SUCCESS;
+}
+
+template <typename I>
+MXReturnValue SddmmFwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out) {
+  Op op = kAdd;
+  ParseOp(Get(attrs, "op", ""), &op);
+  Bcast b;
+  std::string err;
+  if (!b.Init(RowShape(in->at(0).shape), RowShape(in->at(1).shape), op, &err)) {
+    MX_ERROR_MSG << err;
+    return MX_FAIL;
+  }
+  const I* s[kStructure];
+  Structure<I>(in, 2, s);
+  const char lt = Get(attrs, "lhs_target", "u")[0], rt = Get(attrs, "rhs_target", "v")[0];
+  SddmmForward<I>(b, op, lt, rt, in->at(0).data<float>(), in->at(1).data<float>(), s[6], s[7], Rows(in->at(8)),
+                  out->at(0).data<float>());
+  return MX_SUCCESS;
+}
+
+template <typename I>
+MXReturnValue SddmmBwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out) {
+  Op op = kAdd;
+  ParseOp(Get(attrs, "op", ""), &op);
+  Bcast b;
+  std::string err;
+  if (!b.Init(RowShape(in->at(1).shape), RowShape(in->at(2).shape), op, &err)) {
+    MX_ERROR_MSG << err;
+    return MX_FAIL;
+  }
+  const I* s[kStructure];
+  Structure<I>(in, 3, s);
+  const char lt = Get(attrs, "lhs_target", "u")[0], rt = Get(attrs, "rhs_target", "v")[0];
+  const int64_t E = Rows(in->at(9));
+  for (int side = 0; side < 2; ++side) {
+    if (Bad(out->at(side))) continue;
+    SddmmBackwardSide<I>(side, b, op, lt, rt, in->at(0).data<float>(), in->at(1).data<float>(),
+                         in->at(2).data<float>(), s, E, Rows(out->at(side)), out->at(side).data<float>());
+  }
+  return MX_SUCCESS;
+}
+
+template <typename I>
+MXReturnValue SoftmaxFwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out) {
+  const I* s[kStructure];
+  Structure<I>(in, 1, s);
+  const int64_t E = Rows(in->at(0));
+  const int64_t L = E ? in->at(0).size() / E : 0;
+  SoftmaxForward<I>(in->at(0).data<float>(), s[0], s[2], Rows(in->at(1)) - 1, L, out->at(0).data<float>());
+  return MX_SUCCESS;
+}
+
+template <typename I>
+MXReturnValue SoftmaxBwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out) {
+  // in: dY, S, structure x 8, A
+  const I* s[kStructure];
+  Structure<I>(in, 2, s);
+  const int64_t E = Rows(in->at(1));
+  const int64_t L = E ? in->at(1).size() / E : 0;
+  if (!Bad(out->at(0)))
+    SoftmaxBackward<I>(in->at(0).data<float>(), in->at(10).data<float>(), s[0], s[2], Rows(in->at(2)) - 1, L,
+                       out->at(0).data<float>());
+  return MX_SUCCESS;
+}
+
+float Slope(const Attrs& attrs) { return std::stof(Get(attrs, "slope", "0.2")); }
+bool Masked(const Attrs& attrs) { return Get(attrs, "masked", "0") == "1"; }
+
+template <typename I>
+MXReturnValue GatFwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out) {
+  const I* s[kStructure];
+  Structure<I>(in, 4, s);
+  MXTensor& x = in->at(0);
+  GatForward<I>(x.data<float>(), in->at(1).data<float>(), in->at(2).data<float>(),
+                Masked(attrs) ? in->at(3).data<float>() : nullptr, s[0], s[1], s[2], Rows(in->at(4)) - 1,
+                x.shape[1], x.shape[2], Slope(attrs), out->at(0).data<float>());
+  return MX_SUCCESS;
+}
+
+template <typename I>
+MXReturnValue GatBwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out) {
+  // in: dY, x, el, er, mask, structure x 8, Y
+  const I* s[kStructure];
+  Structure<I>(in, 5, s);
+  MXTensor& x = in->at(1);
+  auto ptr = [&](int i) { return Bad(out->at(i)) ? nullptr : out->at(i).data<float>(); };
+  GatBackward<I>(in->at(0).data<float>(), x.data<float>(), in->at(2).data<float>(), in->at(3).data<float>(),
+                 Masked(attrs) ? in->at(4).data<float>() : nullptr, s, Rows(in->at(5)) - 1, Rows(in->at(8)) - 1,
+                 Rows(in->at(11)), x.shape[1], x.shape[2], Slope(attrs), ptr(0), ptr(1), ptr(2));
+  if (float* dm = ptr(3)) std::memset(dm, 0, sizeof(float) * out->at(3).size());
+  return MX_SUCCESS;
+}
+
+// Dispatch on the index type of the structure (input `first`).
+#define GS_DISPATCH(NAME, IMPL, FIRST)                                                               \
+  MXReturnValue NAME(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out,    \
+                     const OpResource& res) {                                                        \
+    if (in->at(FIRST).dtype == mxnet::ext::kInt32) return IMPL<int32_t>(attrs, in, out);              \
+    return IMPL<int64_t>(attrs, in, out);                                                            \
+  }
+
+GS_DISPATCH(SpmmFwd, SpmmFwdT, 2)
+GS_DISPATCH(SpmmBwd, SpmmBwdT, 3)
+GS_DISPATCH(SddmmFwd, SddmmFwdT, 2)
+GS_DISPATCH(SddmmBwd, SddmmBwdT, 3)
+GS_DISPATCH(SoftmaxFwd, SoftmaxFwdT, 1)
+GS_DISPATCH(SoftmaxBwd, SoftmaxBwdT, 2)
+GS_DISPATCH(GatFwd, GatFwdT, 4)
+GS_DISPATCH(GatBwd, GatBwdT, 5)
+
+}  // namespace
+
+REGISTER_OP(gs_gspmm)
+    .setForward(SpmmFwd, "cpu")
+    .setBackward(SpmmBwd, "cpu")
+    .setParseAttrs(ParseAttrs<&kSpmmKind>)
+    .setInferType(InferType<&kSpmmKind>)
+    .setInferShape(InferShape<&kSpmmKind>);
+
+REGISTER_OP(gs_gsddmm)
+    .setForward(SddmmFwd, "cpu")
+    .setBackward(SddmmBwd, "cpu")
+    .setParseAttrs(ParseAttrs<&kSddmmKind>)
+    .setInferType(InferType<&kSddmmKind>)
+    .setInferShape(InferShape<&kSddmmKind>);
+
+REGISTER_OP(gs_edge_softmax)
+    .setForward(SoftmaxFwd, "cpu")
+    .setBackward(SoftmaxBwd, "cpu")
+    .setParseAttrs(ParseAttrs<&kSoftmaxKind>)
+    .setInferType(InferType<&kSoftmaxKind>)
+    .setInferShape(InferShape<&kSoftmaxKind>);
+
+REGISTER_OP(gs_gat_attention)
+    .setForward(GatFwd, "cpu")
+    .setBackward(GatBwd, "cpu")
+    .setParseAttrs(ParseAttrs<&kGatKind>)
+    .setInferType(InferType<&kGatKind>)
+    .setInferShape(InferShape<&kGatKind>);
+
+MXReturnValue initialize(int version) {
+  if (version < 10900) {
+    MX_ERROR_MSG << "gluon_suite graph kernels need MXNet >= 1.9 (found " << version << ")";
+    return MX_FAIL;
+  }
+  return MX_SUCCESS;
+}

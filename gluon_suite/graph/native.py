@@ -1,0 +1,121 @@
+"""The compiled message-passing kernels: an MXNet operator library (``csrc/graph_kernels.cc``,
+built by ``make kernels``, which ``make setup`` runs) loaded once, when this module is imported.
+
+Operators (forward and backward, OpenMP over rows, float32 features, int32 or int64 structure):
+
+- ``gspmm``: out[v] = reduce over edges u->v of op(lhs[u], rhs[e]), op one of add, sub, mul, div,
+  copy_lhs, copy_rhs, reduce one of sum, max, min (0 for a node without incoming edges); the
+  gradient of max/min goes to the first edge reaching the extreme.
+- ``gsddmm``: out[e] = op(lhs[t_l(e)], rhs[t_r(e)]) for targets u (source), v (destination),
+  e (edge), op one of add, sub, mul, div, dot (summed over the last axis), copy_lhs, copy_rhs.
+- ``edge_softmax``: a[e] = exp(s[e]) / sum over the edges w->v of exp(s[w->v]).
+- ``gat_attention``: GAT's scores, leaky ReLU, edge softmax, dropout mask and weighted sum in one
+  operator whose backward recomputes the attention from the scores.
+
+Feature shapes broadcast as the graph package's messages do: the lower-rank side gets trailing
+1s. The graph's structure reaches the operators as eight index tensors built once per graph,
+context and id type (``layout._Topology.structure``), so nothing leaves the device.
+
+When the library was not built (no compiler), is older than its sources or does not load, one
+line on stderr says so and the package keeps its Python kernels. ``GLUON_SUITE_GRAPH_KERNELS``
+names another library file, or ``off`` to use the Python kernels without a word.
+"""
+import os
+import sys
+
+import mxnet as mx
+import numpy as np
+
+_PKG = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.dirname(os.path.dirname(_PKG))
+DEFAULT_PATH = os.path.join(_ROOT, "build", "graph_kernels", "libgs_graph_kernels.so")
+_SOURCES = os.path.join(_PKG, "csrc")
+
+LOADED = False          # whether the compiled operators are registered with MXNet
+REASON = ""             # why not, when they are not
+
+
+def _stale(path):
+    """Whether a source file is newer than the library (a checkout without sources never is)."""
+    if not os.path.isdir(_SOURCES):
+        return False
+    built = os.path.getmtime(path)
+    return any(os.path.getmtime(os.path.join(_SOURCES, f)) > built for f in os.listdir(_SOURCES))
+
+
+def _load():
+    global LOADED, REASON
+    setting = os.environ.get("GLUON_SUITE_GRAPH_KERNELS", "").strip()
+    if setting.lower() in ("off", "0", "none"):
+        REASON = "turned off by GLUON_SUITE_GRAPH_KERNELS"
+        return
+    path = os.path.abspath(setting or DEFAULT_PATH)
+    if not os.path.exists(path):
+        REASON = f"{path} not found (run `make kernels`)"
+    elif not setting and _stale(path):
+        REASON = f"{path} is older than its sources (run `make kernels`)"
+    else:
+        try:
+            mx.library.load(path, False)
+            LOADED = hasattr(mx.nd, "gs_gspmm")
+            REASON = "" if LOADED else f"{path} registered no graph operators"
+        except Exception as e:  # noqa: BLE001 - any load failure means: fall back
+            REASON = f"{path} did not load ({str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__})"
+    if not LOADED:
+        sys.stderr.write(f"gluon_suite.graph: compiled kernels unavailable, using the Python kernels: {REASON}\n")
+
+
+_load()
+
+
+def usable(*arrays):
+    """Whether the compiled kernels can run on these arrays: loaded, CPU context, float32."""
+    if not LOADED:
+        return False
+    for a in arrays:
+        if a is not None and (a.context.device_type != "cpu" or a.dtype != np.float32):
+            return False
+    return True
+
+
+_PLACEHOLDERS = {}
+
+
+def _placeholder(ctx):
+    """The one-element stand-in for the unused operand of a copy (its gradient is zero)."""
+    key = str(ctx)
+    if key not in _PLACEHOLDERS:
+        _PLACEHOLDERS[key] = mx.nd.zeros((1,), ctx=ctx)
+    return _PLACEHOLDERS[key]
+
+
+def gspmm(structure, op, reduce_op, lhs, rhs):
+    """``reduce_op`` over each destination's incoming edges of ``op(lhs[src], rhs[edge])``;
+    ``lhs`` (N_src, ...) or None for copy_rhs, ``rhs`` (E, ...) or None for copy_lhs ->
+    (N_dst, broadcast feature shape)."""
+    ctx = (lhs if lhs is not None else rhs).context
+    lhs = lhs if lhs is not None else _placeholder(ctx)
+    rhs = rhs if rhs is not None else _placeholder(ctx)
+    return mx.nd.gs_gspmm(lhs, rhs, *structure, op=op, reduce=reduce_op)
+
+
+def gsddmm(structure, op, lhs, rhs, lhs_target="u", rhs_target="v"):
+    """``op(lhs[t_l(e)], rhs[t_r(e)])`` for every edge e -> (E, broadcast feature shape), the
+    last axis kept as 1 for ``dot``."""
+    ctx = (lhs if lhs is not None else rhs).context
+    lhs = lhs if lhs is not None else _placeholder(ctx)
+    rhs = rhs if rhs is not None else _placeholder(ctx)
+    return mx.nd.gs_gsddmm(lhs, rhs, *structure, op=op, lhs_target=lhs_target, rhs_target=rhs_target)
+
+
+def edge_softmax(structure, scores):
+    """Softmax of ``scores`` (E, ...) over each destination's incoming edges, per trailing element."""
+    return mx.nd.gs_edge_softmax(scores, *structure)
+
+
+def gat_attention(structure, x, el, er, negative_slope, mask=None):
+    """GAT's attention step: x (N_src, H, F), el (N_src, H), er (N_dst, H), mask (E, H) or None
+    -> (N_dst, H, F)."""
+    m = mask if mask is not None else _placeholder(x.context)
+    return mx.nd.gs_gat_attention(x, el, er, m, *structure, slope=repr(float(negative_slope)),
+                                  masked="1" if mask is not None else "0")
