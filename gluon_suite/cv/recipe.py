@@ -234,15 +234,23 @@ def _train_elastic(cfg, net, trainer, sampler, train, test, classes, per_worker,
     return result
 
 
-def train_classification(config, comm, log=print, ctx=None):
+def train_classification(config, comm, log=print, ctx=None, flags=(), source="the config"):
     """Run the recipe with ``config`` (``DEFAULTS`` overridden by the user's values) on ``comm``.
 
     Returns ``{"best_acc", "final_acc", "history", "out", "published"}``. Only rank 0 writes logs,
     the best checkpoint and the card; every rank writes its own resumable ``last`` checkpoint.
-    ``ctx`` (a list of contexts) overrides the config's ``gpus``.
+    ``ctx`` (a list of contexts) overrides the config's ``gpus``. ``flags``: the keys the command
+    line set (the rest came from the config file ``source`` or the defaults), so that an
+    algorithm/compressor pair nobody named is resolved and said (``settle_compression``); on one
+    worker no compression is applied.
     """
+    from ..utils.config import settle_compression
     cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None or k not in DEFAULTS}}
+    cfg, notes = settle_compression(cfg, flags, comm.size, elastic=bool(cfg["elastic"]), source=source)
     per_worker = check_config(cfg, comm)
+    if comm.rank == 0:
+        for note in notes:
+            log(f"note: {note}")
     found, dtype = resolve_devices(cfg["gpus"], cfg["dtype"], cpu_float16=True)
     ctx = list(ctx or found)
     if cfg["elastic"] and len(ctx) > 1:

@@ -108,3 +108,49 @@ def load_yaml_config(path, parser, extra=None):
     if data is None:
         return {}
     return check_config(data, parser, path, extra)
+
+
+_COMPRESSION_KEYS = ("compressor", "ratio", "compressor2", "ratio2")
+
+
+def _compression(cfg):
+    """``grbs (ratio 32)``-style text of the compression in ``cfg``."""
+    parts = []
+    for c, r in (("compressor", "ratio"), ("compressor2", "ratio2")):
+        if cfg.get(c) and str(cfg[c]).lower() != "none":
+            parts.append(f"{cfg[c]}" + (f" (ratio {cfg[r]:g})" if cfg.get(r) is not None else ""))
+    return " + ".join(parts)
+
+
+def settle_compression(cfg, flags, workers, elastic=False, source="the config"):
+    """The algorithm/compressor pair a run uses, said out loud: returns ``(cfg, notes)``, the
+    config to run and the lines to log.
+
+    ``cfg`` is the merged config (defaults, then the ``--config`` file, then the flags) and
+    ``flags`` the keys the command line set. Two combinations nobody named are resolved:
+
+    - ``--algorithm`` changed the file's algorithm while its compressor came from the file: the
+      compressor belonged to the file's algorithm. For ``sync`` it is dropped (synchronous SGD
+      sends dense gradients unless ``--compressor`` says otherwise); for another algorithm it is
+      kept, and a note says what the pair resolved to.
+    - one worker (not elastic): there is nothing to send, so no compression is applied (a lossy
+      compressor would only throw gradient away) and a note says so.
+    """
+    cfg, notes = dict(cfg), []
+    named = set(flags)
+    lossy = _compression(cfg)
+    if "algorithm" in named and lossy and not named & set(_COMPRESSION_KEYS):
+        if str(cfg.get("algorithm")).lower() == "sync":
+            notes.append(f"--algorithm sync: the compressor {lossy} from {source} belonged to its algorithm "
+                         "and is dropped, so synchronous SGD sends dense gradients (give --compressor to "
+                         "compress them)")
+            cfg.update(compressor="none", ratio=None, compressor2=None, ratio2=None)
+        else:
+            notes.append(f"resolved to algorithm {cfg['algorithm']} (from --algorithm) with compressor {lossy} "
+                         f"(from {source}); give --compressor none to send dense updates")
+    lossy = _compression(cfg)
+    if workers == 1 and not elastic and lossy:
+        notes.append(f"one worker: nothing is communicated, so no compression is applied (compressor {lossy} "
+                     "ignored)")
+        cfg.update(compressor="none", ratio=None, compressor2=None, ratio2=None)
+    return cfg, notes

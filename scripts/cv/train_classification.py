@@ -120,7 +120,8 @@ def main(argv=None):
     parser = build_parser()
     args = vars(parser.parse_args(argv))
     from gluon_suite.utils.config import load_yaml_config
-    config = load_yaml_config(args.pop("config"), parser) if "config" in args else {}
+    config_path = args.pop("config") if "config" in args else None
+    config = load_yaml_config(config_path, parser) if config_path is not None else {}
     config.update(args)
     check_inputs(config)
     from gluon_suite.cv.recipe import train_classification
@@ -129,7 +130,8 @@ def main(argv=None):
     elastic = bool(config.get("elastic"))
     # elastic: whoever is rank 0 when something is logged prints it (the recipe checks the rank)
     log = (lambda msg: print(msg, flush=True)) if comm.rank == 0 or elastic else (lambda msg: None)
-    res = train_classification(config, comm, log=log)
+    res = train_classification(config, comm, log=log, flags=set(args),
+                               source=f"--config {config_path}" if config_path is not None else "the defaults")
     if elastic:
         if res["rank"] == 0:
             sizes = " -> ".join(str(n) for _, n in res["sizes"])
