@@ -91,6 +91,22 @@ class ElasticSampler:
         self.epoch, self.processed = int(d["epoch"]), int(d["processed"])
 
 
+def _require_shapes(net):
+    """Raise a one-line UserError when a parameter of ``net`` has no data yet: deferred shapes
+    (``Dense(64)`` before its first forward pass) or no ``initialize()``; the state copies every
+    parameter, which needs its shape."""
+    from ..utils.errors import UserError
+    for name, p in net.collect_params().items():
+        try:
+            p.data()
+        except mx.gluon.parameter.DeferredInitializationError:
+            raise UserError(f"GluonState: parameter '{name}' has no shape yet (deferred, {p.shape}); run one "
+                            "forward pass, net(x) with a batch, before creating the state") from None
+        except RuntimeError:
+            raise UserError(f"GluonState: parameter '{name}' is not initialised; call net.initialize() and run "
+                            "one forward pass before creating the state") from None
+
+
 class GluonState(State):
     """Elastic state of a Gluon training job: ``net``'s parameters, ``trainer`` (a
     ``DistributedTrainer``) state, ``sampler`` position and ``counters`` (JSON-ready values exposed
@@ -99,6 +115,7 @@ class GluonState(State):
 
     def __init__(self, net, trainer, sampler=None, batch_size=None, **counters):
         import horovod.mxnet as hvd
+        _require_shapes(net)
         self._hvd, self.net, self.trainer, self.sampler = hvd, net, trainer, sampler
         self.batch_size = batch_size
         self._names = sorted(net.collect_params().keys())
