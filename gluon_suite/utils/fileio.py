@@ -11,7 +11,7 @@ import resource
 import sys
 import tempfile
 
-from .errors import WriteError
+from .errors import UserError, WriteError
 
 # a failed write with one of these is the disk's (or the folder's) fault, whatever the writer
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EROFS}
@@ -113,7 +113,8 @@ def write_json(path, obj):
 
 @contextlib.contextmanager
 def output_folder(out, committed="state.json"):
-    """Run the block that writes a run into ``out``; if it fails with a ``WriteError`` before any
+    """Run the block that writes a run into ``out``; if it fails with a ``WriteError`` (or a
+    ``UserError`` found once the data was read, e.g. a batch larger than the data) before any
     checkpoint was committed (no ``committed`` file in ``out``), the files it added to ``out`` are
     removed, and ``out`` itself when the block created it: a run that could not save anything
     leaves no half-begun folder. Files that were there before are kept, and so is everything once
@@ -123,7 +124,7 @@ def output_folder(out, committed="state.json"):
     before = set(os.listdir(out)) if existed else set()
     try:
         yield out
-    except WriteError:
+    except (WriteError, UserError):
         if os.path.isdir(out) and not os.path.exists(os.path.join(out, committed)):
             for name in set(os.listdir(out)) - before:
                 with contextlib.suppress(OSError):
