@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Dynamic SGD in the paper's regime, simulated in one process: elastic resizes 8 -> 32 -> 128 -> 16
-workers on MNIST-5k with a small CNN and momentum SGD, for three learning-rate policies.
+workers on MNIST-5k with a small CNN and momentum SGD, for four learning-rate policies.
 
 A simulated worker count W means a global batch of ``per_worker x W`` (per-worker batch fixed, 8);
 one process computes the gradient of the whole global batch, which is exactly what synchronous SGD
@@ -13,9 +13,12 @@ Policies (eta_8 is the rate for the starting 8 workers, see below):
 
 - fixed: eta_8 throughout, whatever the worker count (no scaling);
 - jump:  eta_8 x W/8 from the first step after each resize (linear scaling at once; ElasticRamp, K = 1);
-- ramp:  the same target reached linearly over K steps (ElasticRamp, SPECS §4): the first step
-         after a resize from rate eta_0 to target T runs at eta_0 + (T - eta_0)/K, the k-th at
-         eta_0 + (T - eta_0)·k/K, then T.
+- ramp:  the suite's default (ElasticRamp, down="jump"; docs/methods.md, "Dynamic SGD"): on growth
+         the target T is reached linearly over K steps from the rate eta_0 in force (the k-th step
+         after the resize runs at eta_0 + (T - eta_0)·k/K, then T); on a shrink the rate drops to T
+         at once;
+- ramp2: the two-way ramp, kept as a labelled variant (ElasticRamp, down="ramp"; experimental):
+         downwards over K steps too, so the smaller batch runs above its own target for K steps.
 
 Hyperparameters, chosen once from the linear-scaling setup of Goyal et al. (2017, "Accurate,
 Large Minibatch SGD") and not tuned: eta = 0.1 x B/256, so eta_8 = 0.025 for B = 64 (0.1 at 32
@@ -40,7 +43,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-POLICIES = ("fixed", "jump", "ramp")
+POLICIES = ("fixed", "jump", "ramp", "ramp2")
 CONFIG = {
     "per_worker": 8,
     "workers": [8, 32, 128, 16],
@@ -83,13 +86,13 @@ def resize_steps(counts):
 
 def make_schedule(policy, cfg):
     """The schedule of a policy: an ElasticRamp over a constant base with reference batch the
-    starting global batch; 'fixed' is never told of a resize, 'jump' has K = 1."""
+    starting global batch; 'fixed' is never told of a resize, 'jump' has K = 1, 'ramp2' ramps down too."""
     from gluon_suite.optim import ElasticRamp
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     eta8, ref = base_lr(cfg), cfg["per_worker"] * cfg["workers"][0]
     return ElasticRamp(lambda t: eta8, ref_batch=ref, ramp_steps=1 if policy == "jump" else cfg["ramp_steps"],
-                       global_batch=ref)
+                       global_batch=ref, down="ramp" if policy == "ramp2" else "jump")
 
 
 def build_net(cfg):
@@ -247,7 +250,7 @@ def summarise(runs, cfg):
     largest = max(range(len(resize_steps(counts))),
                   key=lambda i: abs(math.log(resize_steps(counts)[i][2] / resize_steps(counts)[i][1])))
     comp = {}
-    for other in ("jump", "fixed"):
+    for other in ("jump", "fixed", "ramp2"):
         paired = [100 * (r["final_acc"] - o["final_acc"]) for r, o in zip(runs["ramp"], runs[other])]
         comp[f"ramp_vs_{other}"] = {
             "final_acc": verdict(summary["ramp"]["final_acc"], summary[other]["final_acc"], "ramp", other),
@@ -265,7 +268,7 @@ def plot(runs, cfg, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    colors = {"fixed": "tab:gray", "jump": "tab:red", "ramp": "tab:blue"}
+    colors = {"fixed": "tab:gray", "jump": "tab:red", "ramp": "tab:blue", "ramp2": "tab:orange"}
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
     n_train, off_scale = 4000, []
     counts = plan(cfg, n_train)

@@ -5,7 +5,7 @@ policies:
 
 - fixed: 4 workers throughout (the reference);
 - jump:  on every resize the rate jumps at once to the linearly scaled value (K = 1);
-- ramp:  it moves there linearly over K steps (ElasticRamp, SPECS §4).
+- ramp:  up linearly over K steps, down at once (ElasticRamp; docs/methods.md, "Dynamic SGD").
 
 Final test accuracy over several seeds; JSON in bench/results/elastic.json and a plot of the
 learning rate and the accuracy over training in bench/results/elastic.png.

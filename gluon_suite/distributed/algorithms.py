@@ -13,8 +13,8 @@ and its momentum stays local (never reduced).
 - ``ef``: error-feedback SGD. p_i = u_i + e_i; x <- x_before - allreduce_mean(C(p_i));
   e_i <- p_i - C(p_i). One global model.
 - ``local``: every worker updates its own model; every H steps the models are averaged.
-- ``local_adaalter``: Local AdaAlter (SPECS §3), with the ``adaalter`` optimizer (``local_adaalter.py``).
-- ``cser``: CSER (SPECS §1). Local models x_i = x̂ + e_i. Each step
+- ``local_adaalter``: Local AdaAlter (docs/methods.md), with the ``adaalter`` optimizer (``local_adaalter.py``).
+- ``cser``: CSER (docs/methods.md). Local models x_i = x̂ + e_i. Each step
   x_i <- x_before - allreduce_mean(C1(u_i)) - (u_i - C1(u_i)), e_i <- e_i - (u_i - C1(u_i));
   every H steps the error is partially synchronised with C2:
   x_i <- x_i - e_i + allreduce_mean(C2(e_i)) + (e_i - C2(e_i)), e_i <- e_i - C2(e_i).
@@ -252,7 +252,7 @@ class LocalSGD(Algorithm):
 
 
 class CSER(Algorithm):
-    """Communication-efficient SGD with error reset (SPECS §1): partial synchronisation of the
+    """Communication-efficient SGD with error reset (docs/methods.md, "CSER"): partial synchronisation of the
     update with C1 every step and of the residual error with C2 every ``period`` steps."""
     name = "cser"
     needs_update = True

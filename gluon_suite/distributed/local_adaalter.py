@@ -1,10 +1,14 @@
-"""Local AdaAlter (SPECS §3) as a synchronisation algorithm, with the ``adaalter`` optimizer.
+"""Local AdaAlter (docs/methods.md, "AdaAlter and Local AdaAlter") as a synchronisation
+algorithm, with the ``adaalter`` optimizer.
 
 Fully synchronous AdaAlter for ``warmup_steps`` steps (gradients averaged per bucket), then local
-steps ``x_i <- x_i - lr*(g_i/sqrt(B_s + k*eps) + wd*x_i)`` with the accumulator B_s frozen at the
-last synchronisation (k = local steps since it), accumulating ``A_i += g_i^2`` (one flat vector per
-bucket); every ``period`` steps ``x_i <- mean(x_i)``, ``B_s <- B_s + mean(A_i)``, ``A_i <- 0``, one
-collective per bucket for the models and one for the accumulators.
+steps ``x_i <- x_i - lr*(g_i/sqrt(B_s + eps) + wd*x_i)`` with the accumulator B_s frozen at the
+last synchronisation, accumulating ``A_i += g_i^2`` (one flat vector per bucket); every ``period``
+steps ``x_i <- mean(x_i)``, ``B_s <- B_s + mean(A_i)``, ``A_i <- 0``, one collective per bucket for
+the models and one for the accumulators. ``pad="constant"`` (the default) keeps eps constant, as the
+authors' released code does; ``pad="per_step"`` divides by ``sqrt(B_s + k*eps)`` at the k-th local
+step since the last synchronisation (a reading of the paper's text that the authors tried and
+reverted; measured worse in bench/local_adaalter_lm.py).
 """
 import mxnet as mx
 
@@ -12,19 +16,26 @@ from .algorithms import Algorithm, _check_period
 
 
 class LocalAdaAlter(Algorithm):
-    """Local AdaAlter (SPECS §3): fully synchronous AdaAlter for ``warmup_steps`` steps, then local
-    steps with the accumulator B_s frozen at the last synchronisation; every ``period`` steps models
-    and accumulated squares are averaged. Needs the ``adaalter`` optimizer, whose state holds B_s."""
+    """Local AdaAlter: fully synchronous AdaAlter for ``warmup_steps`` steps, then local steps with
+    the accumulator B_s frozen at the last synchronisation; every ``period`` steps models and
+    accumulated squares are averaged. Needs the ``adaalter`` optimizer, whose state holds B_s.
+    ``pad``: ``"constant"`` (default, the released code: ``sqrt(B_s + eps)``) or ``"per_step"``
+    (``sqrt(B_s + k*eps)`` at the k-th local step since the last synchronisation)."""
     name = "local_adaalter"
     local_models = True
     state_kinds = ("acc",)
+    PADS = ("constant", "per_step")
 
-    def __init__(self, period=4, warmup_steps=0):
+    def __init__(self, period=4, warmup_steps=0, pad="constant"):
         super().__init__()
         self.period = _check_period(period)
         if warmup_steps < 0:
             raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
+        if pad not in self.PADS:
+            raise ValueError(f"pad must be one of {', '.join(self.PADS)} (got {pad!r}); 'constant' "
+                             "divides every local step by sqrt(B_s + eps)")
         self.warmup = int(warmup_steps)
+        self.pad = pad
         self.acc = []
 
     def check_optimizer(self, optimizer):
@@ -44,7 +55,7 @@ class LocalAdaAlter(Algorithm):
 
     def local_update(self, trainer, step):
         opt, updater = trainer._optimizer, trainer._updaters[0]
-        k = (step - self.warmup) % self.period + 1
+        k = (step - self.warmup) % self.period + 1 if self.pad == "per_step" else 1
         for b, acc in zip(self.buckets, self.acc):
             for i, p in b.members:
                 w = p._data[0]
@@ -70,4 +81,4 @@ class LocalAdaAlter(Algorithm):
                 acc[:] = 0
 
     def config(self):
-        return {"name": self.name, "period": self.period, "warmup_steps": self.warmup}
+        return {"name": self.name, "period": self.period, "warmup_steps": self.warmup, "pad": self.pad}

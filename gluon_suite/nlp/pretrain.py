@@ -3,7 +3,7 @@
 Each phase has its own sequence length, per-worker batch, gradient accumulation, step budget and
 LANS schedule (warm-up, plateau, linear decay); the global batch is per-worker x workers x
 accumulation. Phase k+1 starts from phase k's final weights with fresh optimizer moments and a
-fresh schedule (SPECS §2: a phase restart resets both). Checkpoints every ``ckpt_every`` steps make
+fresh schedule (docs/methods.md, "LANS and LAMB": a phase restart resets both). Checkpoints every ``ckpt_every`` steps make
 the run resumable at any point, phase boundaries included.
 """
 import os

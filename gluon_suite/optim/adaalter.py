@@ -1,4 +1,5 @@
-"""AdaAlter: AdaGrad with the order alternated (SPECS §3). Registered as ``'adaalter'``.
+"""AdaAlter: AdaGrad with the order alternated (docs/methods.md, "AdaAlter and Local AdaAlter").
+Registered as ``'adaalter'``.
 
     w <- w - lr * ( g / sqrt(B + eps) + wd*w ) ;  B <- B + g^2
 
@@ -13,9 +14,15 @@ from .common import check_hyperparameters
 
 @register
 class AdaAlter(Optimizer):
-    """AdaAlter (see the module docstring). ``epsilon`` default 1e-6; the accumulator B starts at 0."""
+    """AdaAlter (see the module docstring). The accumulator B starts at 0 and ``epsilon`` sits
+    inside the root, so eps is the accumulator's initial value (the authors' "initial history
+    accumulation"): the first step is ``lr*g/sqrt(eps)``. It is not a tiny guard against division by
+    zero: with eps = 1e-6 the first steps are 1000x the gradient and AdaAlter is unstable. The
+    published recipe uses eps = 1 on a loss summed over the BPTT window and averaged over the batch;
+    scaling the loss by c acts like dividing eps by c^2, so pick eps for the loss's scale. The
+    default is the published value, 1."""
 
-    def __init__(self, learning_rate=None, epsilon=1e-6, **kwargs):
+    def __init__(self, learning_rate=None, epsilon=1.0, **kwargs):
         check_hyperparameters(learning_rate, epsilon=epsilon, wd=kwargs.get("wd"))
         if learning_rate is None and kwargs.get("lr_scheduler") is None:
             learning_rate = 0.01

@@ -1,5 +1,5 @@
 """LANS: LAMB with per-block gradient normalisation and a Nesterov-style combination of two
-LAMB-like steps (SPECS §2). Registered as ``'lans'``.
+LAMB-like steps (docs/methods.md, "LANS and LAMB"). Registered as ``'lans'``.
 
 Per parameter tensor w (a block), step t, gradient g (after rescaling and allreduce):
 

@@ -2,7 +2,7 @@
 (``schedule(t)`` with t = 1 on the first update, as MXNet's optimizers call them).
 
 - ``WarmupConstantDecay``: the LANS schedule: linear warm-up, a constant plateau, then polynomial
-  decay to a floor (SPECS §2).
+  decay to a floor (docs/methods.md, "LANS and LAMB").
 - ``WarmupCosine``: linear warm-up, then cosine decay to a floor.
 - ``WarmupMultiStep``: linear warm-up, then a step decay at milestones.
 - ``Sequential``: phases of schedules one after another (each sees its own step count from 1).

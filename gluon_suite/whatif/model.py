@@ -1,4 +1,4 @@
-"""Is the network the bottleneck? A what-if model of one data-parallel training step (SPECS §5).
+"""Is the network the bottleneck? A what-if model of one data-parallel training step (docs/methods.md, "What-if").
 
 Per step: forward time t_f, backward time t_b, optimizer time t_opt, and gradient tensors that
 become ready during backward in reverse layer order. Tensors are fused into buckets of up to the

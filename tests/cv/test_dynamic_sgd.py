@@ -44,17 +44,19 @@ def test_global_batch_of_every_step(tiny_runs):
         assert rec["workers"] == [2] * 8 + [8] * 4 + [1] * 16
 
 
-def test_rates_at_the_resizes_jump_vs_ramp_vs_fixed(tiny_runs):
+def test_rates_at_the_resizes_of_every_policy(tiny_runs):
     lr = {p: np.array(r["lr"]) for p, r in tiny_runs.items()}
     np.testing.assert_allclose(lr["fixed"], [0.01] * 28)
     # jump: 0.01 x 8/2 = 0.04 from step 9, 0.01 x 1/2 = 0.005 from step 13
     np.testing.assert_allclose(lr["jump"], [0.01] * 8 + [0.04] * 4 + [0.005] * 16)
-    # ramp (K = 4): 0.01 + 0.03 x k/4 at steps 9..12; then from 0.04 down to 0.005 by 0.035/4
-    np.testing.assert_allclose(lr["ramp"], [0.01] * 8 + [0.0175, 0.025, 0.0325, 0.04]
+    # ramp (K = 4, the default policy): 0.01 + 0.03 x k/4 at steps 9..12; then 0.005 at once
+    np.testing.assert_allclose(lr["ramp"], [0.01] * 8 + [0.0175, 0.025, 0.0325, 0.04] + [0.005] * 16)
+    # ramp2 (the two-way variant): the same growth, then from 0.04 down to 0.005 by 0.035/4
+    np.testing.assert_allclose(lr["ramp2"], [0.01] * 8 + [0.0175, 0.025, 0.0325, 0.04]
                                + [0.03125, 0.0225, 0.01375, 0.005] + [0.005] * 12)
-    # never more than 1/K of the resize's gap in one step
+    # growth never more than 1/K of the resize's gap in one step
     steps = np.abs(np.diff(lr["ramp"]))
-    assert steps[7:11].max() <= 0.03 / 4 + 1e-12 and steps[11:].max() <= 0.035 / 4 + 1e-12
+    assert steps[7:11].max() <= 0.03 / 4 + 1e-12
 
 
 def test_evaluations_and_change_metrics(tiny_runs):

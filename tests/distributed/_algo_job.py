@@ -65,6 +65,7 @@ def run(comm, cfg):
 ADA_OPT = {"learning_rate": 0.05, "epsilon": 1e-2}  # well-conditioned first step (B starts at 0)
 ADA_CONFIGS = {
     "ladaalter": (dict(algorithm="local_adaalter", period=3, warmup_steps=2), False),
+    "ladaalter_per_step": (dict(algorithm="local_adaalter", period=3, warmup_steps=2, pad="per_step"), False),
     "ladaalter_h1_same_data": (dict(algorithm="local_adaalter", period=1), True),
     "adaalter_sync_same_data": (dict(algorithm="sync"), True),
 }
@@ -75,6 +76,10 @@ def run_adaalter(comm, cfg, same_data):
     mx.random.seed(1234 + comm.rank)
     net = gluon.nn.Dense(O, in_units=D)
     net.initialize(mx.init.Normal(0.3))
+    cfg = dict(cfg)
+    if "pad" in cfg:   # the padding is an option of the algorithm object
+        from gluon_suite.distributed.local_adaalter import LocalAdaAlter
+        cfg["algorithm"] = LocalAdaAlter(cfg.pop("period"), cfg.pop("warmup_steps"), pad=cfg.pop("pad"))
     tr = DistributedTrainer(net.collect_params(), "adaalter", dict(ADA_OPT), communicator=comm, **cfg)
     x, y = (mx.nd.array(a) for a in data(0 if same_data else comm.rank))
     loss_fn = gluon.loss.L2Loss()

@@ -1,5 +1,5 @@
 """Synchronisation algorithms on 2 real Horovod workers, against float64 NumPy references of the
-update rules in SPECS §1, plus the CSER invariant, shared GRBS masks and wire bytes. Every
+update rules in docs/methods.md ("CSER"), plus the CSER invariant, shared GRBS masks and wire bytes. Every
 configuration runs twice: with buckets (the default: one bucket, bias then weight) and with one
 bucket per tensor (``bucket_mb=0``, suffix '.pt')."""
 import json
@@ -36,7 +36,7 @@ def runs(tmp_path_factory):
     return ranks, meta
 
 
-# ---- float64 references written from SPECS §1 --------------------------------------------------
+# ---- float64 references written from docs/methods.md ------------------------------------------------
 SHAPES = [(job.O,), (job.O, job.D)]  # sorted parameter names: bias, then weight
 
 
@@ -60,7 +60,7 @@ def grbs_mask(comp, shape, key, step):
 
 
 def reference_cser(x0, c1, c2, period, steps=job.STEPS):
-    """CSER exactly as in SPECS §1 (momentum SGD, wd in the gradient), for N workers; c1/c2 map
+    """CSER exactly as in docs/methods.md (momentum SGD, wd in the gradient), for N workers; c1/c2 map
     a step to the 0/1 masks of the tensors (identity: all ones; zero: all zeros)."""
     lr, mu, wd = job.OPT["learning_rate"], job.OPT["momentum"], job.OPT["wd"]
     x = [[a.copy() for a in x0] for _ in range(N)]
@@ -239,10 +239,11 @@ def test_deferred_init_is_broadcast_before_first_use_and_split_step_works(runs):
     np.testing.assert_array_equal(ranks[0]["deferred.after"], ranks[1]["deferred.after"])
 
 
-# ---- Local AdaAlter (SPECS §3) -------------------------------------------------------------------
-def reference_local_adaalter(x0, period, warmup, steps=12):
+# ---- Local AdaAlter (docs/methods.md) ------------------------------------------------------------------
+def reference_local_adaalter(x0, period, warmup, steps=12, pad="constant"):
     """Synchronous AdaAlter (mean gradient) for `warmup` steps, then local steps with B frozen at
-    the last sync plus k*eps, A accumulating squares, averaging of models and A every `period`."""
+    the last sync plus eps (pad 'constant') or k*eps at the k-th local step (pad 'per_step'), A
+    accumulating squares, averaging of models and A every `period`."""
     lr, eps = job.ADA_OPT["learning_rate"], job.ADA_OPT["epsilon"]
     x = [[a.copy() for a in x0] for _ in range(N)]
     Bs = [np.zeros_like(a) for a in x0]
@@ -255,7 +256,7 @@ def reference_local_adaalter(x0, period, warmup, steps=12):
                 x[i] = [xk - lr * gk / np.sqrt(Bk + eps) for xk, gk, Bk in zip(x[i], g, Bs)]
             Bs = [Bk + gk * gk for Bk, gk in zip(Bs, g)]
         else:
-            k = (t - warmup) % period + 1
+            k = (t - warmup) % period + 1 if pad == "per_step" else 1
             for i in range(N):
                 g = grads(x[i], i)
                 x[i] = [xk - lr * gk / np.sqrt(Bk + k * eps) for xk, gk, Bk in zip(x[i], g, Bs)]
@@ -270,11 +271,12 @@ def reference_local_adaalter(x0, period, warmup, steps=12):
     return hist
 
 
+@pytest.mark.parametrize("pad", ["constant", "per_step"])
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_local_adaalter_matches_float64_reference(runs, layout):
+def test_local_adaalter_matches_float64_reference(runs, layout, pad):
     ranks, _ = runs
-    name = f"ladaalter{layout}"
-    ref = reference_local_adaalter(split(ranks[0][f"{name}.traj"][0]), period=3, warmup=2)
+    name = f"ladaalter{'_per_step' if pad == 'per_step' else ''}{layout}"
+    ref = reference_local_adaalter(split(ranks[0][f"{name}.traj"][0]), period=3, warmup=2, pad=pad)
     for r in range(N):
         xs = np.array([h[0][r] for h in ref])
         assert np.abs(ranks[r][f"{name}.traj"][1:] - xs).max() <= 1e-5
@@ -291,6 +293,15 @@ def test_local_adaalter_models_and_accumulators_identical_after_every_sync(runs)
         assert np.array_equal(t0[s + 1], t1[s + 1]), s
         assert np.array_equal(B0[s], B1[s]), s
     assert np.abs(t0[4] - t1[4]).max() > 1e-5  # between syncs the local models differ
+    # the two paddings differ from the second local step on (k*eps vs eps), not before
+    c, p = ranks[0]["ladaalter.traj"], ranks[0]["ladaalter_per_step.traj"]
+    assert np.array_equal(c[:4], p[:4]) and np.abs(c[4] - p[4]).max() > 1e-6
+
+
+def test_local_adaalter_rejects_an_unknown_padding():
+    from gluon_suite.distributed.local_adaalter import LocalAdaAlter
+    with pytest.raises(ValueError, match="pad must be one of constant, per_step"):
+        LocalAdaAlter(4, pad="k")
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

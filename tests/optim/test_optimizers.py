@@ -1,5 +1,5 @@
 """LANS, AdaAlter and LAMB (MXNet's, through our trainer) against float64 NumPy references written
-from SPECS §2-3, over 50 steps on tensors of several shapes, an all-zero weight and a zero gradient
+from docs/methods.md (LANS, LAMB, AdaAlter), over 50 steps on tensors of several shapes, an all-zero weight and a zero gradient
 included."""
 import mxnet as mx
 import numpy as np
