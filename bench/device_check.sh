@@ -12,7 +12,13 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
     echo "error: no NVIDIA GPU here (nvidia-smi lists none); run bench/device_check.sh on a GPU machine" >&2
     exit 2
 fi
-make setup CUDA="$CUDA"
+# the pinned stack (MXNet 1.9.1, numpy 1.23.5) installs on Python 3.11 only, from the registry
+PY="${PYTHON:-python3.11}"
+if ! command -v "$PY" >/dev/null 2>&1; then
+    echo "error: $PY not found; MXNet 1.9.1's stack needs Python 3.11 (set PYTHON=/path/to/python3.11)" >&2
+    exit 2
+fi
+make setup CUDA="$CUDA" PYTHON="$PY"
 .venv/bin/gluon-suite info --json > bench/results/device_info.json
 .venv/bin/gluon-suite info
 .venv/bin/python bench/device_steps.py --ctx gpu:0 --steps "${STEPS:-20}" \
