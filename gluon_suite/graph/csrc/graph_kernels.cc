@@ -114,6 +114,9 @@ struct Bcast {
         pos[d] = 0;
       }
     }
+    // the unused operand of a copy is never read past its first element (it may be a placeholder)
+    if (op == kCopyL) rhs = 0, std::fill(ridx.begin(), ridx.end(), 0);
+    if (op == kCopyR) lhs = 0, std::fill(lidx.begin(), lidx.end(), 0);
     lid = lhs == full, rid = rhs == full;
     if (rhs > 0 && full % rhs == 0) {
       int64_t c = full / rhs;
@@ -369,10 +372,6 @@ void SddmmBackwardSide(int side, const Bcast& b, Op op, char lt, char rt, const 
   const I* ptr = target == 'u' ? s[3] : s[0];
   const I* ids = target == 'u' ? s[5] : s[2];
   const int64_t rows = target == 'e' ? E : n_rows;
-  if ((side == 0 && op == kCopyR) || (side == 1 && op == kCopyL)) {
-    std::memset(dT, 0, sizeof(float) * rows * len);
-    return;
-  }
 #pragma omp parallel for schedule(dynamic, 64)
   for (int64_t r = 0; r < rows; ++r) {
     float* d = dT + r * len;
@@ -743,6 +742,10 @@ MXReturnValue SddmmBwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vect
   const int64_t E = Rows(in->at(9));
   for (int side = 0; side < 2; ++side) {
     if (Bad(out->at(side))) continue;
+    if ((side == 0 && op == kCopyR) || (side == 1 && op == kCopyL)) {
+      std::memset(out->at(side).data<float>(), 0, sizeof(float) * out->at(side).size());
+      continue;
+    }
     SddmmBackwardSide<I>(side, b, op, lt, rt, in->at(0).data<float>(), in->at(1).data<float>(),
                          in->at(2).data<float>(), s, E, Rows(out->at(side)), out->at(side).data<float>());
   }
