@@ -1,17 +1,26 @@
 """Graphs: a DGL-compatible graph library on MXNet 1.9 (``import gluon_suite.graph as dgl``): the
-graph object, message passing with fused built-ins, edge softmax, transforms, batching with
-readouts, blocks and neighbour sampling for mini-batch training, data loaders and GNN layers
-(``gluon_suite.graph.nn``)."""
+graph object on any context with int32 or int64 ids, one-relation heterographs (bipartite
+graphs), message passing with fused built-ins, edge softmax, transforms and in-place mutation,
+batching with readouts, blocks and neighbour sampling for mini-batch training, data loaders and GNN
+layers (``gluon_suite.graph.nn``)."""
 from . import dataloading, function, ops, sampling
 from .base import ALL, EID, NID, EdgeBatch, GraphError, NodeBatch
-from .batch import batch, max_nodes, mean_nodes, readout_nodes, sum_nodes, unbatch
+from .batch import batch, unbatch
 from .block import Block, to_block
 from .digraph import DGLGraph, Graph, from_networkx, from_scipy, graph
+from .heterograph import BipartiteGraph, create_block, heterograph
+from .mutation import add_edges, add_nodes, rand_graph, remove_edges, remove_nodes
 from .ops import edge_softmax
+from .readout import (broadcast_edges, broadcast_nodes, max_edges, max_nodes, mean_edges, mean_nodes, min_edges,
+                      min_nodes, readout_edges, readout_nodes, softmax_edges, softmax_nodes, sum_edges, sum_nodes,
+                      topk_edges, topk_nodes)
 from .sampling import seed
 from .transform import add_self_loop, edge_subgraph, remove_self_loop, reverse, to_bidirected
 
-__all__ = ["graph", "Graph", "DGLGraph", "Block", "GraphError", "EdgeBatch", "NodeBatch", "ALL", "NID", "EID",
-           "from_scipy", "from_networkx", "add_self_loop", "remove_self_loop", "to_bidirected", "reverse",
-           "edge_subgraph", "to_block", "batch", "unbatch", "readout_nodes", "sum_nodes", "mean_nodes",
-           "max_nodes", "edge_softmax", "seed", "function", "ops", "sampling", "dataloading"]
+__all__ = ["graph", "Graph", "DGLGraph", "Block", "BipartiteGraph", "heterograph", "create_block", "GraphError",
+           "EdgeBatch", "NodeBatch", "ALL", "NID", "EID", "from_scipy", "from_networkx", "rand_graph",
+           "add_nodes", "add_edges", "remove_edges", "remove_nodes", "add_self_loop", "remove_self_loop",
+           "to_bidirected", "reverse", "edge_subgraph", "to_block", "batch", "unbatch", "readout_nodes",
+           "readout_edges", "sum_nodes", "mean_nodes", "max_nodes", "min_nodes", "sum_edges", "mean_edges",
+           "max_edges", "min_edges", "softmax_nodes", "softmax_edges", "broadcast_nodes", "broadcast_edges",
+           "topk_nodes", "topk_edges", "edge_softmax", "seed", "function", "ops", "sampling", "dataloading"]

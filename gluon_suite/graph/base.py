@@ -24,19 +24,25 @@ Scheme.__doc__ = "A feature's per-row shape and dtype (DGL's ``node_attr_schemes
 
 
 class Frame(dict):
-    """A feature dictionary whose values must have ``n`` rows (one per node or edge). Plain lists
-    and NumPy arrays become NDArrays; ``update`` and ``setdefault`` check like item assignment."""
+    """A feature dictionary whose values must have ``n`` rows (one per node or edge) and live on
+    the graph's context ``ctx``. Plain lists and NumPy arrays become NDArrays there; an NDArray on
+    another context is an error (as in DGL: move the graph with ``g.to(ctx)`` first). ``update``
+    and ``setdefault`` check like item assignment."""
 
-    def __init__(self, n, kind):
+    def __init__(self, n, kind, ctx=None):
         super().__init__()
-        self.n, self.kind = n, kind
+        self.n, self.kind, self.ctx = n, kind, ctx or mx.cpu()
 
     def __setitem__(self, key, value):
         if not isinstance(value, mx.nd.NDArray):
-            value = mx.nd.array(value)
+            value = mx.nd.array(value, ctx=self.ctx)
         if value.shape[0] != self.n:
             raise GraphError(f"{self.kind}[{key!r}] has {value.shape[0]} rows but the graph has "
                              f"{self.n} {_WHAT[self.kind]}; give one row per {_WHAT[self.kind][:-1]}")
+        if value.context != self.ctx:
+            raise GraphError(f"{self.kind}[{key!r}] is on {value.context} but the graph is on {self.ctx}; "
+                             f"move the graph first (g = g.to({value.context})) or the feature "
+                             f"(x.as_in_context({self.ctx}))")
         super().__setitem__(key, value)
 
     def update(self, *args, **kwargs):
@@ -58,6 +64,17 @@ class Frame(dict):
         """Back to the items in ``saved`` (used by ``local_scope``; values are not re-checked)."""
         dict.clear(self)
         dict.update(self, saved)
+
+    def _copy(self):
+        """A new frame with the same items (the tensors are shared, not copied)."""
+        out = Frame(self.n, self.kind, self.ctx)
+        dict.update(out, self)
+        return out
+
+
+def zero_initializer(shape, dtype, ctx, id_range):
+    """DGL's default feature initializer: zeros of ``shape`` (``id_range`` is the slice of new ids)."""
+    return mx.nd.zeros(shape, dtype=dtype, ctx=ctx)
 
 
 class EdgeBatch:
@@ -94,12 +111,12 @@ class NodeBatch:
     @property
     def data(self):
         """Destination-node features of these nodes."""
-        idx = mx.nd.array(self._nodes, dtype="int64")
+        idx = self._g._ids(self._nodes)
         return {k: mx.nd.take(v, idx) for k, v in self._g.dstdata.items()}
 
     def nodes(self):
-        """The node ids (int64 NDArray)."""
-        return mx.nd.array(self._nodes, dtype="int64")
+        """The node ids (in the graph's id type, on its context)."""
+        return self._g._ids(self._nodes)
 
     def batch_size(self):
         """Number of nodes in the batch."""

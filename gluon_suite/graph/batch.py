@@ -1,12 +1,10 @@
-"""Batching many small graphs into one block-diagonal graph, and per-graph readouts (DGL's
-``dgl.batch``, ``dgl.unbatch``, ``dgl.sum_nodes`` & co.)."""
+"""Batching many small graphs into one block-diagonal graph (DGL's ``dgl.batch``,
+``dgl.unbatch``); the per-graph readouts are in ``readout``."""
 import mxnet as mx
 import numpy as np
 
 from .base import ALL, GraphError
 from .digraph import Graph
-from .kernels import segment_max, segment_sum
-from .layout import topology
 
 
 def batch(graphs, ndata=ALL, edata=ALL):
@@ -16,20 +14,40 @@ def batch(graphs, ndata=ALL, edata=ALL):
     graphs = list(graphs)
     if not graphs:
         raise GraphError("batch needs at least one graph")
+    for g in graphs[1:]:
+        if g.device != graphs[0].device or g.idtype != graphs[0].idtype:
+            raise GraphError(f"batch: graphs on {graphs[0].device} with {np.dtype(graphs[0].idtype).name} ids and on "
+                             f"{g.device} with {np.dtype(g.idtype).name} ids; move them with g.to(ctx) and "
+                             "g.astype(idtype) first")
     offs = np.cumsum([0] + [g.num_nodes() for g in graphs])
     src = np.concatenate([g._src + o for g, o in zip(graphs, offs)])
     dst = np.concatenate([g._dst + o for g, o in zip(graphs, offs)])
-    bg = Graph((src, dst), num_nodes=int(offs[-1]))
+    bg = Graph((src, dst), num_nodes=int(offs[-1]), idtype=graphs[0].idtype, device=graphs[0].device)
     for attr, names in (("ndata", ndata), ("edata", edata)):
         common = set.intersection(*(set(getattr(g, attr)) for g in graphs))
         keys = sorted(common) if isinstance(names, str) and names == ALL else list(names or [])
         for k in keys:
             if k not in common:
                 raise GraphError(f"batch: {attr}[{k!r}] is missing from some of the graphs")
-            getattr(bg, attr)[k] = mx.nd.concat(*[getattr(g, attr)[k] for g in graphs], dim=0)
+            getattr(bg, attr)[k] = _concat([getattr(g, attr)[k] for g in graphs])
     bg._batch_num_nodes = sum((g._batch_sizes()[0] for g in graphs), [])
     bg._batch_num_edges = sum((g._batch_sizes()[1] for g in graphs), [])
     return bg
+
+
+def _concat(parts):
+    """Row-wise concatenation that skips empty parts (MXNet reads a 0 in a shape as unknown)."""
+    full = [p for p in parts if p.shape[0]]
+    if not full:
+        return parts[0]
+    return full[0] if len(full) == 1 else mx.nd.concat(*full, dim=0)
+
+
+def _rows(v, a, b):
+    """Rows a..b-1 of ``v`` (an empty slice too)."""
+    if b > a:
+        return v[a:b]
+    return mx.nd.zeros((0,) + v.shape[1:], dtype=v.dtype, ctx=v.context)
 
 
 def unbatch(bg):
@@ -39,50 +57,10 @@ def unbatch(bg):
     out = []
     for i in range(len(nn_)):
         s, d = bg._src[eoff[i]:eoff[i + 1]] - noff[i], bg._dst[eoff[i]:eoff[i + 1]] - noff[i]
-        g = Graph((s, d), num_nodes=nn_[i])
+        g = Graph((s, d), num_nodes=nn_[i], idtype=bg.idtype, device=bg.device)
         for k, v in bg.ndata.items():
-            g.ndata[k] = v[int(noff[i]):int(noff[i + 1])]
+            g.ndata[k] = _rows(v, int(noff[i]), int(noff[i + 1]))
         for k, v in bg.edata.items():
-            g.edata[k] = v[int(eoff[i]):int(eoff[i + 1])]
+            g.edata[k] = _rows(v, int(eoff[i]), int(eoff[i + 1]))
         out.append(g)
     return out
-
-
-def _graph_topology(bg):
-    sizes = bg._batch_sizes()[0]
-
-    def build():
-        gid = np.repeat(np.arange(len(sizes)), sizes)
-        return topology(np.arange(bg.num_nodes()), gid, bg.num_nodes(), len(sizes))
-    return bg._get("readout", build).key, np.asarray(sizes, np.float32)
-
-
-def readout_nodes(bg, feat, op="sum"):
-    """Per-graph ``sum``, ``mean`` or ``max`` of node feature ``feat`` (a name or an NDArray);
-    an empty graph reads 0."""
-    x = bg.ndata[feat] if isinstance(feat, str) else feat
-    if op not in ("sum", "mean", "max"):
-        raise GraphError(f"unknown readout {op!r}; choose sum, mean or max")
-    key, sizes = _graph_topology(bg)
-    if op == "max":
-        return segment_max(key, x)
-    out = segment_sum(key, x)
-    if op == "mean":
-        out = mx.nd.broadcast_div(out, mx.nd.array(np.maximum(sizes, 1), ctx=out.context).reshape(
-            (-1,) + (1,) * (x.ndim - 1)))
-    return out
-
-
-def sum_nodes(bg, feat):
-    """Per-graph sum of a node feature."""
-    return readout_nodes(bg, feat, "sum")
-
-
-def mean_nodes(bg, feat):
-    """Per-graph mean of a node feature."""
-    return readout_nodes(bg, feat, "mean")
-
-
-def max_nodes(bg, feat):
-    """Per-graph max of a node feature."""
-    return readout_nodes(bg, feat, "max")

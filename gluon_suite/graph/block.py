@@ -7,7 +7,7 @@ import mxnet as mx
 import numpy as np
 
 from .base import EID, NID, GraphError, as_ids
-from .digraph import Graph
+from .digraph import Graph, _idtype
 
 
 class Block(Graph):
@@ -17,8 +17,11 @@ class Block(Graph):
     ``src_nodes`` / ``num_dst`` are the same ids and count as plain values."""
 
     is_block = True
+    _two_sides = True
+    _ntypes = ("_N", "_N")
 
-    def __init__(self, edges, num_src, num_dst):
+    def __init__(self, edges, num_src, num_dst, idtype=None, device=None):
+        self._idtype, self._ctx = _idtype(idtype, edges), device or mx.cpu()
         src, dst = as_ids(edges[0], "src"), as_ids(edges[1], "dst")
         if len(src) != len(dst):
             raise GraphError(f"src has {len(src)} entries but dst has {len(dst)}; give one (src, dst) pair per edge")
@@ -35,7 +38,7 @@ class Block(Graph):
 
     number_of_nodes = num_nodes
 
-    def nodes(self):
+    def nodes(self, ntype=None):
         """A block has no single node set: use ``srcdata[NID]`` or ``dstdata[NID]``."""
         raise GraphError("a block has source and destination nodes: use block.srcdata[NID] or block.dstdata[NID]")
 
@@ -50,8 +53,12 @@ class Block(Graph):
         """Number of destination nodes (the same as ``num_dst_nodes()``)."""
         return self._ndst
 
+    def is_homogeneous(self):
+        """A block's two sides hold nodes of one type: True, as in DGL."""
+        return True
+
     def _with_edges(self, src, dst):
-        return Block((src, dst), self._nsrc, self._ndst)
+        return Block((src, dst), self._nsrc, self._ndst, idtype=self._idtype, device=self._ctx)
 
     def __repr__(self):
         return (f"Block(num_src_nodes={self._nsrc}, num_dst_nodes={self._ndst}, "
@@ -64,9 +71,10 @@ def to_block(g, dst_nodes=None, include_dst_in_src=True, src_nodes=None):
     (with ``include_dst_in_src``), then the other edge sources in order of first appearance in
     edge-id order (or ``src_nodes`` when given); edges keep ``g``'s order.
     ``srcdata[NID]``/``dstdata[NID]`` map back to ``g``'s node ids, ``edata[EID]`` to its edge ids
-    (``g.edata[EID]`` when ``g`` is itself a sampled subgraph). Features are not copied."""
-    if g.is_block:
-        raise GraphError("to_block takes a graph (a sampled frontier), not a block")
+    (``g.edata[EID]`` when ``g`` is itself a sampled subgraph). Features are not copied. The block
+    has ``g``'s id type and context."""
+    if g._two_sides:
+        raise GraphError("to_block takes a graph (a sampled frontier), not a block or a bipartite graph")
     dst = np.unique(g._dst) if dst_nodes is None else as_ids(dst_nodes, "dst_nodes")
     if len(np.unique(dst)) != len(dst):
         raise GraphError("to_block: dst_nodes must not repeat a node")
@@ -87,8 +95,8 @@ def to_block(g, dst_nodes=None, include_dst_in_src=True, src_nodes=None):
     src_pos[src] = np.arange(len(src))
     if len(g._src) and (src_pos[g._src] < 0).any():
         raise GraphError("to_block: src_nodes must hold every source of the frontier's edges")
-    b = Block((src_pos[g._src], dst_pos[g._dst]), len(src), len(dst))
-    b.srcdata[NID] = mx.nd.array(src, dtype="int64")
-    b.dstdata[NID] = mx.nd.array(dst, dtype="int64")
-    b.edata[EID] = g.edata[EID] if EID in g.edata else mx.nd.arange(g.num_edges(), dtype="int64")
+    b = Block((src_pos[g._src], dst_pos[g._dst]), len(src), len(dst), idtype=g.idtype, device=g.device)
+    b.srcdata[NID] = b._ids(src)
+    b.dstdata[NID] = b._ids(dst)
+    b.edata[EID] = g.edata[EID] if EID in g.edata else b._ids(np.arange(g.num_edges()))
     return b

@@ -55,11 +55,12 @@ class DataLoader:
     """DGL's node ``DataLoader`` (``NodeDataLoader`` in DGL 0.x): iterates over ``indices`` (node
     ids) in mini-batches of ``batch_size`` (shuffled each pass with ``shuffle``; the last short
     batch dropped with ``drop_last``) and yields ``graph_sampler.sample(graph, batch)``, i.e.
-    ``(input_nodes, output_nodes, blocks)``. Sampling happens in the calling thread."""
+    ``(input_nodes, output_nodes, blocks)``, on the graph's context or on ``device`` (an MXNet
+    context) when given. Sampling happens in the calling thread."""
 
     def __init__(self, graph, indices, graph_sampler, batch_size=1, shuffle=False, drop_last=False,
-                 rng=None, **kwargs):
-        self.graph, self.sampler = graph, graph_sampler
+                 rng=None, device=None, **kwargs):
+        self.graph, self.sampler, self.device = graph, graph_sampler, device
         arr = np.asarray(indices.asnumpy() if isinstance(indices, mx.nd.NDArray) else indices)
         self.indices = np.flatnonzero(arr) if arr.dtype == bool else as_ids(arr, "indices")
         if int(batch_size) < 1:
@@ -75,7 +76,12 @@ class DataLoader:
         if self.shuffle:
             idx = (self.rng or default_rng()).permutation(idx)
         for i in range(len(self)):
-            yield self.sampler.sample(self.graph, idx[i * self.batch_size:(i + 1) * self.batch_size])
+            input_nodes, output_nodes, blocks = self.sampler.sample(
+                self.graph, idx[i * self.batch_size:(i + 1) * self.batch_size])
+            if self.device is not None:
+                blocks = [b.to(self.device) for b in blocks]
+                input_nodes, output_nodes = blocks[0].srcdata[NID], blocks[-1].dstdata[NID]
+            yield input_nodes, output_nodes, blocks
 
 
 NodeDataLoader = DataLoader

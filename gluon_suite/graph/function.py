@@ -8,7 +8,7 @@ Messages: ``copy_u(u, out)``, ``copy_e(e, out)`` (and DGL's older names ``copy_s
 ``copy_edge(edge, out)``), and every ``{lhs}_{op}_{rhs}(lhs_field, rhs_field, out)`` with lhs
 and rhs two different ones of u (source node), v (destination node), e (edge) and op one of add,
 sub, mul, div, dot (dot sums over the last axis, keeping it as size 1). Reducers: ``sum``,
-``mean``, ``max``, ``min`` with ``(msg, out)``.
+``mean``, ``max``, ``min``, ``prod`` with ``(msg, out)``.
 """
 import itertools
 
@@ -86,5 +86,10 @@ def min(msg, out):  # noqa: A001
     return Reduce("min", msg, out)
 
 
+def prod(msg, out):
+    """Reduce: element-wise product of the incoming messages (0 for no incoming edge)."""
+    return Reduce("prod", msg, out)
+
+
 __all__ = list(_MESSAGES) + ["src_mul_edge", "src_mul_dst", "src_add_dst", "sum", "mean", "max", "min",
-                             "Message", "Reduce"]
+                             "prod", "Message", "Reduce"]

@@ -5,7 +5,7 @@ import mxnet as mx
 from mxnet import gluon
 
 from ..model_zoo import register_model
-from .batch import readout_nodes
+from .readout import readout_nodes
 from .nn import GATConv, GINConv, GraphConv, SAGEConv
 
 
@@ -64,10 +64,10 @@ class GINClassifier(gluon.Block):
             self.out = gluon.nn.Dense(classes, in_units=in_feats + hidden * layers)
 
     def forward(self, bg, x):
-        reads, h = [readout_nodes(bg, x, "sum")], x
+        reads, h = [readout_nodes(bg, x, op="sum")], x
         for conv in self.convs:
             h = conv(bg, h)
-            reads.append(readout_nodes(bg, h, "sum"))
+            reads.append(readout_nodes(bg, h, op="sum"))
         return self.out(mx.nd.concat(*reads, dim=1))
 
 

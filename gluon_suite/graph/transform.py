@@ -1,5 +1,5 @@
-"""Graph transforms, as DGL's ``dgl.add_self_loop`` & co.: each returns a new graph and is also a
-method of ``Graph`` (``g.add_self_loop()``)."""
+"""Graph transforms, as DGL's ``dgl.add_self_loop`` & co.: each returns a new graph (with the
+input's id type and context) and is also a method of ``Graph`` (``g.add_self_loop()``)."""
 import mxnet as mx
 import numpy as np
 
@@ -9,8 +9,9 @@ from .digraph import Graph
 
 
 def _homogeneous(g, what):
-    if g.is_block:
-        raise GraphError(f"{what} needs a graph, not a block (a block's sources and destinations differ)")
+    if g._two_sides:
+        kind = "a block" if g.is_block else "a bipartite graph"
+        raise GraphError(f"{what} needs a graph with one node set, not {kind} (its sources and destinations differ)")
 
 
 def add_self_loop(g, edge_feat_names=None, fill_data=1.0, etype=None):
@@ -22,7 +23,7 @@ def add_self_loop(g, edge_feat_names=None, fill_data=1.0, etype=None):
     _homogeneous(g, "add_self_loop")
     n = g.num_nodes()
     loops = np.arange(n)
-    out = Graph((np.concatenate([g._src, loops]), np.concatenate([g._dst, loops])), num_nodes=n)
+    out = g._with_edges(np.concatenate([g._src, loops]), np.concatenate([g._dst, loops]))
     out.ndata.update(g.ndata)
     names = list(g.edata) if edge_feat_names is None else list(edge_feat_names)
     for k, v in g.edata.items():
@@ -45,11 +46,11 @@ def remove_self_loop(g, etype=None):
     edges keep their order and features, node features are shared, batch sizes are updated."""
     _homogeneous(g, "remove_self_loop")
     keep = np.flatnonzero(g._src != g._dst)
-    out = Graph((g._src[keep], g._dst[keep]), num_nodes=g.num_nodes())
+    out = g._with_edges(g._src[keep], g._dst[keep])
     out.ndata.update(g.ndata)
-    idx = mx.nd.array(keep, dtype="int64")
+    idx = g._ids(keep)
     for k, v in g.edata.items():
-        out.edata[k] = mx.nd.take(v, idx) if len(keep) else mx.nd.zeros((0,) + v.shape[1:], dtype=v.dtype)
+        out.edata[k] = mx.nd.take(v, idx) if len(keep) else mx.nd.zeros((0,) + v.shape[1:], dtype=v.dtype, ctx=v.context)
     if g._batch_num_nodes is not None:
         per_graph = np.repeat(np.arange(g.batch_size), g._batch_num_edges)
         out._batch_num_nodes = list(g._batch_num_nodes)
@@ -64,7 +65,7 @@ def to_bidirected(g, copy_ndata=False, readonly=None):
     _homogeneous(g, "to_bidirected")
     n = g.num_nodes()
     key = np.unique(np.concatenate([g._src * n + g._dst, g._dst * n + g._src]))
-    out = Graph((key // n, key % n), num_nodes=n)
+    out = g._with_edges(key // n, key % n)
     if copy_ndata:
         out.ndata.update(g.ndata)
     return out
@@ -74,7 +75,7 @@ def reverse(g, copy_ndata=True, copy_edata=False):
     """A new graph with every edge reversed (edge i of the result is edge i of ``g`` turned
     around); node features shared unless ``copy_ndata=False``, edge features with ``copy_edata``."""
     _homogeneous(g, "reverse")
-    out = Graph((g._dst, g._src), num_nodes=g.num_nodes())
+    out = g._with_edges(g._dst, g._src)
     if copy_ndata:
         out.ndata.update(g.ndata)
     if copy_edata:
@@ -89,13 +90,13 @@ def edge_subgraph(g, edges):
     eids = np.asarray(edges.asnumpy() if isinstance(edges, mx.nd.NDArray) else edges, np.int64).reshape(-1)
     if len(eids) and (eids.min() < 0 or eids.max() >= g.num_edges()):
         raise GraphError(f"edge ids must lie in 0..{g.num_edges() - 1}")
-    out = Graph((g._src[eids], g._dst[eids]), num_nodes=g.num_nodes())
+    out = g._with_edges(g._src[eids], g._dst[eids])
     out.ndata.update(g.ndata)
     if len(eids):
-        idx = mx.nd.array(eids, dtype="int64")
+        idx = g._ids(eids)
         for k, v in g.edata.items():
             out.edata[k] = mx.nd.take(v, idx)
-    out.edata[EID] = mx.nd.array(eids, dtype="int64")
+    out.edata[EID] = g._ids(eids)
     return out
 
 

@@ -1,7 +1,7 @@
 """Graph-level readouts (``dgl.nn.mxnet.glob``): one row per graph of a batch."""
 from mxnet import gluon
 
-from ..batch import readout_nodes
+from ..readout import _readout
 
 
 class _Pooling(gluon.Block):
@@ -9,8 +9,7 @@ class _Pooling(gluon.Block):
 
     def forward(self, graph, feat):
         """(graphs in the batch, ...) readout of node features ``feat`` (N, ...)."""
-        with graph.local_scope():
-            return readout_nodes(graph, feat, self._op)
+        return _readout(graph, "nodes", feat, self._op)
 
 
 class SumPooling(_Pooling):
