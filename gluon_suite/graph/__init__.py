@@ -10,6 +10,7 @@ from .block import Block, to_block
 from .digraph import DGLGraph, Graph, from_networkx, from_scipy, graph
 from .heterograph import BipartiteGraph, create_block, heterograph
 from .mutation import add_edges, add_nodes, rand_graph, remove_edges, remove_nodes
+from .nn.conv.propagation import laplacian_lambda_max
 from .ops import edge_softmax
 from .readout import (broadcast_edges, broadcast_nodes, max_edges, max_nodes, mean_edges, mean_nodes, min_edges,
                       min_nodes, readout_edges, readout_nodes, softmax_edges, softmax_nodes, sum_edges, sum_nodes,
@@ -23,4 +24,4 @@ __all__ = ["graph", "Graph", "DGLGraph", "Block", "BipartiteGraph", "heterograph
            "to_bidirected", "reverse", "edge_subgraph", "to_block", "batch", "unbatch", "readout_nodes",
            "readout_edges", "sum_nodes", "mean_nodes", "max_nodes", "min_nodes", "sum_edges", "mean_edges",
            "max_edges", "min_edges", "softmax_nodes", "softmax_edges", "broadcast_nodes", "broadcast_edges",
-           "topk_nodes", "topk_edges", "edge_softmax", "seed", "function", "ops", "sampling", "dataloading"]
+           "topk_nodes", "topk_edges", "laplacian_lambda_max", "edge_softmax", "seed", "function", "ops", "sampling", "dataloading"]
