@@ -123,6 +123,9 @@ def files(tmp_path_factory):
     (d / "context_list.json").write_text(json.dumps({"data": [{"paragraphs": [{"context": ["a"], "qas": []}]}]}))
     # LINQS and TU graph folders, each with one fault
     content = "p1 1 0 A\np2 0 1 B\np3 1 1 A\n"
+    (d / "linqs_small").mkdir()
+    (d / "linqs_small" / "cora.content").write_text(content)
+    (d / "linqs_small" / "cora.cites").write_text("p1 p2\n")
     for name, cont, cites in (("linqs_dangling", content, "p1 p2\np3 p1\np9 p2\n"),
                               ("linqs_dup", content + "p2 1 1 B\n", "p1 p2\n")):
         (d / name).mkdir()
@@ -486,6 +489,8 @@ CASES = [
      ["linqs_dangling/cora.cites:3", "paper p9 is not in", "cora.content", "--drop-dangling-cites"]),
     ("node", ["--dataset", "linqs", "--data-dir", "{F}/linqs_dup", "--out", "{T}/o"], None, B,
      ["linqs_dup/cora.content:4", "paper id p2 appears twice (first on line 2)", "remove one"]),
+    ("node", ["--dataset", "linqs", "--data-dir", "{F}/linqs_small", "--out", "{T}/o"], None, B,
+     ["linqs_small", "all 3 papers go to training", "more than 20 papers per class"]),
     ("node", ["--sampled", "--fanouts", "10", "--out", "{T}/o"], None, B,
      ["--fanouts gives 1 value(s)", "2 layers", "--fanouts 10 10"]),
     ("node", ["--sampled", "--fanouts", "5", "5", "5", "--model", "sage", "--out", "{T}/o"], None, B,
@@ -664,3 +669,20 @@ def test_full_disk_before_the_first_checkpoint_leaves_no_run_folder(tmp_path, sc
     p = _proc([script, *args, "--out", str(out)], preexec_fn=_limit_file_size(1024))
     check_one_line(p.returncode, p.stdout, p.stderr, 1, ["no space left", str(out), "File too large"])
     assert not out.exists() and leftovers(tmp_path) == []
+
+
+def test_valid_citation_files_train_without_warnings(tmp_path):
+    """Valid LINQS files (every cited paper present) train to the end with no NumPy/MXNet warning."""
+    rs = __import__("numpy").random.RandomState(0)
+    papers = [f"p{i}" for i in range(90)]
+    with open(tmp_path / "cora.content", "w") as f:
+        for i, p in enumerate(papers):
+            f.write(p + " " + " ".join(str(int(v)) for v in rs.uniform(size=8) < 0.3) + f" C{i % 3}\n")
+    with open(tmp_path / "cora.cites", "w") as f:
+        for i in range(90):
+            f.write(f"{papers[i]} {papers[(i + 3) % 90]}\n")
+    p = _proc(["scripts/graph/train_node_classification.py", "--dataset", "linqs", "--data-dir", str(tmp_path),
+               "--epochs", "10", "--out", str(tmp_path / "run")])
+    assert p.returncode == 0, p.stderr
+    assert "Warning" not in p.stderr and "invalid value" not in p.stderr, p.stderr
+    assert "test accuracy" in p.stdout

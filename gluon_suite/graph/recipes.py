@@ -184,6 +184,9 @@ def node_dataset(cfg):
         labels = g.ndata["label"].asnumpy().astype(int)
         train = np.concatenate([rs.permutation(np.flatnonzero(labels == c))[:20] for c in range(len(classes))])
         rest = np.setdiff1d(np.arange(g.num_nodes()), train)
+        if not len(rest):
+            raise UserError(f"{cfg['data_dir']}: all {g.num_nodes()} papers go to training (20 per class), none "
+                            "is left to test on; give a data set with more than 20 papers per class")
         return g, train, rs.permutation(rest)[:1000], len(classes)
     raise UserError(f"unknown dataset {cfg['dataset']!r}; choose karate, sbm or linqs")
 
