@@ -85,7 +85,7 @@ def ref_lans(w0, grads, lr, wd, b1=0.9, b2=0.999, eps=1e-6, wd_mult=None):
     return w
 
 
-def ref_adaalter(w0, grads, lr, wd, eps=1e-6):
+def ref_adaalter(w0, grads, lr, wd, eps=1.0):
     w = [x.astype(np.float64).copy() for x in w0]
     B = [np.zeros_like(x) for x in w]
     for gs in grads:
@@ -119,9 +119,16 @@ def test_lamb_through_our_trainer_matches_reference(wd):
 
 @pytest.mark.parametrize("wd", [0.0, 0.001])
 def test_adaalter_matches_reference(wd):
+    # the default epsilon is the published accumulator start, 1
     w0, grads = setup(2)
     ours = run_ours("adaalter", {"learning_rate": 0.05, "wd": wd}, w0, grads)
-    assert max_rel_err(ours, ref_adaalter(w0, grads, 0.05, wd)) <= 1e-5
+    assert max_rel_err(ours, ref_adaalter(w0, grads, 0.05, wd, eps=1.0)) <= 1e-5
+
+
+def test_adaalter_epsilon_is_inside_the_root():
+    w0, grads = setup(2)
+    ours = run_ours("adaalter", {"learning_rate": 0.05, "epsilon": 1e-2}, w0, grads)
+    assert max_rel_err(ours, ref_adaalter(w0, grads, 0.05, 0.0, eps=1e-2)) <= 1e-5
 
 
 def test_wd_mult_excludes_parameters_from_decay():
