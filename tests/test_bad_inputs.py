@@ -663,10 +663,12 @@ def test_full_disk_during_a_vision_run_keeps_the_last_checkpoint_and_resumes(tmp
 @pytest.mark.parametrize("script, args", [
     ("scripts/graph/train_graph_classification.py", ["--epochs", "2"]),
     ("scripts/nlp/pretrain_bert.py", ["--phase", "seq_len=32,batch_size=8,steps=1,lr=0.001", "--no-progress"]),
-], ids=["graph", "bert"])
+    ("scripts/cv/train_classification.py", ["--model", "digits_cnn", "--epochs", "1", "--batch-size", "256",
+                                            "--no-progress"]),
+], ids=["graph", "bert", "vision"])
 def test_full_disk_before_the_first_checkpoint_leaves_no_run_folder(tmp_path, script, args):
     out = tmp_path / "run"
-    p = _proc([script, *args, "--out", str(out)], preexec_fn=_limit_file_size(1024))
+    p = _proc([script, *args, "--out", str(out)], preexec_fn=_limit_file_size(4096))
     check_one_line(p.returncode, p.stdout, p.stderr, 1, ["no space left", str(out), "File too large"])
     assert not out.exists() and leftovers(tmp_path) == []
 

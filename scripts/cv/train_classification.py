@@ -130,8 +130,11 @@ def main(argv=None):
     elastic = bool(config.get("elastic"))
     # elastic: whoever is rank 0 when something is logged prints it (the recipe checks the rank)
     log = (lambda msg: print(msg, flush=True)) if comm.rank == 0 or elastic else (lambda msg: None)
-    res = train_classification(config, comm, log=log, flags=set(args),
-                               source=f"--config {config_path}" if config_path is not None else "the defaults")
+    from gluon_suite.cv.recipe import DEFAULTS
+    from gluon_suite.utils.fileio import output_folder
+    with output_folder(config.get("out") or DEFAULTS["out"]):   # a run that saved nothing leaves nothing
+        res = train_classification(config, comm, log=log, flags=set(args),
+                                   source=f"--config {config_path}" if config_path is not None else "the defaults")
     if elastic:
         if res["rank"] == 0:
             sizes = " -> ".join(str(n) for _, n in res["sizes"])
