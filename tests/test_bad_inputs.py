@@ -688,3 +688,26 @@ def test_valid_citation_files_train_without_warnings(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "Warning" not in p.stderr and "invalid value" not in p.stderr, p.stderr
     assert "test accuracy" in p.stdout
+
+
+@pytest.mark.parametrize("code, where, words", [
+    (30, "os.replace", ["could not write", "config.json", "read-only", "writable disk"]),   # EROFS
+    (13, "tempfile.mkstemp", ["could not write", "config.json", "permission denied", "permissions"]),   # EACCES
+], ids=["erofs", "eacces"])
+def test_unwritable_output_is_one_line_exit_1(tmp_path, capfd, monkeypatch, code, where, words):
+    """A read-only disk or a folder without write permission (cannot be arranged for root in a test:
+    the system call is made to fail) is reported like a full disk: the file, the cause, the fix."""
+    import errno as errno_module
+    from gluon_suite.utils import fileio, write_json
+    assert code == {"os.replace": errno_module.EROFS, "tempfile.mkstemp": errno_module.EACCES}[where]
+    module, name = where.split(".")
+
+    def fail(*a, **k):
+        raise OSError(code, os.strerror(code), str(a[0]) if a else None)
+    monkeypatch.setattr(getattr(fileio, module), name, fail)
+    (tmp_path / "config.json").write_text("{}\n")
+    with pytest.raises(SystemExit) as ei:
+        run_cli(lambda argv: write_json(tmp_path / "config.json", {"a": 1}), [])
+    out, err = capfd.readouterr()
+    check_one_line(ei.value.code, out, err, 1, words)
+    assert os.listdir(tmp_path) == ["config.json"] and (tmp_path / "config.json").read_text() == "{}\n"
