@@ -32,9 +32,9 @@ def build_parser():
     g.add_argument("--model", type=model_name, help="registered zoo name (default resnest14_digits)")
     g.add_argument("--dataset", choices=["digits", "mnist5k", "cifar10", "cifar100", "rec", "folder"])
     g.add_argument("--data-dir", type=existing_path, help="local path of the data set (not needed for digits, mnist5k)")
-    g.add_argument("--image-size", type=positive_int)
+    g.add_argument("--image-size", "--input-size", type=positive_int)
     g = p.add_argument_group("optimisation")
-    g.add_argument("--epochs", type=positive_int)
+    g.add_argument("--epochs", "--num-epochs", type=positive_int)
     g.add_argument("--batch-size", type=positive_int, help="per worker (default 32)")
     g.add_argument("--global-batch-size", type=positive_int, help="total over workers; must divide by their number")
     g.add_argument("--optimizer", type=choice_of(optimizer_names, "optimizer"),
@@ -46,10 +46,14 @@ def build_parser():
     g.add_argument("--warmup-epochs", type=nonneg_float)
     g.add_argument("--lr-milestones", type=nonneg_float, nargs="*", help="epochs of the step decay")
     g.add_argument("--lr-decay", type=float_range(0, 1, low_open=True, what="a decay factor"))
-    g.add_argument("--label-smoothing", type=float_range(0, 1, high_open=True, what="a fraction"))
-    g.add_argument("--mixup", type=nonneg_float, help="Beta(alpha, alpha) of mixup; 0 is off")
+    g.add_argument("--label-smoothing", type=float_range(0, 1, high_open=True, what="a fraction"), nargs="?",
+                   const=0.1, help="label smoothing epsilon (bare flag: 0.1, as GluonCV's)")
+    g.add_argument("--mixup", type=nonneg_float, nargs="?", const=0.2,
+                   help="Beta(alpha, alpha) of mixup; 0 is off (bare flag: 0.2, GluonCV's alpha)")
     g.add_argument("--mixup-off-epochs", type=nonneg_int, help="last epochs trained without mixup")
     g.add_argument("--wd-on-bn-bias", action="store_true", help="also decay BN/LN and biases")
+    g.add_argument("--no-wd", dest="wd_on_bn_bias", action="store_false",
+                   help="GluonCV's flag: no weight decay on BN/LN and biases (this recipe's default)")
     g.add_argument("--last-gamma", action="store_true", help="zero-init each block's last BN gamma")
     g = p.add_argument_group("distributed")
     g.add_argument("--algorithm", type=choice_of(ALGORITHMS, "algorithm"),
@@ -71,7 +75,7 @@ def build_parser():
     retype(p, ramp_steps=positive_int, commit_every=positive_int, ref_workers=positive_int)
     g = p.add_argument_group("run")
     g.add_argument("--seed", type=nonneg_int)
-    g.add_argument("--out", type=output_dir, help="output folder")
+    g.add_argument("--out", "--save-dir", type=output_dir, help="output folder")
     g.add_argument("--resume", type=run_folder,
                    help="none, auto (continue OUT if it holds a checkpoint) or a run folder")
     g.add_argument("--num-workers", type=nonneg_int, help="data-loading processes")
