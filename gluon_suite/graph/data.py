@@ -272,15 +272,19 @@ class CitationGraphDataset(NodeDataset):
     ``raw_dir`` holding ``{name}.content`` and ``{name}.cites`` (``load_linqs``; nothing is
     downloaded). The LINQS files carry no split, so the masks follow Planetoid's sizes on a seeded
     draw: ``train_per_class`` nodes of each class for training, then ``num_val`` and ``num_test``
-    of the remaining nodes (scaled down in the same ratio when fewer remain). ``data.classes`` holds the class names."""
+    of the remaining nodes (scaled down in the same ratio when fewer remain). ``data.classes`` holds the class names.
+    ``dangling``: what to do with a cites line naming a paper absent from the content file
+    (``load_linqs``); CiteSeer's published files have a few, so its default is ``'drop'``."""
 
     name = "cora"
+    dangling = "error"
 
-    def __init__(self, raw_dir=None, train_per_class=20, num_val=500, num_test=1000, seed=0, **kwargs):
+    def __init__(self, raw_dir=None, train_per_class=20, num_val=500, num_test=1000, seed=0,
+                 dangling=None, **kwargs):
         if raw_dir is None:
             raise GraphError(f"{type(self).__name__}: pass raw_dir=<folder holding {self.name}.content and "
                              f"{self.name}.cites>; this package never downloads data sets")
-        g, self.classes = load_linqs(raw_dir, self.name)
+        g, self.classes = load_linqs(raw_dir, self.name, dangling=dangling or self.dangling)
         labels = g.ndata["label"].asnumpy().astype(np.int64)
         rs = np.random.RandomState(seed)
         train = np.concatenate([rs.permutation(np.flatnonzero(labels == c))[:train_per_class]
@@ -303,8 +307,10 @@ class CoraGraphDataset(CitationGraphDataset):
 
 
 class CiteseerGraphDataset(CitationGraphDataset):
-    """Citeseer from a local LINQS folder (``citeseer.content``, ``citeseer.cites``)."""
+    """Citeseer from a local LINQS folder (``citeseer.content``, ``citeseer.cites``); cites lines
+    naming papers absent from the content file (the published files have a few) are skipped."""
     name = "citeseer"
+    dangling = "drop"
 
 
 class GraphClassificationDataset:
