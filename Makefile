@@ -62,7 +62,7 @@ KERNELS_DIR ?= build/graph_kernels
 KERNELS_SO := $(KERNELS_DIR)/libgs_graph_kernels.so
 KERNELS_SRC := $(wildcard gluon_suite/graph/csrc/*.cc gluon_suite/graph/csrc/*.h)
 MXNET_PKG = $(firstword $(wildcard $(VENV)/lib/python3*/site-packages/mxnet))
-KERNELS_FLAGS := -std=c++17 -O3 -fPIC -shared -fopenmp -DNDEBUG -Wall -Wno-unused-function
+KERNELS_FLAGS := -std=c++17 -O3 -fno-math-errno -fPIC -shared -fopenmp -DNDEBUG -Wall -Wno-unused-function
 
 kernels: $(KERNELS_SO)
 

@@ -39,16 +39,18 @@ class _Topology:
         # segment number of every edge in destination order (for broadcasting per-node values)
         self.seg = np.repeat(np.arange(len(self.starts)), np.diff(np.append(self.starts, len(src))))
         self._heads, self._structures = {}, {}
-        self.idtype = np.int64          # the id type of the graph's compiled-kernel structure
         self.key = str(next(_KEYS))
         _TOPOLOGIES[self.key] = self
 
     def structure(self, ctx, idtype=None):
         """The eight index tensors the compiled kernels take, on ``ctx`` with ids of ``idtype``
-        (int32 or int64; default: the graph's, ``self.idtype``), built on first use and cached:
-        destination grouping (indptr, source of each edge, edge id), source grouping (indptr,
-        destination, edge id), then src and dst in edge order."""
-        idtype = np.dtype(idtype or self.idtype)
+        (int32 or int64; default int32 whenever every id and offset fits, for speed and memory),
+        built on first use and cached: destination grouping (indptr, source of each edge, edge
+        id), source grouping (indptr, destination, edge id), then src and dst in edge order."""
+        if idtype is None:
+            fits = max(len(self.src), self.num_src, self.num_dst) < 2 ** 31 - 1
+            idtype = np.int32 if fits else np.int64
+        idtype = np.dtype(idtype)
         if idtype not in (np.dtype(np.int32), np.dtype(np.int64)):
             raise ValueError(f"graph ids are int32 or int64, not {idtype}")
         key = (str(ctx), idtype.name)

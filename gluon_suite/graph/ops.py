@@ -8,8 +8,6 @@ stay importable from here.
 """
 import itertools
 
-import numpy as np
-
 from . import function as fn
 from . import native
 from .base import ALL, GraphError
@@ -31,9 +29,7 @@ def edge_softmax(graph, logits, eids=ALL, norm_by="dst"):
         raise GraphError(f"edge_softmax(norm_by={norm_by!r}): choose 'dst' or 'src'")
     key = graph._topo() if norm_by == "dst" else graph._reverse_topo()
     if native.usable(logits):
-        t = by_key(key)
-        t.idtype = np.dtype(getattr(graph, "idtype", np.int64))
-        return native.edge_softmax(t.structure(logits.context), logits)
+        return native.edge_softmax(by_key(key).structure(logits.context), logits)
     return edge_softmax_op(key, logits)
 
 

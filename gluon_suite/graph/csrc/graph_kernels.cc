@@ -160,13 +160,32 @@ inline float GradR(Op op, float a, float b) {
 
 bool Bad(const MXTensor& t) { return t.data_ptr == nullptr; }
 
+// Prefetch the rows a loop will read a few iterations ahead (gathers are latency-bound).
+const int kAhead = 6;
+inline void Prefetch(const float* p, int64_t len) {
+  for (int64_t i = 0; i < len; i += 16) __builtin_prefetch(p + i);
+}
+
+// Run CALL with the constexpr int O set to the runtime operator `op`.
+#define GS_WITH_OP(op, CALL)                                    \
+  switch (op) {                                                 \
+    case kAdd: { constexpr int O = kAdd; CALL; } break;         \
+    case kSub: { constexpr int O = kSub; CALL; } break;         \
+    case kMul: { constexpr int O = kMul; CALL; } break;         \
+    case kDiv: { constexpr int O = kDiv; CALL; } break;         \
+    case kDot: { constexpr int O = kDot; CALL; } break;         \
+    case kCopyL: { constexpr int O = kCopyL; CALL; } break;     \
+    default: { constexpr int O = kCopyR; CALL; } break;         \
+  }
+
 // ---------------------------------------------------------------------------------------------
 // gSpMM: out[v] = reduce over edges u->v of op(lhs[u], rhs[e]); empty rows give 0.
 // Inputs: lhs (N_src, ...), rhs (E, ...) (the unused one of a copy may be any placeholder),
 // structure. Attributes: op, reduce.
-template <typename I>
-void SpmmForward(const Bcast& b, Op op, Reduce red, const float* X, const float* W, const I* indptr,
+template <typename I, int O>
+void SpmmForward(const Bcast& b, Reduce red, const float* X, const float* W, const I* indptr,
                  const I* nbr, const I* eid, int64_t n, float* Y) {
+  constexpr Op op = static_cast<Op>(O);
   const int64_t L = b.out;
 #pragma omp parallel for schedule(dynamic, 64)
   for (int64_t v = 0; v < n; ++v) {
@@ -176,6 +195,7 @@ void SpmmForward(const Bcast& b, Op op, Reduce red, const float* X, const float*
       std::fill(o, o + L, 0.f);
       if (op == kCopyL && b.lid) {
         for (I k = k0; k < k1; ++k) {
+          if (k + kAhead < k1) Prefetch(X + static_cast<int64_t>(nbr[k + kAhead]) * L, L);
           const float* x = X + static_cast<int64_t>(nbr[k]) * L;
           for (int64_t j = 0; j < L; ++j) o[j] += x[j];
         }
@@ -187,6 +207,10 @@ void SpmmForward(const Bcast& b, Op op, Reduce red, const float* X, const float*
       } else if (op == kMul && b.lid && b.rchunk) {
         const int64_t C = b.rchunk, H = b.rhs;
         for (I k = k0; k < k1; ++k) {
+          if (k + kAhead < k1) {
+            Prefetch(X + static_cast<int64_t>(nbr[k + kAhead]) * L, L);
+            __builtin_prefetch(W + static_cast<int64_t>(eid[k + kAhead]) * H);
+          }
           const float* x = X + static_cast<int64_t>(nbr[k]) * L;
           const float* w = W + static_cast<int64_t>(eid[k]) * H;
           for (int64_t h = 0; h < H; ++h) {
@@ -222,9 +246,10 @@ void SpmmForward(const Bcast& b, Op op, Reduce red, const float* X, const float*
 
 // The position (in destination order) of the first edge reaching each output element of a
 // max/min reduction, -1 for empty rows: recomputed from the output in the backward pass.
-template <typename I>
-void ArgReduce(const Bcast& b, Op op, const float* X, const float* W, const float* Y, const I* indptr,
+template <typename I, int O>
+void ArgReduce(const Bcast& b, const float* X, const float* W, const float* Y, const I* indptr,
                const I* nbr, const I* eid, int64_t n, int64_t* arg) {
+  constexpr Op op = static_cast<Op>(O);
   const int64_t L = b.out;
 #pragma omp parallel for schedule(dynamic, 64)
   for (int64_t v = 0; v < n; ++v) {
@@ -240,16 +265,17 @@ void ArgReduce(const Bcast& b, Op op, const float* X, const float* W, const floa
   }
 }
 
-template <typename I>
-void SpmmBackward(const Bcast& b, Op op, Reduce red, const float* dY, const float* X, const float* W,
+template <typename I, int O>
+void SpmmBackward(const Bcast& b, Reduce red, const float* dY, const float* X, const float* W,
                   const float* Y, const I* const* s, int64_t n_dst, int64_t n_src, float* dX,
                   float* dW) {
+  constexpr Op op = static_cast<Op>(O);
   const I *indptr = s[0], *nbr = s[1], *eid = s[2], *rptr = s[3], *rnbr = s[4], *reid = s[5];
   const int64_t L = b.out;
   std::vector<int64_t> arg;
   if (red != kSum) {
     arg.resize(static_cast<size_t>(n_dst * L));
-    ArgReduce(b, op, X, W, Y, indptr, nbr, eid, n_dst, arg.data());
+    ArgReduce<I, O>(b, X, W, Y, indptr, nbr, eid, n_dst, arg.data());
   }
   if (dX != nullptr) {
 #pragma omp parallel for schedule(dynamic, 64)
@@ -259,6 +285,10 @@ void SpmmBackward(const Bcast& b, Op op, Reduce red, const float* dY, const floa
       if (op == kCopyR) continue;
       const float* x = X + u * b.lhs;
       for (I k = rptr[u]; k < rptr[u + 1]; ++k) {
+        if (k + kAhead < rptr[u + 1]) {
+          Prefetch(dY + static_cast<int64_t>(rnbr[k + kAhead]) * L, L);
+          __builtin_prefetch(W + static_cast<int64_t>(reid[k + kAhead]) * b.rhs);
+        }
         const int64_t v = rnbr[k], e = reid[k];
         const float* dy = dY + v * L;
         const float* w = W + e * b.rhs;
@@ -295,6 +325,7 @@ void SpmmBackward(const Bcast& b, Op op, Reduce red, const float* dY, const floa
       if (op == kCopyL) continue;
       if (red == kSum) {
         for (I k = indptr[v]; k < indptr[v + 1]; ++k) {
+          if (k + kAhead < indptr[v + 1]) Prefetch(X + static_cast<int64_t>(nbr[k + kAhead]) * b.lhs, b.lhs);
           const int64_t e = eid[k];
           float* d = dW + e * b.rhs;
           const float* x = X + static_cast<int64_t>(nbr[k]) * b.lhs;
@@ -335,11 +366,16 @@ inline int64_t Row(char target, const I* src, const I* dst, int64_t e) {
   return target == 'u' ? static_cast<int64_t>(src[e]) : target == 'v' ? static_cast<int64_t>(dst[e]) : e;
 }
 
-template <typename I>
-void SddmmForward(const Bcast& b, Op op, char lt, char rt, const float* A, const float* B, const I* src,
+template <typename I, int O>
+void SddmmForward(const Bcast& b, char lt, char rt, const float* A, const float* B, const I* src,
                   const I* dst, int64_t E, float* Y) {
+  constexpr Op op = static_cast<Op>(O);
 #pragma omp parallel for schedule(static)
   for (int64_t e = 0; e < E; ++e) {
+    if (e + kAhead < E) {
+      Prefetch(A + Row(lt, src, dst, e + kAhead) * b.lhs, b.lhs);
+      Prefetch(B + Row(rt, src, dst, e + kAhead) * b.rhs, b.rhs);
+    }
     const float* a = A + Row(lt, src, dst, e) * b.lhs;
     const float* c = B + Row(rt, src, dst, e) * b.rhs;
     float* o = Y + e * b.out;
@@ -351,8 +387,11 @@ void SddmmForward(const Bcast& b, Op op, char lt, char rt, const float* A, const
         o[j] = acc;
       }
     } else if (op == kDot) {
-      std::fill(o, o + b.out, 0.f);
-      for (int64_t j = 0; j < b.full; ++j) o[j / b.red] += a[b.lidx[j]] * c[b.ridx[j]];
+      for (int64_t q = 0, j = 0; q < b.out; ++q) {
+        float acc = 0.f;
+        for (int64_t r = 0; r < b.red; ++r, ++j) acc += a[b.lidx[j]] * c[b.ridx[j]];
+        o[q] = acc;
+      }
     } else if (b.lid && b.rid && op == kAdd) {
       for (int64_t j = 0; j < b.out; ++j) o[j] = a[j] + c[j];
     } else {
@@ -363,11 +402,15 @@ void SddmmForward(const Bcast& b, Op op, char lt, char rt, const float* A, const
 
 // Gradient of one operand (side 0: lhs, 1: rhs) of an SDDMM, grouped by that operand's rows so
 // that every row is summed by one thread.
-template <typename I>
-void SddmmBackwardSide(int side, const Bcast& b, Op op, char lt, char rt, const float* dY, const float* A,
+template <typename I, int O, int SIDE>
+void SddmmBackwardSide(const Bcast& b, char lt, char rt, const float* dY, const float* A,
                        const float* B, const I* const* s, int64_t E, int64_t n_rows, float* dT) {
+  constexpr Op op = static_cast<Op>(O);
+  constexpr int side = SIDE;
   const char target = side == 0 ? lt : rt;
+  const char other = side == 0 ? rt : lt;
   const int64_t len = side == 0 ? b.lhs : b.rhs;
+  const bool both = b.lid && b.rid;
   const I *src = s[6], *dst = s[7];
   const I* ptr = target == 'u' ? s[3] : s[0];
   const I* ids = target == 'u' ? s[5] : s[2];
@@ -380,15 +423,30 @@ void SddmmBackwardSide(int side, const Bcast& b, Op op, char lt, char rt, const 
     const int64_t k1 = target == 'e' ? r + 1 : static_cast<int64_t>(ptr[r + 1]);
     for (int64_t k = k0; k < k1; ++k) {
       const int64_t e = target == 'e' ? k : static_cast<int64_t>(ids[k]);
+      if (k + kAhead < k1) {
+        const int64_t e2 = target == 'e' ? k + kAhead : static_cast<int64_t>(ids[k + kAhead]);
+        Prefetch((side == 0 ? B : A) + Row(other, src, dst, e2) * (side == 0 ? b.rhs : b.lhs),
+                 side == 0 ? b.rhs : b.lhs);
+        __builtin_prefetch(dY + e2 * b.out);
+      }
       const float* a = A + Row(lt, src, dst, e) * b.lhs;
       const float* c = B + Row(rt, src, dst, e) * b.rhs;
       const float* dy = dY + e * b.out;
-      if (side == 0) {
-        for (int64_t j = 0; j < b.full; ++j)
-          d[b.lidx[j]] += GradL(op, a[b.lidx[j]], c[b.ridx[j]]) * dy[j / b.red];
-      } else {
-        for (int64_t j = 0; j < b.full; ++j)
-          d[b.ridx[j]] += GradR(op, a[b.lidx[j]], c[b.ridx[j]]) * dy[j / b.red];
+      if (both) {
+        for (int64_t q = 0; q < b.out; ++q) {
+          const float g = dy[q];
+          const float *aq = a + q * b.red, *cq = c + q * b.red;
+          float* dq = d + q * b.red;
+          for (int64_t r = 0; r < b.red; ++r)
+            dq[r] += (side == 0 ? GradL(op, aq[r], cq[r]) : GradR(op, aq[r], cq[r])) * g;
+        }
+        continue;
+      }
+      const int64_t* idx = side == 0 ? b.lidx.data() : b.ridx.data();
+      for (int64_t q = 0, j = 0; q < b.out; ++q) {
+        const float g = dy[q];
+        for (int64_t r = 0; r < b.red; ++r, ++j)
+          d[idx[j]] += (side == 0 ? GradL(op, a[b.lidx[j]], c[b.ridx[j]]) : GradR(op, a[b.lidx[j]], c[b.ridx[j]])) * g;
       }
     }
   }
@@ -401,29 +459,29 @@ template <typename I>
 void SoftmaxForward(const float* S, const I* indptr, const I* eid, int64_t n, int64_t L, float* A) {
 #pragma omp parallel
   {
-    std::vector<float> mx(L), z(L);
+    std::vector<float> mx(L), z(L), p;
 #pragma omp for schedule(dynamic, 64)
     for (int64_t v = 0; v < n; ++v) {
       const I k0 = indptr[v], k1 = indptr[v + 1];
       if (k0 == k1) continue;
+      p.resize(static_cast<size_t>((k1 - k0) * L));
       std::fill(mx.begin(), mx.end(), -std::numeric_limits<float>::infinity());
       std::fill(z.begin(), z.end(), 0.f);
       for (I k = k0; k < k1; ++k) {
+        if (k + kAhead < k1) __builtin_prefetch(S + static_cast<int64_t>(eid[k + kAhead]) * L);
         const float* s = S + static_cast<int64_t>(eid[k]) * L;
-        for (int64_t h = 0; h < L; ++h) mx[h] = std::max(mx[h], s[h]);
+        float* pk = p.data() + (k - k0) * L;
+        for (int64_t h = 0; h < L; ++h) pk[h] = s[h], mx[h] = std::max(mx[h], s[h]);
       }
       for (I k = k0; k < k1; ++k) {
-        const int64_t e = eid[k];
-        for (int64_t h = 0; h < L; ++h) {
-          const float p = std::exp(S[e * L + h] - mx[h]);
-          A[e * L + h] = p;
-          z[h] += p;
-        }
+        float* pk = p.data() + (k - k0) * L;
+        for (int64_t h = 0; h < L; ++h) pk[h] = std::exp(pk[h] - mx[h]), z[h] += pk[h];
       }
       for (int64_t h = 0; h < L; ++h) z[h] = 1.f / z[h];
       for (I k = k0; k < k1; ++k) {
         float* a = A + static_cast<int64_t>(eid[k]) * L;
-        for (int64_t h = 0; h < L; ++h) a[h] *= z[h];
+        const float* pk = p.data() + (k - k0) * L;
+        for (int64_t h = 0; h < L; ++h) a[h] = pk[h] * z[h];
       }
     }
   }
@@ -678,8 +736,8 @@ MXReturnValue SpmmFwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vecto
   }
   const I* s[kStructure];
   Structure<I>(in, 2, s);
-  SpmmForward<I>(b, op, red, in->at(0).data<float>(), in->at(1).data<float>(), s[0], s[1], s[2],
-                 Rows(in->at(2)) - 1, out->at(0).data<float>());
+  GS_WITH_OP(op, (SpmmForward<I, O>(b, red, in->at(0).data<float>(), in->at(1).data<float>(), s[0], s[1], s[2],
+                                    Rows(in->at(2)) - 1, out->at(0).data<float>())));
   return MX_SUCCESS;
 }
 
@@ -703,8 +761,9 @@ MXReturnValue SpmmBwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vecto
   // the placeholder of a copy gets a zero gradient
   if (op == kCopyR && dX) std::memset(dX, 0, sizeof(float) * out->at(0).size()), dX = nullptr;
   if (op == kCopyL && dW) std::memset(dW, 0, sizeof(float) * out->at(1).size()), dW = nullptr;
-  SpmmBackward<I>(b, op, red, in->at(0).data<float>(), in->at(1).data<float>(), in->at(2).data<float>(),
-                  in->at(11).data<float>(), s, Rows(in->at(3)) - 1, Rows(in->at(6)) - 1, dX, dW);
+  GS_WITH_OP(op, (SpmmBackward<I, O>(b, red, in->at(0).data<float>(), in->at(1).data<float>(),
+                                     in->at(2).data<float>(), in->at(11).data<float>(), s, Rows(in->at(3)) - 1,
+                                     Rows(in->at(6)) - 1, dX, dW)));
   return MX_SUCCESS;
 }
 
@@ -721,8 +780,8 @@ MXReturnValue SddmmFwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vect
   const I* s[kStructure];
   Structure<I>(in, 2, s);
   const char lt = Get(attrs, "lhs_target", "u")[0], rt = Get(attrs, "rhs_target", "v")[0];
-  SddmmForward<I>(b, op, lt, rt, in->at(0).data<float>(), in->at(1).data<float>(), s[6], s[7], Rows(in->at(8)),
-                  out->at(0).data<float>());
+  GS_WITH_OP(op, (SddmmForward<I, O>(b, lt, rt, in->at(0).data<float>(), in->at(1).data<float>(), s[6], s[7],
+                                     Rows(in->at(8)), out->at(0).data<float>())));
   return MX_SUCCESS;
 }
 
@@ -746,8 +805,14 @@ MXReturnValue SddmmBwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vect
       std::memset(out->at(side).data<float>(), 0, sizeof(float) * out->at(side).size());
       continue;
     }
-    SddmmBackwardSide<I>(side, b, op, lt, rt, in->at(0).data<float>(), in->at(1).data<float>(),
-                         in->at(2).data<float>(), s, E, Rows(out->at(side)), out->at(side).data<float>());
+    if (side == 0)
+      GS_WITH_OP(op, (SddmmBackwardSide<I, O, 0>(b, lt, rt, in->at(0).data<float>(), in->at(1).data<float>(),
+                                                 in->at(2).data<float>(), s, E, Rows(out->at(side)),
+                                                 out->at(side).data<float>())))
+    else
+      GS_WITH_OP(op, (SddmmBackwardSide<I, O, 1>(b, lt, rt, in->at(0).data<float>(), in->at(1).data<float>(),
+                                                 in->at(2).data<float>(), s, E, Rows(out->at(side)),
+                                                 out->at(side).data<float>())))
   }
   return MX_SUCCESS;
 }
