@@ -126,7 +126,7 @@ class MessagePassing:
             raise GraphError("apply_edges runs on all edges here; build a subgraph to restrict it")
         if isinstance(func, Message):
             if self.num_edges() == 0:
-                self.edata[func.out] = mx.nd.zeros((0,) + self._message_shape(func))
+                self.edata[func.out] = mx.nd.zeros((0,) + self._message_shape(func), ctx=self._ctx)
             else:
                 self.edata[func.out] = self._messages(func)
             return
@@ -163,13 +163,15 @@ class MessagePassing:
         return message_func(EdgeBatch(self))
 
     def _reduce_builtin(self, message_func, reduce_func):
+        if reduce_func.op == "prod":
+            return self._reduce_prod(message_func, reduce_func)
         if reduce_func.op not in ("sum", "mean", "max", "min"):
-            raise GraphError(f"unknown reducer {reduce_func.op!r}; use fn.sum, fn.mean, fn.max or fn.min")
+            raise GraphError(f"unknown reducer {reduce_func.op!r}; use fn.sum, fn.mean, fn.max, fn.min or fn.prod")
         if self.num_edges() == 0:
             shape = self._message_shape(message_func) if isinstance(message_func, Message) else None
             if shape is None:
                 raise GraphError("update_all on a graph without edges needs a built-in message function")
-            return mx.nd.zeros((self._ndst,) + shape)
+            return mx.nd.zeros((self._ndst,) + shape, ctx=self._ctx)
         out = None
         if isinstance(message_func, Message):
             out = self._native_reduce(message_func, reduce_func.op)
@@ -204,7 +206,7 @@ class MessagePassing:
         parts, order = {}, []
         for d in np.unique(deg[deg > 0]):
             nodes = np.flatnonzero(deg == d)
-            eids = mx.nd.array(t.order[(t.indptr[nodes][:, None] + np.arange(d)).ravel()], dtype="int64")
+            eids = self._ids(t.order[(t.indptr[nodes][:, None] + np.arange(d)).ravel()])
             mailbox = {k: mx.nd.take(v, eids).reshape((len(nodes), int(d)) + v.shape[1:]) for k, v in msgs.items()}
             for k, v in reduce_func(NodeBatch(self, nodes, mailbox)).items():
                 parts.setdefault(k, []).append(v)
@@ -214,10 +216,25 @@ class MessagePassing:
         order = np.concatenate(order)
         pos = np.full(self._ndst, len(order), np.int64)         # nodes without messages -> a zero row
         pos[order] = np.arange(len(order))
-        idx = mx.nd.array(pos, dtype="int64")
+        idx = self._ids(pos)
         for k, vs in parts.items():
-            stacked = mx.nd.concat(*vs, mx.nd.zeros((1,) + vs[0].shape[1:], dtype=vs[0].dtype), dim=0)
+            stacked = mx.nd.concat(*vs, mx.nd.zeros((1,) + vs[0].shape[1:], dtype=vs[0].dtype, ctx=vs[0].context),
+                                   dim=0)
             self.dstdata[k] = mx.nd.take(stacked, idx)
+
+    def _reduce_prod(self, message_func, reduce_func):
+        """Element-wise product of the messages at each destination (0 for no incoming edge, as
+        every built-in reducer), through the mailbox path: one (nodes, degree, ...) product per
+        in-degree."""
+        if self.num_edges() == 0:
+            shape = self._message_shape(message_func) if isinstance(message_func, Message) else None
+            if shape is None:
+                raise GraphError("update_all on a graph without edges needs a built-in message function")
+            return mx.nd.zeros((self._ndst,) + shape, ctx=self._ctx)
+        name = reduce_func.msg
+        with self.local_scope():
+            self._reduce_udf(message_func, lambda nodes: {"_prod": nodes.mailbox[name].prod(axis=1)})
+            return self.dstdata["_prod"]
 
     def _edge_sum(self, m):
         """Sum of per-edge values at each destination: a product with the (node x edge) incidence
@@ -236,7 +253,7 @@ class MessagePassing:
         if msg.op == "copy_u":
             x = self._field(*msg.lhs)
             if self._nsrc * self._ndst > _MX_LIMIT:  # beyond MXNet's limit: the SciPy SpMM operator
-                ones = mx.nd.ones((self.num_edges(), 1))
+                ones = mx.nd.ones((self.num_edges(), 1), ctx=x.context)
                 return spmm_e(self._topo(), x.reshape((x.shape[0], 1, -1)), ones).reshape(
                     (self._ndst,) + x.shape[1:])
             if x.ndim == 2:  # no reshape: its backward would see the sparse product's row_sparse grad
