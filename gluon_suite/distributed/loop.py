@@ -20,7 +20,7 @@ import threading
 
 from ..utils import CsvSummary, JsonLinesLogger, UserError, write_json
 from ..utils.errors import Interrupted
-from ..utils.fileio import atomic_path
+from ..utils.fileio import atomic_path, atomic_paths
 
 class Interruption:
     """Context manager turning SIGINT/SIGTERM into :class:`Interrupted` in the main thread.
@@ -242,9 +242,11 @@ class RunFolder:
         with self.interruption.held():
             if not self.elastic or rank == 0:
                 params, states = self.paths()
-                with atomic_path(params) as tmp:
-                    net.save_parameters(tmp)
-                trainer.save_states(states)
+                # both or neither: parameters of one step with the trainer state of another would
+                # resume inconsistently
+                with atomic_paths(params, states) as (tmp_params, tmp_states):
+                    net.save_parameters(tmp_params)
+                    trainer.save_states(tmp_states)
             if not self.elastic:
                 comm.barrier(name=f"ckpt.{tag}")
             if rank == 0:

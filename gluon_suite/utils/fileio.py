@@ -99,6 +99,54 @@ def atomic_path(path, durable=True):
         raise
 
 
+@contextlib.contextmanager
+def atomic_paths(*paths):
+    """``atomic_path`` for files that belong together (a checkpoint's parameters and trainer
+    state): yields one temporary path per ``path``; only when every file has been written, checked
+    and synced are they renamed into place, so a failed write in any leaves every ``path`` as it
+    was. Failed writes become a ``WriteError`` naming the file, as in ``atomic_path``."""
+    paths = [os.fspath(p) for p in paths]
+    tmps, current, ours = [], paths[0], True
+    try:
+        for p in paths:
+            current = p
+            os.makedirs(os.path.dirname(os.path.abspath(p)), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(p) + ".", dir=os.path.dirname(os.path.abspath(p)))
+            os.close(fd)
+            tmps.append(tmp)
+        ours = False
+        yield list(tmps)
+        ours = True
+        for p, tmp in zip(paths, tmps):
+            current = p
+            short = _short_write(tmp)
+            if short is not None:
+                raise OSError(short, os.strerror(short), tmp)
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+        for p, tmp in zip(paths, tmps):
+            os.replace(tmp, p)
+        tmps = []
+    except BaseException as exc:
+        failed = None
+        named = getattr(exc, "filename", None)
+        for p, tmp in zip(paths, tmps):   # the file whose write failed, when the error names it
+            if named is not None and os.path.abspath(named) == os.path.abspath(tmp):
+                failed = write_error(exc, p, tmp, True)
+        for p, tmp in zip(paths, tmps):   # else the one whose temporary file was cut short
+            if failed is None and os.path.exists(tmp) and _short_write(tmp) is not None:
+                failed = write_error(exc, p, tmp, True)
+        for p, tmp in zip(paths, tmps):   # else the first one the error can be told of
+            failed = failed or write_error(exc, p, tmp, ours and p == current)
+        failed = failed or write_error(exc, current, None, ours)
+        for tmp in tmps:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        if failed is not None:
+            raise failed from None
+        raise
+
+
 def atomic_write(path, data, mode="w"):
     """Write ``data`` (str for mode 'w', bytes for 'wb') to ``path`` atomically."""
     with atomic_path(path) as tmp:
