@@ -1,18 +1,23 @@
 #!/usr/bin/env python
-"""GCN and GAT training-epoch time and peak memory: gluon_suite.graph vs PyTorch Geometric on the
-same synthetic graph (100k nodes, 1M random edges plus self-loops, 64 features, hidden 64 for GCN
-and 8 heads x 8 for GAT, 16 classes, Adam, full graph), CPU, same thread count.
+"""GCN, GAT and GraphSAGE training-epoch time and peak memory: gluon_suite.graph on its compiled
+kernels and on its Python kernels, DGL and PyTorch Geometric, side by side in one run, on the same
+synthetic graph (100k nodes, 1M random edges plus self-loops, 64 features, hidden 64 for GCN and
+GraphSAGE-mean, 8 heads x 8 for GAT, 16 classes, Adam, full graph), CPU, same thread count; plus
+one kernel micro-bench (forward + backward) per built-in: copy_u+sum, u_mul_e+sum, edge softmax,
+u_dot_v.
 
-PyG runs from its own virtual environment (torch 2.13.0 CPU + torch_geometric), so the suite's pins
-stay untouched:
+DGL and PyG run from their own virtual environments (torch 2.13.0 CPU), so the suite's pins stay
+untouched:
 
+    python3.11 -m venv .cache/dgl-venv && .cache/dgl-venv/bin/pip install torch==2.13.0 dgl==2.1.0 psutil
     python3.11 -m venv .cache/pyg-venv && .cache/pyg-venv/bin/pip install torch==2.13.0 torch_geometric psutil
-    .venv/bin/python bench/graph.py [--pyg-python .cache/pyg-venv/bin/python]
+    .venv/bin/python bench/graph.py [--dgl-python ...] [--pyg-python ...] [--models gcn,gat,sage]
 
-Each (framework, model) runs in a fresh process; peak memory is that process's maximum RSS.
-``--repeats`` runs the pair that many times, alternating which framework goes first, so that load
-from other jobs on the machine hits both sides alike; the table gives the medians over the repeats
-and the range of the per-repeat time ratios. Writes bench/results/graph.json and prints a table.
+Each (framework, model) runs in a fresh process. Peak memory is reported above the process's
+import baseline: its maximum RSS minus its RSS once the framework is imported, before the graph is
+built. ``--repeats`` runs every framework that many times, rotating which goes first, so that
+load from other jobs on the machine hits all alike; the table gives medians and the range of the
+per-repeat time ratios. Writes bench/results/graph.json and prints a table.
 """
 import argparse
 import json
@@ -24,7 +29,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
 N, E, F, HID, C, HEADS = 100_000, 1_000_000, 64, 64, 16, 8
+FRAMEWORKS = ("ours", "ours_python", "dgl", "pyg")
 
 
 def make_graph(seed=0):
@@ -36,16 +43,37 @@ def make_graph(seed=0):
     return src, dst, x, y
 
 
-def run_ours(model, epochs, threads):
+def rss_mb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+
+
+def timed(step, epochs, sync=lambda: None):
+    """Median seconds of ``step`` over ``epochs`` runs after one warm-up."""
+    times = []
+    for ep in range(epochs + 1):
+        sync()
+        t0 = time.perf_counter()
+        step()
+        sync()
+        if ep:
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def run_ours(model, epochs, threads, base):
     import mxnet as mx
-    import numpy as np
     from mxnet import autograd, gluon
-    sys.path.insert(0, os.path.dirname(HERE))
+    sys.path.insert(0, REPO)
     from gluon_suite.graph import Graph
-    from gluon_suite.graph.nn import GATConv, GraphConv
+    from gluon_suite.graph.nn import GATConv, GraphConv, SAGEConv
+    base = rss_mb()
     src, dst, x, y = make_graph()
     g = Graph((src, dst), num_nodes=N).add_self_loop()
     X, Y = mx.nd.array(x), mx.nd.array(y)
+    del x
+    if model == "kernels":
+        return base, kernels_ours(g, X, epochs)
 
     class Net(gluon.Block):
         def __init__(self):
@@ -53,6 +81,8 @@ def run_ours(model, epochs, threads):
             with self.name_scope():
                 if model == "gcn":
                     self.l1, self.l2 = GraphConv(F, HID, activation=mx.nd.relu), GraphConv(HID, C)
+                elif model == "sage":
+                    self.l1, self.l2 = SAGEConv(F, HID, "mean", activation=mx.nd.relu), SAGEConv(HID, C, "mean")
                 else:
                     self.l1 = GATConv(F, HID // HEADS, HEADS, activation=lambda h: mx.nd.LeakyReLU(h, act_type="elu"))
                     self.l2 = GATConv(HID, C, 1)
@@ -65,61 +95,164 @@ def run_ours(model, epochs, threads):
     net.initialize(mx.init.Xavier())
     tr = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": 0.01})
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    times = []
-    for ep in range(epochs + 1):
-        mx.nd.waitall()
-        t0 = time.perf_counter()
+
+    def step():
         with autograd.record():
             loss = loss_fn(net(g, X), Y).mean()
         loss.backward()
         tr.step(1)
-        mx.nd.waitall()
-        if ep:
-            times.append(time.perf_counter() - t0)
-    return times
+    return base, {"epoch_s": timed(step, epochs, mx.nd.waitall)}
 
 
-def run_pyg(model, epochs, threads):
+def kernels_ours(g, X, epochs):
+    """Forward + backward of each built-in on 8 heads x 8 features (copy_u: 64 features)."""
+    import mxnet as mx
+    from mxnet import autograd
+    from gluon_suite.graph import edge_softmax
+    from gluon_suite.graph import function as fn
+    Eg = g.num_edges()
+    h = X.reshape((N, HEADS, F // HEADS))
+    w = mx.nd.random.uniform(shape=(Eg, HEADS, 1))
+    for a in (X, h, w):
+        a.attach_grad()
+
+    def fb(f):
+        def step():
+            with autograd.record():
+                out = f()
+            out.backward(mx.nd.ones_like(out))
+        return step
+
+    def update(msg):
+        def f():
+            with g.local_scope():
+                g.ndata["h"], g.edata["w"] = (X if msg == "copy_u" else h), w
+                m = fn.copy_u("h", "m") if msg == "copy_u" else fn.u_mul_e("h", "w", "m")
+                g.update_all(m, fn.sum("m", "o"))
+                return g.ndata["o"]
+        return f
+
+    def dot():
+        with g.local_scope():
+            g.ndata["h"] = h
+            g.apply_edges(fn.u_dot_v("h", "h", "s"))
+            return g.edata["s"]
+    cases = {"copy_u_sum": update("copy_u"), "u_mul_e_sum": update("u_mul_e"),
+             "edge_softmax": lambda: edge_softmax(g, w), "u_dot_v": dot}
+    return {k: timed(fb(f), epochs, mx.nd.waitall) for k, f in cases.items()}
+
+
+def run_torch(fw, model, epochs, threads, base):
     import numpy as np
     import torch
-    from torch_geometric.nn import GATConv, GCNConv
     torch.set_num_threads(threads)
+    if fw == "dgl":
+        import dgl
+        import dgl.nn as dglnn
+    else:
+        from torch_geometric.nn import GATConv, GCNConv, SAGEConv
+    base = rss_mb()
     src, dst, x, y = make_graph()
-    ei = torch.tensor(np.stack([src, dst]), dtype=torch.long)
     X, Y = torch.tensor(x), torch.tensor(y)
+    del x
+    if fw == "dgl":
+        g = dgl.add_self_loop(dgl.graph((torch.tensor(src), torch.tensor(dst)), num_nodes=N))
+        if model == "kernels":
+            return base, kernels_dgl(dgl, g, X, epochs)
+    else:
+        ei = torch.tensor(np.stack([src, dst]), dtype=torch.long)
 
     class Net(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            if model == "gcn":
+            if fw == "dgl":
+                if model == "gcn":
+                    self.l1, self.l2 = dglnn.GraphConv(F, HID), dglnn.GraphConv(HID, C)
+                elif model == "sage":
+                    self.l1, self.l2 = dglnn.SAGEConv(F, HID, "mean"), dglnn.SAGEConv(HID, C, "mean")
+                else:
+                    self.l1, self.l2 = dglnn.GATConv(F, HID // HEADS, HEADS), dglnn.GATConv(HID, C, 1)
+            elif model == "gcn":
                 self.l1, self.l2 = GCNConv(F, HID), GCNConv(HID, C)
+            elif model == "sage":
+                self.l1, self.l2 = SAGEConv(F, HID), SAGEConv(HID, C)
             else:
                 self.l1, self.l2 = GATConv(F, HID // HEADS, heads=HEADS), GATConv(HID, C, heads=1)
 
-        def forward(self, x, ei):
-            h = self.l1(x, ei)
-            h = torch.relu(h) if model == "gcn" else torch.nn.functional.elu(h)
-            return self.l2(h, ei)
+        def forward(self, x):
+            h = self.l1(g, x) if fw == "dgl" else self.l1(x, ei)
+            h = h.reshape(N, -1)
+            h = torch.nn.functional.elu(h) if model == "gat" else torch.relu(h)
+            h = self.l2(g, h) if fw == "dgl" else self.l2(h, ei)
+            return h.reshape(N, -1)
 
     net = Net()
     opt = torch.optim.Adam(net.parameters(), lr=0.01)
-    times = []
-    for ep in range(epochs + 1):
-        t0 = time.perf_counter()
+
+    def step():
         opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(net(X, ei), Y)
+        loss = torch.nn.functional.cross_entropy(net(X), Y)
         loss.backward()
         opt.step()
-        if ep:
-            times.append(time.perf_counter() - t0)
-    return times
+    return base, {"epoch_s": timed(step, epochs)}
+
+
+def kernels_dgl(dgl, g, X, epochs):
+    import dgl.function as dfn
+    import torch
+    from dgl.nn.functional import edge_softmax
+    Eg = g.num_edges()
+    X = X.clone().requires_grad_()
+    h = X.detach().reshape(N, HEADS, F // HEADS).clone().requires_grad_()
+    w = torch.rand(Eg, HEADS, 1, requires_grad=True)
+
+    def fb(f):
+        def step():
+            out = f()
+            out.backward(torch.ones_like(out))
+        return step
+
+    def update(msg):
+        def f():
+            with g.local_scope():
+                g.ndata["h"], g.edata["w"] = (X if msg == "copy_u" else h), w
+                m = dfn.copy_u("h", "m") if msg == "copy_u" else dfn.u_mul_e("h", "w", "m")
+                g.update_all(m, dfn.sum("m", "o"))
+                return g.ndata["o"]
+        return f
+
+    def dot():
+        with g.local_scope():
+            g.ndata["h"] = h
+            g.apply_edges(dfn.u_dot_v("h", "h", "s"))
+            return g.edata["s"]
+    cases = {"copy_u_sum": update("copy_u"), "u_mul_e_sum": update("u_mul_e"),
+             "edge_softmax": lambda: edge_softmax(g, w), "u_dot_v": dot}
+    return {k: timed(fb(f), epochs) for k, f in cases.items()}
 
 
 def worker(args):
-    fn = run_ours if args.worker == "ours" else run_pyg
-    times = fn(args.model, args.epochs, args.threads)
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"epoch_s": statistics.median(times), "peak_rss_mb": peak_mb, "epochs": len(times)}))
+    base = rss_mb()
+    if args.worker.startswith("ours"):
+        base, res = run_ours(args.model, args.epochs, args.threads, base)
+    else:
+        base, res = run_torch(args.worker, args.model, args.epochs, args.threads, base)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({**res, "peak_rss_mb": peak, "import_rss_mb": base, "peak_above_import_mb": peak - base,
+                      "epochs": args.epochs}))
+
+
+def ratios(res, num, den, by_fw):
+    """Median ratios num/den of time and memory, and the per-repeat time-ratio range."""
+    if num not in res or den not in res:
+        return
+    a, b = res[num], res[den]
+    out = {}
+    for key in [k for k in a if k.endswith("_s")]:
+        per = [x[key] / y[key] for x, y in zip(by_fw[num], by_fw[den])]
+        out[key.replace("_s", "")] = {"ratio": a[key] / b[key], "per_repeat": [min(per), max(per)]}
+    out["memory_above_import"] = a["peak_above_import_mb"] / b["peak_above_import_mb"]
+    res[f"{num}_over_{den}"] = out
 
 
 def main():
@@ -127,27 +260,40 @@ def main():
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3, help="runs of each (framework, model), interleaved")
-    ap.add_argument("--pyg-python", default=os.path.join(os.path.dirname(HERE), ".cache", "pyg-venv", "bin", "python"))
-    ap.add_argument("--worker", choices=["ours", "pyg"], help=argparse.SUPPRESS)
-    ap.add_argument("--model", choices=["gcn", "gat"], help=argparse.SUPPRESS)
+    ap.add_argument("--models", default="gcn,gat,sage,kernels")
+    ap.add_argument("--frameworks", default=",".join(FRAMEWORKS))
+    ap.add_argument("--dgl-python", default=os.path.join(REPO, ".cache", "dgl-venv", "bin", "python"))
+    ap.add_argument("--pyg-python", default=os.path.join(REPO, ".cache", "pyg-venv", "bin", "python"))
+    ap.add_argument("--out", default=os.path.join(HERE, "results", "graph.json"))
+    ap.add_argument("--worker", choices=FRAMEWORKS, help=argparse.SUPPRESS)
+    ap.add_argument("--model", choices=["gcn", "gat", "sage", "kernels"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         return worker(args)
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MXNET_CPU_WORKER_NTHREADS=str(args.threads),
                MKL_NUM_THREADS=str(args.threads), MXNET_STORAGE_FALLBACK_LOG_VERBOSE="0")
-    pythons = {"ours": sys.executable, "pyg": args.pyg_python}
-    if not os.path.exists(args.pyg_python):
-        print(f"skipping PyG: {args.pyg_python} not found (see the module docstring)")
-        del pythons["pyg"]
-    runs = {}
-    for model in ("gcn", "gat"):
+    pythons = {"ours": sys.executable, "ours_python": sys.executable, "dgl": args.dgl_python,
+               "pyg": args.pyg_python}
+    pythons = {k: v for k, v in pythons.items() if k in args.frameworks.split(",")}
+    for fw in ("dgl", "pyg"):
+        if fw in pythons and not os.path.exists(pythons[fw]):
+            print(f"skipping {fw}: {pythons[fw]} not found (see the module docstring)")
+            del pythons[fw]
+    runs, failures = {}, {}
+    for model in args.models.split(","):
         for rep in range(args.repeats):
-            for fw in (list(pythons) if rep % 2 == 0 else list(pythons)[::-1]):
+            order = list(pythons)
+            order = order[rep % len(order):] + order[:rep % len(order)]
+            for fw in order:
+                if model == "kernels" and fw == "pyg":
+                    continue
                 load = os.getloadavg()[0]
+                fenv = dict(env, GLUON_SUITE_GRAPH_KERNELS="off") if fw == "ours_python" else env
                 p = subprocess.run([pythons[fw], os.path.abspath(__file__), "--worker", fw, "--model", model,
                                     "--epochs", str(args.epochs), "--threads", str(args.threads)],
-                                   capture_output=True, text=True, env=env)
+                                   capture_output=True, text=True, env=fenv)
                 if p.returncode != 0:
+                    failures.setdefault(model, {})[fw] = p.stderr.strip().splitlines()[-1:] or ["failed"]
                     print(f"{fw} {model} failed:\n{p.stderr[-2000:]}")
                     continue
                 r = json.loads(p.stdout.strip().splitlines()[-1])
@@ -158,32 +304,34 @@ def main():
     for model, by_fw in runs.items():
         res = results[model] = {}
         for fw, rs in by_fw.items():
-            res[fw] = {"epoch_s": statistics.median(r["epoch_s"] for r in rs),
-                       "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in rs),
-                       "epochs": rs[0]["epochs"], "runs": rs}
-        if "ours" in res and "pyg" in res:
-            res["time_ratio_ours_over_pyg"] = res["ours"]["epoch_s"] / res["pyg"]["epoch_s"]
-            res["memory_ratio_ours_over_pyg"] = res["ours"]["peak_rss_mb"] / res["pyg"]["peak_rss_mb"]
-            res["time_ratio_per_repeat"] = [o["epoch_s"] / q["epoch_s"]
-                                            for o, q in zip(by_fw["ours"], by_fw["pyg"])]
+            keys = [k for k in rs[0] if k.endswith("_s") or k.endswith("_mb")]
+            res[fw] = {k: statistics.median(r[k] for r in rs) for k in keys}
+            res[fw]["runs"] = rs
+        for num, den in (("ours", "dgl"), ("ours", "pyg"), ("ours", "ours_python"), ("ours_python", "dgl")):
+            ratios(res, num, den, by_fw)
     out = {"benchmark": "graph", "date": time.strftime("%Y-%m-%d"), "nodes": N, "edges": E,
            "features": F, "hidden": HID, "classes": C, "gat_heads": HEADS, "threads": args.threads,
-           "epochs_measured": args.epochs, "repeats": args.repeats, "results": results}
-    sys.path.insert(0, os.path.dirname(HERE))
+           "epochs_measured": args.epochs, "repeats": args.repeats, "results": results, "failures": failures}
+    sys.path.insert(0, REPO)
     from gluon_suite.utils import write_json
-    write_json(os.path.join(HERE, "results", "graph.json"), out)
+    write_json(args.out, out)
     print(f"\n{N} nodes, {E} edges (+ self-loops), {F} features, {args.threads} threads, "
-          f"median of {args.repeats} repeat(s) of {args.epochs} epochs")
-    print(f"{'model':<6}{'ours s':>9}{'PyG s':>9}{'time x':>8}{'range':>13}{'ours MB':>9}{'PyG MB':>9}{'mem x':>7}")
+          f"median of {args.repeats} repeat(s) of {args.epochs} epochs; memory: peak above import, MB")
     nan = float("nan")
+    fws = [fw for fw in FRAMEWORKS if fw in pythons]
+    print(f"{'model':<22}" + "".join(f"{fw:>12}" for fw in fws) + f"{'ours/dgl':>10}{'range':>12}{'ours/old':>10}")
     for model, r in results.items():
-        o, q = r.get("ours", {}), r.get("pyg", {})
-        per = r.get("time_ratio_per_repeat") or [nan]
-        print(f"{model:<6}{o.get('epoch_s', nan):>9.3f}{q.get('epoch_s', nan):>9.3f}"
-              f"{r.get('time_ratio_ours_over_pyg', nan):>8.2f}{f'{min(per):.2f}-{max(per):.2f}':>13}"
-              f"{o.get('peak_rss_mb', nan):>9.0f}{q.get('peak_rss_mb', nan):>9.0f}"
-              f"{r.get('memory_ratio_ours_over_pyg', nan):>7.2f}")
-    print("results: bench/results/graph.json")
+        keys = [k for k in r.get("ours", r.get("dgl", {})) if k.endswith("_s")]
+        for key in keys + (["peak_above_import_mb"] if model != "kernels" else []):
+            vs = r.get("ours_over_dgl", {}).get(key.replace("_s", ""), {})
+            old = r.get("ours_over_ours_python", {}).get(key.replace("_s", ""), {})
+            if key.endswith("_mb"):
+                vs = {"ratio": r.get("ours_over_dgl", {}).get("memory_above_import", nan), "per_repeat": [nan, nan]}
+                old = {"ratio": r.get("ours_over_ours_python", {}).get("memory_above_import", nan)}
+            per = vs.get("per_repeat", [nan, nan])
+            print(f"{model + ' ' + key:<22}" + "".join(f"{r.get(fw, {}).get(key, nan):>12.3f}" for fw in fws)
+                  + f"{vs.get('ratio', nan):>10.2f}{f'{per[0]:.2f}-{per[1]:.2f}':>12}{old.get('ratio', nan):>10.2f}")
+    print(f"results: {os.path.relpath(args.out, REPO)}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -274,6 +275,7 @@ void SpmmBackward(const Bcast& b, Reduce red, const float* dY, const float* X, c
   const int64_t L = b.out;
   std::vector<int64_t> arg;
   if (red != kSum) {
+    arg.reserve(static_cast<size_t>(n_dst * L));   // every entry is written by ArgReduce
     arg.resize(static_cast<size_t>(n_dst * L));
     ArgReduce<I, O>(b, X, W, Y, indptr, nbr, eid, n_dst, arg.data());
   }
@@ -517,7 +519,8 @@ void SoftmaxBackward(const float* dY, const float* A, const I* indptr, const I* 
 template <typename I>
 void GatScores(const float* el, const float* er, const I* nbr, I k0, I k1, int64_t v, int64_t H, float slope,
                float* p, float* z) {
-  std::vector<float> mx(H, -std::numeric_limits<float>::infinity());
+  float* mx = z;   // z holds the running maxima until the exponentials
+  std::fill(mx, mx + H, -std::numeric_limits<float>::infinity());
   for (I k = k0; k < k1; ++k) {
     const float* l = el + static_cast<int64_t>(nbr[k]) * H;
     float* pk = p + (k - k0) * H;
@@ -528,11 +531,15 @@ void GatScores(const float* el, const float* er, const I* nbr, I k0, I k1, int64
       mx[h] = std::max(mx[h], t);
     }
   }
+  for (I k = k0; k < k1; ++k) {
+    float* pk = p + (k - k0) * H;
+    for (int64_t h = 0; h < H; ++h) pk[h] -= mx[h];
+  }
   std::fill(z, z + H, 0.f);
   for (I k = k0; k < k1; ++k) {
     float* pk = p + (k - k0) * H;
     for (int64_t h = 0; h < H; ++h) {
-      pk[h] = std::exp(pk[h] - mx[h]);
+      pk[h] = std::exp(pk[h]);
       z[h] += pk[h];
     }
   }
@@ -554,6 +561,7 @@ void GatForward(const float* X, const float* el, const float* er, const float* m
       GatScores(el, er, nbr, k0, k1, v, H, slope, p.data(), z.data());
       for (int64_t h = 0; h < H; ++h) z[h] = 1.f / z[h];
       for (I k = k0; k < k1; ++k) {
+        if (k + kAhead < k1) Prefetch(X + static_cast<int64_t>(nbr[k + kAhead]) * H * F, H * F);
         const float* x = X + static_cast<int64_t>(nbr[k]) * H * F;
         const float* m = mask ? mask + static_cast<int64_t>(eid[k]) * H : nullptr;
         for (int64_t h = 0; h < H; ++h) {
@@ -572,7 +580,9 @@ void GatBackward(const float* dY, const float* X, const float* el, const float* 
                  const I* const* s, int64_t n_dst, int64_t n_src, int64_t E, int64_t H, int64_t F, float slope,
                  float* dX, float* dEl, float* dEr) {
   const I *indptr = s[0], *nbr = s[1], *eid = s[2], *rptr = s[3], *rnbr = s[4], *reid = s[5];
-  std::vector<float> W(static_cast<size_t>(E * H)), DS(static_cast<size_t>(E * H));
+  // per-edge attention (times mask) and score gradient, by edge id; no zero-fill needed
+  std::unique_ptr<float[]> W_(new float[E * H]), DS_(new float[E * H]);
+  float *W = W_.get(), *DS = DS_.get();
 #pragma omp parallel
   {
     std::vector<float> p, z(H), t(H);
@@ -587,6 +597,7 @@ void GatBackward(const float* dY, const float* X, const float* el, const float* 
       std::fill(t.begin(), t.end(), 0.f);
       const float* dy = dY + v * H * F;
       for (I k = k0; k < k1; ++k) {
+        if (k + kAhead < k1) Prefetch(X + static_cast<int64_t>(nbr[k + kAhead]) * H * F, H * F);
         const int64_t e = eid[k];
         const float* x = X + static_cast<int64_t>(nbr[k]) * H * F;
         for (int64_t h = 0; h < H; ++h) {
@@ -619,6 +630,7 @@ void GatBackward(const float* dY, const float* X, const float* el, const float* 
       if (dx) std::fill(dx, dx + H * F, 0.f);
       if (del) std::fill(del, del + H, 0.f);
       for (I k = rptr[u]; k < rptr[u + 1]; ++k) {
+        if (k + kAhead < rptr[u + 1]) Prefetch(dY + static_cast<int64_t>(rnbr[k + kAhead]) * H * F, H * F);
         const int64_t e = reid[k];
         const float* dy = dY + static_cast<int64_t>(rnbr[k]) * H * F;
         for (int64_t h = 0; h < H; ++h) {
