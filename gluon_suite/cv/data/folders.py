@@ -4,7 +4,7 @@ import os
 
 from ...utils.errors import UserError
 
-_IMAGE_EXT = (".jpg", ".jpeg", ".png", ".bmp", ".ppm", ".webp")
+_IMAGE_EXT = (".jpg", ".jpeg", ".png")   # what ImageFolderDataset reads; it skips others with a warning
 
 
 def record_dataset(path):
