@@ -83,7 +83,8 @@ def worker(model, cfg, epochs, seed, out):
             tr.step(B)
         mx.nd.waitall()
         train_s += time.perf_counter() - t0   # the clock stops for evaluation (a dense averaging)
-        with tr.averaged():
+        bn = (mx.nd.array(xtr[perm[k * B:(k + 1) * B]]) for k in range(steps))
+        with tr.averaged(net, bn):
             acc = float((net(mx.nd.array(xte)).argmax(axis=1).asnumpy() == yte).mean())
         rec.append({"epoch": epoch + 1, "time_s": train_s, "test_acc": acc,
                     "wire_bytes": comm.stats.total_wire})

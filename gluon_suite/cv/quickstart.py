@@ -105,7 +105,10 @@ def train_digits(comm, epochs=6, batch_size=32, lr=0.1, momentum=0.9, wd=1e-4, s
         # what a dense ring allreduce of every gradient would put on each worker's link per step
         grad_bytes = sum(int(np.prod(p.shape)) * 4 for p in net.collect_params().values()
                          if p.grad_req != "null")
-        with trainer.averaged():
+        # this worker's batches, for the averaged model's BatchNorm statistics
+        bn = (mx.nd.array(x_train[shard[k * batch_size:(k + 1) * batch_size]], dtype=dtype)
+              for k in range(steps_per_epoch))
+        with trainer.averaged(net, bn):
             acc = evaluate(net, x_test, y_test, ctx=ctx[0], dtype=dtype)
         rec = {"epoch": epoch + 1, "train_loss": loss_sum / seen, "train_acc": correct / seen,
                "test_acc": acc, "time_s": round(time.time() - t0, 3), "workers": comm.size,
@@ -162,7 +165,9 @@ def _train_digits_elastic(comm, epochs, batch_size, lr, momentum, wd, seed, log_
 
     def end_epoch(state):
         c = trainer.communicator
-        with trainer.averaged():
+        mine = x_train[c.rank::c.size]
+        bn = (mx.nd.array(mine[k:k + batch_size]) for k in range(0, len(mine) - batch_size + 1, batch_size))
+        with trainer.averaged(net, bn):
             acc = evaluate(net, x_test, y_test)
         tot = c.allreduce(mx.nd.array([state.loss_sum, state.correct, state.seen], dtype="float64"),
                           average=False, name="digits.epoch.stats").asnumpy()

@@ -106,6 +106,18 @@ class _ShardBatches:
         return self.steps
 
 
+def _bn_inputs(train, per_worker, rank, size, seed, epoch, dtype):
+    """This worker's training inputs of ``epoch`` (its shard, in order), loaded lazily: what the
+    averaged model's BatchNorm statistics are recomputed on (``DistributedTrainer.averaged``)."""
+    from mxnet.gluon.data.dataloader import default_batchify_fn
+
+    def batches():
+        for idx in _ShardBatches(len(train), per_worker, rank, size, seed, epoch):
+            x, _ = default_batchify_fn([train[int(i)] for i in idx])
+            yield x.astype(dtype, copy=False)
+    return batches
+
+
 def _schedule(cfg, steps_per_epoch):
     total = steps_per_epoch * int(cfg["epochs"])
     warm = int(round(float(cfg["warmup_epochs"]) * steps_per_epoch))
@@ -197,7 +209,8 @@ def _train_elastic(cfg, net, trainer, sampler, train, test, classes, per_worker,
 
     def end_epoch(state):
         comm = trainer.communicator
-        with trainer.averaged():
+        bn = _bn_inputs(train, per_worker, comm.rank, comm.size, cfg["seed"], state.epoch, dtype)
+        with trainer.averaged(net, bn, bn_num_batches=int(cfg.get("averaged_bn_batches", 8))):
             acc = _evaluate(net, test, comm, ctx=ctx, dtype=dtype)
         state.best_acc = max(state.best_acc, acc)
         seen = comm.allreduce(mx.nd.array([state.loss_sum, state.correct, state.seen], dtype="float64"),
@@ -336,7 +349,8 @@ def train_classification(config, comm, log=print, ctx=None, flags=(), source="th
             seen += len(y)
         train_time = time.time() - t0
         wire = comm.stats.total_wire - wire0
-        with trainer.averaged():
+        bn = _bn_inputs(train, per_worker, rank, size, cfg["seed"], epoch, dtype)
+        with trainer.averaged(net, bn, bn_num_batches=int(cfg.get("averaged_bn_batches", 8))):
             acc = _evaluate(net, test, comm, ctx=ctx, dtype=dtype)
             is_best = acc > best_acc
             if is_best:
