@@ -1,7 +1,7 @@
 #!/bin/sh
 # Example host-discovery script for `horovodrun --host-discovery-script`: prints one "host:slots"
-# line per available host. Here it reads them from a file next to it (hosts.txt), so adding or
-# removing a line adds or removes workers while the job runs.
+# line per available host. Here it reads them from a file, runs/hosts.txt under the folder the job
+# starts in (or $HOSTS_FILE), so adding or removing a line adds or removes workers while the job runs.
 #
 # On one machine, list distinct names for it with one slot each (Horovod blacklists a failed
 # *host*; with all slots on "localhost" one death would take every slot out):
@@ -9,7 +9,7 @@
 #   127.0.0.1:1
 #   <output of hostname>:1
 set -e
-HOSTS_FILE="${HOSTS_FILE:-$(dirname "$0")/hosts.txt}"
+HOSTS_FILE="${HOSTS_FILE:-runs/hosts.txt}"
 if [ ! -r "$HOSTS_FILE" ]; then
   echo "discover_hosts.sh: cannot read $HOSTS_FILE (set HOSTS_FILE)" >&2
   exit 1
