@@ -188,7 +188,7 @@ class SyncSGD(Algorithm):
         work = []
         for b in self.buckets:
             g = b.shaped(b.grad)
-            pl = self.compressor.compress(g, b.key, step, dense=b.small)
+            pl = self.compressor.compress(g, b.key, step, dense=b.small, layout=b)
             work.append((g, sync_payload(comm, pl, f"sync.b{b.key}")))
         for g, ex in work:
             if ex.payload.dense and ex.arrays:  # every coordinate: write, no zero + add
@@ -223,7 +223,7 @@ class ErrorFeedbackSGD(Algorithm):
             e += wb
             e -= b.gather_weights("after")               # p_i = u_i + e_i, kept in e
             es = b.shaped(e)
-            pl = self.compressor.compress(es, b.key, step, dense=b.small)
+            pl = self.compressor.compress(es, b.key, step, dense=b.small, layout=b)
             work.append((b, ws, wb, es, pl, sync_payload(self.comm, pl, f"ef.b{b.key}")))
         for b, ws, wb, es, pl, ex in work:
             pl.add_to(es, pl.tensors, -1.0)          # e_i = p_i - C(p_i)
@@ -253,18 +253,33 @@ class LocalSGD(Algorithm):
 
 class CSER(Algorithm):
     """Communication-efficient SGD with error reset (docs/methods.md, "CSER"): partial synchronisation of the
-    update with C1 every step and of the residual error with C2 every ``period`` steps."""
+    update with C1 every step and of the residual error with C2 every ``period`` steps.
+
+    Variants (docs/distributed.md): ``c1_operand='update'`` (the paper's pseudo-code) applies C1
+    to the fresh update u_i; ``'model'`` (the authors' released code) applies it to the local
+    model's deviation after the update, e_i - u_i, i.e. averages the C1 block of the local model,
+    which also resets the error there. ``reset_step='both'`` sends C1 and C2 on every H-th step;
+    ``'c2_only'`` (the released code) sends C2 instead of C1 on that step (the update then goes
+    wholly into the error before the reset)."""
     name = "cser"
     needs_update = True
     local_models = True
     requires_summable = True
     state_kinds = ("err",)
+    C1_OPERANDS = ("update", "model")
+    RESET_STEPS = ("both", "c2_only")
 
-    def __init__(self, compressor="grbs", compressor2=None, period=8):
+    def __init__(self, compressor="grbs", compressor2=None, period=8, c1_operand="update",
+                 reset_step="both"):
         super().__init__()
         self.c1 = make_compressor(compressor)
         self.c2 = make_compressor(compressor2 if compressor2 is not None else "none")
         self.period = _check_period(period)
+        if c1_operand not in self.C1_OPERANDS:
+            raise ValueError(f"c1_operand must be one of {', '.join(self.C1_OPERANDS)}, got {c1_operand!r}")
+        if reset_step not in self.RESET_STEPS:
+            raise ValueError(f"reset_step must be one of {', '.join(self.RESET_STEPS)}, got {reset_step!r}")
+        self.c1_operand, self.reset_step = c1_operand, reset_step
         self._check(self.c1, "gradient (C1)")
         self._check(self.c2, "error (C2)")
         self.err = []
@@ -275,28 +290,40 @@ class CSER(Algorithm):
 
     def after_update(self, before, step):
         comm, reset = self.comm, (step + 1) % self.period == 0
+        use_c1 = not (reset and self.reset_step == "c2_only")
         work = []
         for b, u, e in zip(self.buckets, before, self.err):
             ws = b.weights()
             x = b.gather_weights("after")
             u -= x                                   # u_i = w_before - w_after (in the snapshot)
-            pl = self.c1.compress(b.shaped(u), b.key, step, dense=b.small)
-            work.append((b, ws, x, u, e, pl, sync_payload(comm, pl, f"cser.c1.b{b.key}")))
+            if self.c1_operand == "model":
+                e -= u                               # the local model took the whole update
+                v = e
+            else:
+                v = u
+            pl = self.c1.compress(b.shaped(v), b.key, step, dense=b.small, layout=b) if use_c1 else None
+            ex = sync_payload(comm, pl, f"cser.c1.b{b.key}") if pl is not None else None
+            work.append((b, ws, x, u, e, pl, ex))
         for b, ws, x, u, e, pl, ex in work:
-            # x_i = x_before - mean(C1(u)) - (u - C1(u)) = w_after + C1(u) - mean(C1(u))
             xs, es = b.shaped(x), b.shaped(e)
-            pl.add_to(xs, pl.tensors, 1.0)
-            ex.add_to(xs, -1.0)
-            e -= u                                   # e_i -= r_i, r_i = u - C1(u)
-            pl.add_to(es, pl.tensors, 1.0)
-            if not reset and pl.tensors:             # C1 = zero leaves the local model as it is
+            if self.c1_operand == "update":
+                e -= u                               # e_i -= r_i, r_i = u - C1(u)
+            if pl is not None:
+                # update: x_i = x_before - mean(C1(u)) - (u - C1(u)) = w_after + C1(u) - mean(C1(u)),
+                #         e_i = e_i - u + C1(u)
+                # model:  x_i = w_after - C1(e_i) + mean(C1(e_i)),  e_i = e_i - C1(e_i)  (e_i = e_i - u)
+                sign = 1.0 if self.c1_operand == "update" else -1.0
+                pl.add_to(xs, pl.tensors, sign)
+                ex.add_to(xs, -sign)
+                pl.add_to(es, pl.tensors, sign)
+            if not reset and pl is not None and pl.tensors:   # C1 = zero leaves the model as it is
                 b.scatter(x, ws)
         if not reset:
             return
         work2 = []
         for b, ws, x, _, e, _, _ in work:
             es = b.shaped(e)
-            pl = self.c2.compress(es, b.key, step, dense=b.small)
+            pl = self.c2.compress(es, b.key, step, dense=b.small, layout=b)
             work2.append((b, ws, x, es, pl, sync_payload(comm, pl, f"cser.c2.b{b.key}")))
         for b, ws, x, es, pl, ex in work2:
             # x_i = x_i - e_i + mean(C2(e)) + (e_i - C2(e_i)) = x_i - C2(e_i) + mean(C2(e))
@@ -319,7 +346,7 @@ class CSER(Algorithm):
 
     def config(self):
         return {"name": self.name, "c1": self.c1.config(), "c2": self.c2.config(),
-                "period": self.period}
+                "period": self.period, "c1_operand": self.c1_operand, "reset_step": self.reset_step}
 
 
 def _check_period(period):
@@ -334,7 +361,8 @@ ALGORITHMS = {a.name: a for a in (SyncSGD, ErrorFeedbackSGD, LocalSGD, CSER, Loc
 
 
 def make_algorithm(name="sync", compressor="none", ratio=None, period=None, compressor2=None,
-                   ratio2=None, min_size=0, warmup_steps=0, seed=0):
+                   ratio2=None, min_size=0, warmup_steps=0, seed=0, c1_operand="update",
+                   reset_step="both"):
     """Build an algorithm from names, as scripts expose them as flags.
 
     ``make_algorithm('cser', compressor='grbs', ratio=64, period=16)`` gives CSER with GRBS at
@@ -343,7 +371,8 @@ def make_algorithm(name="sync", compressor="none", ratio=None, period=None, comp
     R1/2. ``min_size`` and ``warmup_steps`` apply to every compressor; ``seed`` seeds the shared
     randomness of grbs/randomk (the same on every worker). For ``local_adaalter``,
     ``warmup_steps`` is the number of fully synchronous steps before local updates start and
-    ``period`` the number of steps between synchronisations (default 4).
+    ``period`` the number of steps between synchronisations (default 4). ``c1_operand`` and
+    ``reset_step`` choose CSER's variant (``CSER``); other algorithms accept only their defaults.
     """
     if isinstance(name, Algorithm):
         return name
@@ -357,6 +386,8 @@ def make_algorithm(name="sync", compressor="none", ratio=None, period=None, comp
     if period is not None:
         period = _check_period(period)
     common = {"min_size": min_size, "warmup_steps": warmup_steps}
+    if key != "cser" and (c1_operand, reset_step) != ("update", "both"):
+        raise ValueError(f"c1_operand and reset_step are options of algorithm 'cser', not {key!r}")
 
     def comp(cname, r, seed_offset):
         if isinstance(cname, Compressor):
@@ -386,4 +417,4 @@ def make_algorithm(name="sync", compressor="none", ratio=None, period=None, comp
         if compressor2 in ("grbs", "randomk") and ratio2 is not None and ratio2 <= 1.0:
             compressor2 = "none"
     c2 = comp(compressor2, ratio2, 7919)
-    return CSER(c1, c2, period)
+    return CSER(c1, c2, period, c1_operand=c1_operand, reset_step=reset_step)

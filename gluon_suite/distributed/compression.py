@@ -19,10 +19,15 @@ Options shared by all compressors: ``min_size`` (tensors with fewer elements are
 ``warmup_steps`` (the first N steps are sent dense).
 
 The trainer applies a compressor to a *bucket* (``buckets.py``): the concatenation of many
-parameters as one flat vector (or the tensor itself in a one-tensor bucket). ``C`` is then the
-documented definition on that vector: top-k keeps the k largest magnitudes of the whole bucket,
-sign has one scale (mean |v|) per bucket, GRBS's slab is one contiguous run of the flat vector,
-random-k strata span the bucket. Nothing is copied back to the host: selection, bit packing and
+parameters as one flat vector (or the tensor itself in a one-tensor bucket), with the bucket's
+layout (member shapes, offsets and parameter indices) at hand. A compressor whose published
+definition is per tensor keeps that structure inside the bucket: GRBS (``structure='tensor'``, the
+default) lets each member take part with its own probability and pick its own block, exactly as
+with one bucket per tensor, and gathers the selected blocks of all members into the bucket's one
+payload (one collective per bucket). The others are defined on the bucket's vector: top-k keeps
+the k largest magnitudes of the whole bucket, sign has one scale (mean |v|) per bucket, random-k's
+strata span the bucket (its rule is per coordinate: each coordinate is still kept with probability
+about 1/r), and GRBS with ``structure='flat'`` takes one contiguous slab of the flat vector. Nothing is copied back to the host: selection, bit packing and
 decompression are MXNet operators, and the host's work per step does not depend on a tensor's size
 (GRBS and random-k draw O(1) numbers per tensor on the host).
 """
@@ -100,6 +105,7 @@ class Compressor:
 
     name = "base"
     summable = True
+    per_tensor = False   # True: compress_tensors keeps each member tensor's structure in a bucket
 
     def __init__(self, ratio=1.0, min_size=0, warmup_steps=0, seed=0):
         ratio = float(ratio)
@@ -112,12 +118,15 @@ class Compressor:
         self.warmup_steps = int(warmup_steps)
         self.seed = int(seed)
 
-    def compress(self, v, key, step, dense=False):
+    def compress(self, v, key, step, dense=False, layout=None):
         """Return the ``Payload`` of ``v`` (a tensor, or a bucket's flat vector, keyed by ``key``)
         at step ``step`` (from 0); ``dense`` forces the identity (a bucket of tensors under
-        ``min_size``)."""
+        ``min_size``). ``layout`` (a bucket: ``shapes``, ``indices``, ``pieces(flat)``) lets a
+        per-tensor compressor treat each member of a several-tensor bucket as its own tensor."""
         if dense or step < self.warmup_steps or v.size < self.min_size:
             return dense_payload(v)
+        if self.per_tensor and layout is not None and len(layout.shapes) > 1:
+            return self._compress_tensors(v, layout, step)
         return self._compress(v, key, step)
 
     def _compress(self, v, key, step):
@@ -184,10 +193,20 @@ class GRBSCompressor(Compressor):
     allreduce of it is the average of the compressed tensors.
     """
     name = "grbs"
+    STRUCTURES = ("tensor", "flat")
 
-    def __init__(self, ratio=32.0, **kw):
+    def __init__(self, ratio=32.0, structure="tensor", **kw):
         super().__init__(ratio, **kw)
+        if structure not in self.STRUCTURES:
+            raise ValueError(f"GRBS structure must be one of {', '.join(self.STRUCTURES)}, got {structure!r}")
+        self.structure = structure
+        self.per_tensor = structure == "tensor"
         self._plans = {}
+
+    def config(self):
+        c = super().config()
+        c["structure"] = self.structure
+        return c
 
     def _plan(self, shape):
         plan = self._plans.get(shape)
@@ -235,6 +254,40 @@ class GRBSCompressor(Compressor):
             mx.nd._internal._slice_assign(target, cur + t, begin=begin, end=end, out=target)
 
         return Payload([mx.nd.slice(v, begin=begin, end=end)], add_to)
+
+    def _compress_tensors(self, v, layout, step):
+        """Per member of a bucket (``v`` its flat vector): the member's own block, drawn with its
+        own key (its parameter index) as with one bucket per tensor; the selected blocks of all
+        members, flattened and concatenated, are the one payload tensor."""
+        chosen = []     # (member position, begin, end, offset in payload, block shape)
+        offset = 0
+        for j, (shape, key) in enumerate(zip(layout.shapes, layout.indices)):
+            shape = shape or (1,)
+            reg = self.region(shape, key, step)
+            if reg is None:
+                continue
+            begin, end = reg
+            block = tuple(e - b for b, e in zip(begin, end)) + tuple(shape[len(begin):])
+            chosen.append((j, begin, end, offset, block))
+            offset += int(np.prod(block))
+        if not chosen:
+            return _EMPTY
+        views = layout.pieces(v)
+        parts = [mx.nd.slice(views[j], begin=b, end=e).reshape((-1,)) for j, b, e, _, _ in chosen]
+        payload = parts[0] if len(parts) == 1 else mx.nd.concat(*parts, dim=0)
+
+        def add_to(target, tensors, alpha):
+            t = tensors[0] if alpha == 1.0 else alpha * tensors[0]
+            if t.dtype != target.dtype:
+                t = t.astype(target.dtype)
+            tviews = layout.pieces(target)
+            for j, begin, end, off, block in chosen:
+                piece = mx.nd.slice(t, begin=(off,), end=(off + int(np.prod(block)),)).reshape(block)
+                view = tviews[j]
+                cur = mx.nd.slice(view, begin=begin, end=end)
+                mx.nd._internal._slice_assign(view, cur + piece, begin=begin, end=end, out=view)
+
+        return Payload([payload], add_to)
 
 
 class RandomKCompressor(Compressor):

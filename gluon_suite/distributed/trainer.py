@@ -44,7 +44,7 @@ class DistributedTrainer(gluon.Trainer):
 
     Arguments as ``gluon.Trainer`` (no kvstore), plus ``algorithm`` (``sync``, ``ef``, ``local``,
     ``cser`` or an ``Algorithm``), ``compressor``/``ratio``/``period``/``compressor2``/``ratio2``/
-    ``min_size``/``warmup_steps``/``seed`` (see ``make_algorithm``) and ``communicator`` (default:
+    ``min_size``/``warmup_steps``/``seed``/``c1_operand``/``reset_step`` (see ``make_algorithm``) and ``communicator`` (default:
     Horovod under ``horovodrun``, else single-process) and ``bucket_mb`` (size of the flat
     gradient buckets, default 25 MB; 0: one bucket per tensor; see ``buckets.py``). Bad names or values raise ValueError here,
     before any training step. Parameters may live on several contexts (GluonCV's
@@ -58,10 +58,11 @@ class DistributedTrainer(gluon.Trainer):
     def __init__(self, params, optimizer, optimizer_params=None, algorithm="sync", compressor="none",
                  ratio=None, period=None, compressor2=None, ratio2=None, min_size=0,
                  warmup_steps=0, seed=0, communicator=None, prefix="", profile_comm=False,
-                 bucket_mb=DEFAULT_BUCKET_MB):
+                 bucket_mb=DEFAULT_BUCKET_MB, c1_operand="update", reset_step="both"):
         self._algo = make_algorithm(algorithm, compressor=compressor, ratio=ratio, period=period,
                                     compressor2=compressor2, ratio2=ratio2, min_size=min_size,
-                                    warmup_steps=warmup_steps, seed=seed)
+                                    warmup_steps=warmup_steps, seed=seed, c1_operand=c1_operand,
+                                    reset_step=reset_step)
         if not float(bucket_mb) >= 0:
             raise ValueError(f"bucket_mb must be >= 0 (0: one bucket per tensor), got {bucket_mb}")
         self._bucket_mb = float(bucket_mb)

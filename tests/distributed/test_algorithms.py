@@ -51,17 +51,11 @@ def grads(x, rank):
     return [gp.sum(0), gp.T @ X]
 
 
-def grbs_mask(comp, shape, key, step):
-    m = np.zeros(shape)
-    reg = comp.region(shape, key, step)
-    if reg is not None:
-        m[tuple(slice(b, e) for b, e in zip(*reg))] = 1.0
-    return m
-
-
-def reference_cser(x0, c1, c2, period, steps=job.STEPS):
+def reference_cser(x0, c1, c2, period, steps=job.STEPS, operand="update", reset_step="both"):
     """CSER exactly as in docs/methods.md (momentum SGD, wd in the gradient), for N workers; c1/c2 map
-    a step to the 0/1 masks of the tensors (identity: all ones; zero: all zeros)."""
+    a step to the 0/1 masks of the tensors (identity: all ones; zero: all zeros). ``operand``
+    'model': C1 averages the block of the local model after the full update (x_i - x_hat = e_i - p_i)
+    and zeroes the error there; ``reset_step`` 'c2_only': no C1 on every period-th step."""
     lr, mu, wd = job.OPT["learning_rate"], job.OPT["momentum"], job.OPT["wd"]
     x = [[a.copy() for a in x0] for _ in range(N)]
     e = [[np.zeros_like(a) for a in x0] for _ in range(N)]
@@ -74,15 +68,23 @@ def reference_cser(x0, c1, c2, period, steps=job.STEPS):
             for k in range(len(x0)):
                 m[i][k] = mu * m[i][k] + g[k] + wd * x[i][k]
             p.append([lr * mk for mk in m[i]])
-        masks = c1(t)
+        reset = (t + 1) % period == 0
+        masks = ZEROS(t) if (reset and reset_step == "c2_only") else c1(t)
         for k, shape in enumerate(SHAPES):
             mask = masks[k]
+            if operand == "model":
+                dev = [e[i][k] - p[i][k] for i in range(N)]       # local model minus x_hat
+                c = sum(mask * d for d in dev) / N
+                for i in range(N):
+                    x[i][k] = x[i][k] - p[i][k] - mask * dev[i] + c
+                    e[i][k] = dev[i] - mask * dev[i]
+                continue
             c = sum(mask * p[i][k] for i in range(N)) / N
             for i in range(N):
                 r = p[i][k] - mask * p[i][k]
                 x[i][k] = x[i][k] - c - r
                 e[i][k] = e[i][k] - r
-        if (t + 1) % period == 0:
+        if reset:
             masks = c2(t)
             for k, shape in enumerate(SHAPES):
                 mask = masks[k]
@@ -114,12 +116,44 @@ ONES = lambda t: [np.ones(s) for s in SHAPES]  # noqa: E731
 ZEROS = lambda t: [np.zeros(s) for s in SHAPES]  # noqa: E731
 
 
-def grbs_masks(comp, layout, t):
-    """GRBS's masks at step t: per tensor (keys = sorted parameter index: bias 0, weight 1), or on
-    the bucket's concatenated vector (bias, then weight; key 0, its first member)."""
-    if layout == ".pt":
-        return [grbs_mask(comp, s, k, t) for k, s in enumerate(SHAPES)]
-    return split(grbs_mask(comp, (job.O * (job.D + 1),), 0, t))
+def reference_grbs_region(shape, ratio, seed, key, step):
+    """The published per-tensor GRBS rule with our documented choices (docs/distributed.md):
+    a = min(r, d0) blocks of ceil(d0/a) rows, b = min(r/n0, d1) blocks of ceil(d1/b) columns,
+    participation with probability n0*n1/r, three uniforms per (seed, step, key) from Philox.
+    Returns (begin, end) over the first one or two axes, or None."""
+    d0 = shape[0]
+    k0 = max(1, int(np.ceil(d0 / min(ratio, d0))))
+    n0 = -(-d0 // k0)
+    k1 = n1 = 1
+    if len(shape) >= 2:
+        d1 = shape[1]
+        k1 = max(1, int(np.ceil(d1 / max(1.0, min(ratio / n0, d1)))))
+        n1 = -(-d1 // k1)
+    u = np.random.Generator(np.random.Philox(key=[seed, step * 1_000_003 + key])).random(3)
+    if u[0] >= min(1.0, n0 * n1 / ratio):
+        return None
+    i0 = min(int(u[1] * n0), n0 - 1) * k0
+    if len(shape) >= 2:
+        i1 = min(int(u[2] * n1), n1 - 1) * k1
+        return (i0, i1), (min(i0 + k0, d0), min(i1 + k1, shape[1]))
+    return (i0,), (min(i0 + k0, d0),)
+
+
+def reference_mask(shape, ratio, seed, key, step):
+    m = np.zeros(shape)
+    reg = reference_grbs_region(shape, ratio, seed, key, step)
+    if reg is not None:
+        m[tuple(slice(b, e) for b, e in zip(*reg))] = 1.0
+    return m
+
+
+def grbs_masks(ratio, seed, structure, t):
+    """GRBS's masks at step t: per tensor (keys = sorted parameter index: bias 0, weight 1; the
+    same inside the one bucket and with one bucket per tensor), or, with structure 'flat', on the
+    bucket's concatenated vector (bias, then weight; key 0, its first member)."""
+    if structure == "tensor":
+        return [reference_mask(s, ratio, seed, k, t) for k, s in enumerate(SHAPES)]
+    return split(reference_mask((job.O * (job.D + 1),), ratio, seed, 0, t))
 
 
 # ---- tests ---------------------------------------------------------------------------------------
@@ -165,14 +199,16 @@ def test_cser_with_zero_c1_and_identity_c2_equals_local_sgd(runs, layout):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_cser_grbs_matches_float64_reference(runs, layout):
+@pytest.mark.parametrize("structure", ["tensor", "flat"])
+def test_cser_grbs_matches_float64_reference(runs, layout, structure):
+    """GRBS per tensor (the default) inside the one bucket and with one bucket per tensor, and the
+    flat-vector form (one contiguous slab of the bucket)."""
     ranks, _ = runs
-    name = f"cser_grbs{layout}"
-    cfg = job.CONFIGS[name]
-    c1 = make_compressor("grbs", ratio=cfg["ratio"], seed=0)
-    c2 = make_compressor("grbs", ratio=cfg["ratio2"], seed=7919)
-    ref = reference_cser(split(ranks[0][f"{name}.traj"][0]), lambda t: grbs_masks(c1, layout, t),
-                         lambda t: grbs_masks(c2, layout, t), period=cfg["period"])
+    name = f"cser_grbs{'_flat' if structure == 'flat' else ''}{layout}"
+    if structure == "flat" and layout == ".pt":
+        structure = "tensor"     # a one-tensor bucket is the tensor itself
+    ref = reference_cser(split(ranks[0][f"{name}.traj"][0]), lambda t: grbs_masks(4, 0, structure, t),
+                         lambda t: grbs_masks(2, 7919, structure, t), period=3)
     for r in range(N):
         diff = np.abs(ranks[r][f"{name}.traj"][1:] - np.array([h[r] for h in ref])).max()
         assert diff <= 1e-5, f"rank {r}: {diff}"
@@ -181,9 +217,28 @@ def test_cser_grbs_matches_float64_reference(runs, layout):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("variant, operand, reset_step", [
+    ("model", "model", "both"), ("c2only", "update", "c2_only"), ("authors", "model", "c2_only")])
+def test_cser_variants_match_float64_reference(runs, layout, variant, operand, reset_step):
+    """The released code's C1 operand (the local model's block) and reset step (C2 instead of C1),
+    alone and together, against the float64 reference on 2 workers."""
+    ranks, _ = runs
+    name = f"cser_grbs_{variant}{layout}"
+    ref = reference_cser(split(ranks[0][f"{name}.traj"][0]), lambda t: grbs_masks(4, 0, "tensor", t),
+                         lambda t: grbs_masks(2, 7919, "tensor", t), period=3, operand=operand,
+                         reset_step=reset_step)
+    for r in range(N):
+        diff = np.abs(ranks[r][f"{name}.traj"][1:] - np.array([h[r] for h in ref])).max()
+        assert diff <= 1e-5, f"rank {r}: {diff}"
+    # the variant really changes the trajectory
+    assert np.abs(ranks[0][f"{name}.traj"] - ranks[0][f"cser_grbs{layout}.traj"]).max() > 1e-5
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
 def test_cser_invariant_x_minus_e_identical_on_all_workers(runs, layout):
     ranks, _ = runs
-    for name in (f"cser_grbs{layout}", f"cser_zero_identity{layout}"):
+    for name in (f"cser_grbs{layout}", f"cser_grbs_flat{layout}", f"cser_zero_identity{layout}",
+                 f"cser_grbs_model{layout}", f"cser_grbs_c2only{layout}", f"cser_grbs_authors{layout}"):
         xe = [ranks[r][f"{name}.traj"][1:] - ranks[r][f"{name}.err"] for r in range(N)]
         assert np.abs(xe[0] - xe[1]).max() <= 1e-6, name
 
@@ -210,6 +265,34 @@ def test_averaged_context_gives_worker_mean_and_restores(runs):
     for r in range(N):
         assert np.abs(ranks[r]["cser_grbs.avg"] - (final[0] + final[1]) / 2).max() <= 1e-6
         assert np.array_equal(ranks[r]["cser_grbs.after"], final[r])
+
+
+def test_grbs_per_tensor_inside_a_multi_tensor_bucket_matches_float64_reference(runs):
+    """Six tensors (4-D, 2-D, 1-D) in one bucket: each takes part with its own probability and
+    sends its own block (keys: its parameter index); the one payload averages to the float64
+    mean over workers of the per-tensor masked values, the same on both workers, with at most one
+    collective per step (none when no tensor takes part)."""
+    ranks, _ = runs
+    indices = ranks[0]["grbs_bucket.indices"].tolist()
+    took_part = set()
+    for step in range(job.GRBS_BUCKET_STEPS):
+        want, payload = [], 0
+        for i in indices:
+            shape = job.GRBS_BUCKET_SHAPES[i - 3]
+            mask = reference_mask(shape, 16, 21, i, step)
+            payload += int(mask.sum())
+            if mask.any():
+                took_part.add((i, step))
+            vals = [job.grbs_bucket_values(r, step)[i - 3].astype(np.float64) for r in range(N)]
+            want.append((sum(mask * v for v in vals) / N).ravel())
+        want = np.concatenate(want)
+        for r in range(N):
+            np.testing.assert_allclose(ranks[r]["grbs_bucket.avg"][step], want, rtol=1e-6, atol=1e-7)
+            assert ranks[r]["grbs_bucket.payload"][step] == payload
+            assert ranks[r]["grbs_bucket.calls"][step] == (1 if payload else 0)
+    # some tensors take part and some sit out at the same step: the structure is exercised
+    per_step = [sum((i, s) in took_part for i in indices) for s in range(job.GRBS_BUCKET_STEPS)]
+    assert max(per_step) >= 2 and min(per_step) < len(indices)
 
 
 def test_grbs_masks_identical_across_workers_despite_different_global_rng(runs):

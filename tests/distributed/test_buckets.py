@@ -149,7 +149,9 @@ def test_bucket_order_is_reverse_network_order():
 
 @pytest.mark.parametrize("name", ["topk", "sign", "randomk", "grbs", "fp16"])
 def test_per_bucket_compressor_is_its_definition_on_the_concatenated_vector(name):
-    u, e, applied, tr, bucket = one_ef_step(name)
+    # GRBS on the flat vector is the named option structure='flat' (the default is per tensor)
+    u, e, applied, tr, bucket = one_ef_step(
+        make_compressor("grbs", ratio=4, structure="flat") if name == "grbs" else name)
     n = u.size
     comp = tr.algorithm.compressor
     if name == "topk":
@@ -175,6 +177,43 @@ def test_per_bucket_compressor_is_its_definition_on_the_concatenated_vector(name
         c = u.astype(np.float16).astype(np.float64)
     np.testing.assert_allclose(applied, c, rtol=1e-4, atol=1e-6)   # x = x_before - C(u)
     np.testing.assert_allclose(e, u - c, rtol=1e-4, atol=1e-6)     # e = u - C(u)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_grbs_per_tensor_in_a_bucket_selects_each_members_own_block(seed):
+    """structure='tensor' (default) inside a four-tensor bucket: C(u) is, member by member, the
+    block the published per-tensor rule picks for that member's shape and parameter index
+    (float64 NumPy, written from docs/distributed.md), or nothing when it sits the step out."""
+    ratio = 8
+    u, e, applied, tr, bucket = one_ef_step(make_compressor("grbs", ratio=ratio, seed=seed), seed=seed)
+    c, off = np.zeros_like(u), 0
+    for shape, key in zip(bucket.shapes, bucket.indices):
+        n = int(np.prod(shape))
+        d0 = shape[0]
+        k0 = max(1, int(np.ceil(d0 / min(ratio, d0))))
+        n0 = -(-d0 // k0)
+        k1 = n1 = 1
+        if len(shape) >= 2:
+            k1 = max(1, int(np.ceil(shape[1] / max(1.0, min(ratio / n0, shape[1])))))
+            n1 = -(-shape[1] // k1)
+        draw = np.random.Generator(np.random.Philox(key=[seed, key])).random(3)   # step 0
+        if draw[0] < min(1.0, n0 * n1 / ratio):
+            mask = np.zeros(shape)
+            i0 = min(int(draw[1] * n0), n0 - 1) * k0
+            if len(shape) >= 2:
+                i1 = min(int(draw[2] * n1), n1 - 1) * k1
+                mask[i0:i0 + k0, i1:i1 + k1] = 1
+            else:
+                mask[i0:i0 + k0] = 1
+            c[off:off + n] = (mask * u[off:off + n].reshape(shape)).ravel()
+        off += n
+    np.testing.assert_allclose(applied, c, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(e, u - c, rtol=1e-4, atol=1e-6)
+
+
+def test_grbs_rejects_an_unknown_structure():
+    with pytest.raises(ValueError, match="structure must be one of tensor, flat"):
+        make_compressor("grbs", structure="rows")
 
 
 def test_randomk_mask_is_shared_and_covers_every_coordinate_about_equally():
