@@ -35,6 +35,22 @@ free network. As in the alpha-beta-gamma cost model of collectives (Thakur, Rabe
 the hosts and the number of workers, not on the link: measure it once on the cluster with the link
 unthrottled (``bench/whatif_validation.py`` does, on the testbed), as the allreduce's time there
 minus its wire time at that speed, per byte of the bucket.
+
+Several GPUs per host (``gpus_per_host`` G > 1, ``workers`` N = H hosts x G): each host has one
+network link of ``bandwidth`` B and an intra-host link (NVLink/PCIe) of ``intra_bandwidth`` B_i.
+Two ways to allreduce a bucket of s bytes:
+
+- flat: one ring over all N GPUs, ordered host by host, so one ring edge per host crosses the
+  network and every step waits for it: T = 2(N-1)/N * s/B + 2(N-1) * alpha (B_i when H = 1);
+  each host's link carries 2(N-1)/N * s;
+- hierarchical (Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE, NCCL's tree/ring split): reduce within
+  the host (a reduce-scatter, (G-1)/G * s/B_i), ring allreduce among the H hosts
+  (2(H-1)/H * s/B, the host's G shards share its link), broadcast within the host (an all-gather,
+  (G-1)/G * s/B_i):
+  T = 2(G-1)/G * s/B_i + 2(G-1) * alpha + 2(H-1)/H * s/B + 2(H-1) * alpha;
+  each host's link carries 2(H-1)/H * s.
+
+Gamma adds s * gamma to either. With G = 1 both are the ring above.
 """
 from dataclasses import dataclass, field
 
@@ -90,7 +106,38 @@ def ring_allreduce_s(nbytes, workers, bandwidth, latency, local_s_per_byte=0.0):
     return 2.0 * (n - 1) / n * nbytes / bandwidth + 2.0 * (n - 1) * latency + nbytes * local_s_per_byte
 
 
-def check(workers, bandwidth, ratio=1.0):
+TOPOLOGIES = ("hierarchical", "flat")
+
+
+def allreduce_s(nbytes, workers, bandwidth, latency, local_s_per_byte=0.0, gpus_per_host=1,
+                intra_bandwidth=None, topology="hierarchical"):
+    """Seconds for an allreduce of ``nbytes`` over ``workers`` GPUs, ``gpus_per_host`` per host,
+    with ``topology`` 'flat' (one ring over all GPUs) or 'hierarchical' (reduce in the host, ring
+    across hosts, broadcast in the host); formulas in the module docstring. Returns
+    ``(seconds, bytes each host's network link sends)``."""
+    n, g = int(workers), int(gpus_per_host)
+    h = n // g
+    if n == 1:
+        return 0.0, 0.0
+    if g == 1:
+        return ring_allreduce_s(nbytes, n, bandwidth, latency, local_s_per_byte), 2.0 * (n - 1) / n * nbytes
+    bi = intra_bandwidth if intra_bandwidth is not None else bandwidth
+    if topology == "flat":
+        link = bandwidth if h > 1 else bi
+        t = 2.0 * (n - 1) / n * nbytes / link + 2.0 * (n - 1) * latency
+        wire = 2.0 * (n - 1) / n * nbytes if h > 1 else 0.0
+    elif topology == "hierarchical":
+        t = 2.0 * (g - 1) / g * nbytes / bi + 2.0 * (g - 1) * latency
+        wire = 0.0
+        if h > 1:
+            t += 2.0 * (h - 1) / h * nbytes / bandwidth + 2.0 * (h - 1) * latency
+            wire = 2.0 * (h - 1) / h * nbytes
+    else:
+        raise UserError(f"unknown topology {topology!r}; use one of {', '.join(TOPOLOGIES)}")
+    return t + nbytes * local_s_per_byte, wire
+
+
+def check(workers, bandwidth, ratio=1.0, gpus_per_host=1, intra_bandwidth=None):
     """Reject impossible inputs with the valid range."""
     if int(workers) != workers or workers < 1:
         raise UserError(f"workers must be an integer >= 1, got {workers}")
@@ -98,13 +145,26 @@ def check(workers, bandwidth, ratio=1.0):
         raise UserError(f"bandwidth must be > 0 (bytes per second), got {bandwidth}")
     if not ratio >= 1:
         raise UserError(f"compression ratio must be >= 1, got {ratio}")
+    if int(gpus_per_host) != gpus_per_host or gpus_per_host < 1:
+        raise UserError(f"GPUs per host must be an integer >= 1, got {gpus_per_host}")
+    if workers % gpus_per_host:
+        raise UserError(f"{workers} workers do not fill hosts of {gpus_per_host} GPUs: give a multiple of "
+                        f"{gpus_per_host} workers (or another --gpus-per-host)")
+    if intra_bandwidth is not None and not intra_bandwidth > 0:
+        raise UserError(f"intra-host bandwidth must be > 0 (bytes per second), got {intra_bandwidth}")
 
 
 def predict(profile, workers, bandwidth, latency=5e-6, ratio=1.0, fusion_bytes=64 << 20,
-            compress_s_per_byte=0.0):
+            compress_s_per_byte=0.0, gpus_per_host=1, intra_bandwidth=None, topology="hierarchical"):
     """Predicted step time, scaling factor and network utilisation for ``workers`` workers on links
-    of ``bandwidth`` bytes/s (``float('inf')`` allowed). Returns a dict."""
-    check(workers, bandwidth, ratio)
+    of ``bandwidth`` bytes/s (``float('inf')`` allowed), ``gpus_per_host`` of them per host with an
+    intra-host link of ``intra_bandwidth`` bytes/s and the allreduce ``topology`` ('flat',
+    'hierarchical' or 'best': the faster of the two). Returns a dict."""
+    if topology == "best":
+        runs = [predict(profile, workers, bandwidth, latency, ratio, fusion_bytes, compress_s_per_byte,
+                        gpus_per_host, intra_bandwidth, t) for t in TOPOLOGIES]
+        return min(runs, key=lambda r: r["step_s"])
+    check(workers, bandwidth, ratio, gpus_per_host, intra_bandwidth)
     compute = profile.forward_s + profile.backward_s
     sizes = [b / ratio for b in profile.grad_bytes]
     extra = [b * compress_s_per_byte for b in profile.grad_bytes]
@@ -117,9 +177,10 @@ def predict(profile, workers, bandwidth, latency=5e-6, ratio=1.0, fusion_bytes=6
     for nbytes, r in fuse(sizes, ready, fusion_bytes):
         if w < r:                      # no transfer runs between the last one's end and this ready
             t, w = t + (r - w), r
-        sent = 2.0 * (workers - 1) / workers * nbytes
+        comm, sent = allreduce_s(nbytes, workers, bandwidth, latency, gamma, gpus_per_host, intra_bandwidth,
+                                 topology)
         cpu = kappa * sent
-        span = max(ring_allreduce_s(nbytes, workers, bandwidth, latency, gamma), cpu)
+        span = max(comm, cpu)
         speed = 1.0 - cpu / span if span > 0 else 1.0
         w = min(compute, w + span * speed)
         t += span
@@ -130,16 +191,18 @@ def predict(profile, workers, bandwidth, latency=5e-6, ratio=1.0, fusion_bytes=6
     util = 0.0 if bandwidth == float("inf") or step == 0 else wire / (bandwidth * step)
     return {"workers": workers, "bandwidth": bandwidth, "ratio": ratio, "step_s": step,
             "scaling_factor": base / step if step else 1.0, "network_utilisation": util,
-            "comm_end_s": end, "wire_bytes": wire}
+            "comm_end_s": end, "wire_bytes": wire, "gpus_per_host": gpus_per_host,
+            "topology": topology if gpus_per_host > 1 else "ring"}
 
 
 def min_ratio(profile, workers, bandwidth, target_sf, latency=5e-6, fusion_bytes=64 << 20,
-              max_ratio=4096.0):
+              max_ratio=4096.0, **cluster):
     """The smallest compression ratio (to 1%) whose predicted scaling factor reaches ``target_sf``,
-    or None when even ``max_ratio`` does not (latency-bound)."""
+    or None when even ``max_ratio`` does not (latency-bound). ``cluster``: ``gpus_per_host``,
+    ``intra_bandwidth``, ``topology`` as for ``predict``."""
     if not 0 < target_sf <= 1:
         raise UserError(f"target scaling factor must be in (0, 1], got {target_sf}")
-    sf = lambda c: predict(profile, workers, bandwidth, latency, c, fusion_bytes)["scaling_factor"]  # noqa
+    sf = lambda c: predict(profile, workers, bandwidth, latency, c, fusion_bytes, **cluster)["scaling_factor"]  # noqa
     if sf(1.0) >= target_sf:
         return 1.0
     if sf(max_ratio) < target_sf:
