@@ -9,7 +9,7 @@ import sys
 
 from . import __version__
 from .utils.errors import GluonSuiteError, UserError, run_cli
-from .utils.validate import (ArgumentParser, existing_dir, existing_file, float_range, nonneg_float,
+from .utils.validate import (ArgumentParser, choice_of, existing_dir, existing_file, float_range, nonneg_float,
                              output_dir, output_file, positive_float, positive_int, ratio, retype)
 
 _PACKAGES = ("mxnet", "numpy", "gluoncv", "gluonnlp", "horovod")
@@ -198,47 +198,122 @@ def _cmd_zoo_purge(args):
 
 
 def _cmd_whatif(args):
-    from .whatif import StepProfile, min_ratio, predict, profile_model
+    from .whatif import StepProfile, profile_model
     if args.model:
         from .model_zoo import resolve
         resolve(args.model)  # an unknown name fails now, with the closest names, before profiling
         print(f"profiling {args.model} at batch {args.batch_size} on this machine's CPU ...", flush=True)
         from .model_zoo import get_model
-        prof = profile_model(get_model(args.model), args.batch_size, args.image_size)
+        prof = profile_model(get_model(args.model), args.batch_size, args.image_size, show_progress=True)
         source = f"{args.model}, batch {args.batch_size}, measured here"
     else:
         if args.forward_ms is None or args.backward_ms is None or args.param_mb is None:
             raise UserError("whatif needs a model: give --model NAME, or all of --forward-ms, --backward-ms "
-                            "and --param-mb")
+                            "and --param-mb (or predict from a saved profile: whatif predict --profile FILE)")
         n = max(1, args.tensors)
         prof = StepProfile(args.forward_ms / 1e3, args.backward_ms / 1e3,
                            [args.param_mb * 1e6 / n] * n, args.optimizer_ms / 1e3)
         source = "given compute times and sizes"
+    return _whatif_table(prof, source, args)
+
+
+def _cmd_whatif_profile(args):
+    from .model_zoo import get_model, resolve
+    from .whatif.profiler import device_name, make_context, profile_model
+    from .whatif.profiles import profile_record, save_profile
+    resolve(args.model)
+    ctx = make_context(args.ctx)   # a GPU this machine lacks fails here, before the model is built
+    print(f"profiling {args.model} at batch {args.batch_size} ({args.dtype}) on {ctx} ...", flush=True)
+    prof = profile_model(get_model(args.model), args.batch_size, args.image_size, repeats=args.repeats, ctx=ctx,
+                         dtype=args.dtype, show_progress=True)
+    rec = profile_record(prof, model=args.model, batch_size=args.batch_size, image_size=args.image_size,
+                         dtype=args.dtype, device={"context": str(ctx), "name": device_name(ctx)},
+                         bucket_mb=args.bucket_mb)
+    save_profile(args.out, rec)
+    print(f"forward {prof.forward_s * 1e3:.1f} ms, backward {prof.backward_s * 1e3:.1f} ms, optimizer "
+          f"{prof.optimizer_s * 1e3:.1f} ms, {len(prof.grad_bytes)} gradient tensors in {len(rec['buckets'])} "
+          f"buckets, {sum(prof.grad_bytes) / 1e6:.1f} MB; wrote {args.out}")
+    return 0
+
+
+def _describe(rec):
+    where = rec.get("device", {}).get("name") if isinstance(rec.get("device"), dict) else None
+    kind = "derived from published figures" if rec.get("source") == "derived" else "measured"
+    return (f"{rec.get('model', 'a model')}, batch {rec.get('batch_size', '?')} {rec.get('dtype', '')} on "
+            f"{where or 'an unnamed device'} ({kind})")
+
+
+def _cmd_whatif_predict(args):
+    from .whatif.profiles import load_profile
+    prof, rec = load_profile(args.profile)
+    return _whatif_table(prof, _describe(rec), args)
+
+
+def _cmd_whatif_advise(args):
+    from .whatif.advise import advise, candidate_list
+    from .whatif.profiles import load_profile
+    prof, rec = load_profile(args.profile)
+    _set_costs(prof, args)
+    cands = candidate_list(args.candidates, grad_dtype=rec.get("dtype", "float32"), ratios=args.cser_ratios,
+                           period=args.period)
+    print(f"{_describe(rec)}; target scaling factor {args.target_sf}")
+    out = []
+    for w in args.workers:
+        for b in args.bandwidth_gbps:
+            a = advise(prof, w, b * 1e9 / 8, args.target_sf, cands, **_cluster(args))
+            out.append({**a, "bandwidth_gbps": b})
+            c = a["choice"]
+            verdict = "reaches" if a["reached"] else "does NOT reach (best possible)"
+            print(f"{w} GPUs ({w // args.gpus_per_host} hosts), {b:g} Gbit/s: {c['name']} {verdict} SF "
+                  f"{c['scaling_factor']:.3f} (ratio {c['ratio']:.2f}); flags: {c['flags'] or '(none)'}")
+    if args.json:
+        from .utils import write_json
+        write_json(args.json, {"profile": rec, "target_sf": args.target_sf, "advice": out})
+    return 0
+
+
+def _set_costs(prof, args):
     prof.comm_cpu_s_per_byte = args.comm_cpu_ns_per_byte * 1e-9
     prof.allreduce_local_s_per_byte = args.allreduce_local_ns_per_byte * 1e-9
+
+
+def _cluster(args):
+    return {"latency": args.latency_us * 1e-6, "fusion_bytes": int(args.fusion_mb * 1e6),
+            "gpus_per_host": args.gpus_per_host, "intra_bandwidth": args.intra_host_gbps * 1e9 / 8,
+            "topology": args.topology}
+
+
+def _whatif_table(prof, source, args):
+    from .whatif import min_ratio, predict
+    _set_costs(prof, args)
     grad_mb = sum(prof.grad_bytes) / 1e6
     print(f"{source}: forward {prof.forward_s * 1e3:.1f} ms, backward {prof.backward_s * 1e3:.1f} ms, "
           f"optimizer {prof.optimizer_s * 1e3:.1f} ms, {len(prof.grad_bytes)} gradient tensors, {grad_mb:.1f} MB")
-    lat, fusion = args.latency_us * 1e-6, int(args.fusion_mb * 1e6)
+    cl = _cluster(args)
+    lat, fusion = cl.pop("latency"), cl.pop("fusion_bytes")
+    hosts = args.gpus_per_host > 1
     rows = []
     print(f"{'workers':>7} {'Gbit/s':>7} {'ratio':>6} {'step ms':>9} {'scaling':>8} {'net util':>9} "
-          f"{'min ratio for SF ' + str(args.target_sf):>22}")
+          f"{'min ratio for SF ' + str(args.target_sf):>22}" + ("  allreduce" if hosts else ""))
     for w in args.workers:
         for b in args.bandwidth_gbps:
             bw = b * 1e9 / 8
-            need = min_ratio(prof, w, bw, args.target_sf, lat, fusion)
+            need = min_ratio(prof, w, bw, args.target_sf, lat, fusion, **cl)
             for c in args.ratios:
-                r = predict(prof, w, bw, lat, c, fusion)
+                r = predict(prof, w, bw, lat, c, fusion, **cl)
                 rows.append({**r, "bandwidth_gbps": b, "min_ratio": need})
                 print(f"{w:>7} {b:>7g} {c:>6g} {r['step_s'] * 1e3:>9.1f} {r['scaling_factor']:>8.3f} "
-                      f"{r['network_utilisation']:>9.3f} {('%.1f' % need) if need else 'not reachable':>22}")
+                      f"{r['network_utilisation']:>9.3f} {('%.1f' % need) if need else 'not reachable':>22}"
+                      + (f"  {r['topology']}" if hosts else ""))
     if args.json:
         from .utils import write_json
         write_json(args.json, {"profile": {"forward_s": prof.forward_s, "backward_s": prof.backward_s,
                                            "optimizer_s": prof.optimizer_s, "grad_bytes": prof.grad_bytes,
                                            "comm_cpu_s_per_byte": prof.comm_cpu_s_per_byte,
                                            "allreduce_local_s_per_byte": prof.allreduce_local_s_per_byte},
-                               "latency_s": lat, "fusion_bytes": fusion, "rows": rows})
+                               "source": source, "latency_s": lat, "fusion_bytes": fusion,
+                               "gpus_per_host": args.gpus_per_host, "intra_host_gbps": args.intra_host_gbps,
+                               "topology": args.topology, "rows": rows})
     if args.plot:
         import matplotlib
         matplotlib.use("Agg")
@@ -247,7 +322,7 @@ def _cmd_whatif(args):
         grid = [10 ** (i / 10) for i in range(-10, 31)]  # 0.1 .. 1000 Gbit/s
         fig, ax = plt.subplots(figsize=(6, 4))
         for c in args.ratios:
-            ax.plot(grid, [predict(prof, w, g * 1e9 / 8, lat, c, fusion)["scaling_factor"] for g in grid],
+            ax.plot(grid, [predict(prof, w, g * 1e9 / 8, lat, c, fusion, **cl)["scaling_factor"] for g in grid],
                     label=f"ratio {c:g}")
         ax.set_xscale("log")
         ax.set_xlabel("bandwidth (Gbit/s)")
@@ -297,6 +372,38 @@ def plot_file(text):
         raise argparse.ArgumentTypeError(f"{text} must end in .png, .pdf, .svg or .jpg (the image format); "
                                          "use e.g. scaling.png")
     return path
+
+
+def _whatif_cluster_args(p):
+    """The cluster a prediction is for: workers, links, hosts, collective costs."""
+    p.add_argument("--workers", type=positive_int, nargs="+", default=[2, 4, 8, 16], help="GPUs (workers) in all")
+    p.add_argument("--bandwidth-gbps", type=positive_float, nargs="+", default=[1, 10, 25, 100],
+                   help="network bandwidth of each host, Gbit/s")
+    p.add_argument("--gpus-per-host", type=positive_int, default=1,
+                   help="GPUs per host (workers must be a multiple); > 1 models the intra-host link and the "
+                        "allreduce --topology")
+    p.add_argument("--intra-host-gbps", type=positive_float, default=1200.0,
+                   help="intra-host link per GPU, Gbit/s (default 1200: V100 NVLink, 150 GB/s each way; PCIe 3.0 "
+                        "x16: about 100)")
+    p.add_argument("--topology", type=choice_of(("best", "flat", "hierarchical"), "topology"), default="best",
+                   help="allreduce across hosts: flat ring, hierarchical (reduce in the host, ring across hosts, "
+                        "broadcast in the host), or best: the faster (default)")
+    p.add_argument("--latency-us", type=positive_float, default=5.0, help="per-message latency")
+    p.add_argument("--fusion-mb", type=positive_float, default=64.0, help="tensor fusion buffer")
+    p.add_argument("--comm-cpu-ns-per-byte", type=nonneg_float, default=0.0,
+                   help="CPU time communication takes from compute per byte a worker sends (0: the workers "
+                        "have spare cores for it; bench/whatif_validation.py measures it on the testbed)")
+    p.add_argument("--allreduce-local-ns-per-byte", type=nonneg_float, default=0.0,
+                   help="time an allreduce takes per byte of a bucket beyond its wire time (copies, reductions; "
+                        "measured with the link unthrottled, see docs/whatif.md; 0: none)")
+
+
+def _whatif_table_args(p):
+    """What the prediction table shows and writes."""
+    p.add_argument("--ratios", type=ratio, nargs="+", default=[1, 2, 4, 8])
+    p.add_argument("--target-sf", type=float_range(0, 1, low_open=True, what="a scaling factor"), default=0.9)
+    p.add_argument("--plot", type=plot_file, help="PNG: scaling factor vs bandwidth per ratio")
+    p.add_argument("--json", type=output_file, help="write the predictions as JSON")
 
 
 def build_parser():
@@ -365,7 +472,11 @@ def build_parser():
     ps.add_argument("--out", type=output_dir, default="data", help="folder to fill (default: data, which git ignores)")
     ps.set_defaults(func=_cmd_samples)
 
-    pw = sub.add_parser("whatif", help="predict scaling factor and needed compression for a model on a network")
+    pw = sub.add_parser("whatif", help="predict scaling factor and needed compression for a model on a network",
+                        description="Predict how a model scales on a cluster. Profile a zoo model on this CPU "
+                        "(--model) or give its compute times; or use the subcommands: 'profile' saves a profile "
+                        "(here, or on a GPU machine), 'predict' predicts from a saved or bundled profile, "
+                        "'advise' picks the compression that reaches a target scaling factor.")
     pw.add_argument("--model", help="zoo model to profile on this CPU (or give the compute times)")
     pw.add_argument("--batch-size", type=positive_int, default=32)
     pw.add_argument("--image-size", type=positive_int, default=224)
@@ -374,21 +485,41 @@ def build_parser():
     pw.add_argument("--optimizer-ms", type=nonneg_float, default=0.0)
     pw.add_argument("--param-mb", type=positive_float, help="gradient megabytes per step")
     pw.add_argument("--tensors", type=positive_int, default=100, help="number of gradient tensors (with --param-mb)")
-    pw.add_argument("--workers", type=positive_int, nargs="+", default=[2, 4, 8, 16])
-    pw.add_argument("--bandwidth-gbps", type=positive_float, nargs="+", default=[1, 10, 25, 100])
-    pw.add_argument("--latency-us", type=positive_float, default=5.0, help="per-message latency")
-    pw.add_argument("--fusion-mb", type=positive_float, default=64.0, help="tensor fusion buffer")
-    pw.add_argument("--comm-cpu-ns-per-byte", type=nonneg_float, default=0.0,
-                    help="CPU time communication takes from compute per byte a worker sends (0: the workers "
-                         "have spare cores for it; bench/whatif_validation.py measures it on the testbed)")
-    pw.add_argument("--allreduce-local-ns-per-byte", type=nonneg_float, default=0.0,
-                    help="time an allreduce takes per byte of a bucket beyond its wire time (copies, reductions; "
-                         "measured with the link unthrottled, see docs/whatif.md; 0: none)")
-    pw.add_argument("--ratios", type=ratio, nargs="+", default=[1, 2, 4, 8])
-    pw.add_argument("--target-sf", type=float_range(0, 1, low_open=True, what="a scaling factor"), default=0.9)
-    pw.add_argument("--plot", type=plot_file, help="PNG: scaling factor vs bandwidth per ratio")
-    pw.add_argument("--json", type=output_file, help="write the predictions as JSON")
+    _whatif_cluster_args(pw)
+    _whatif_table_args(pw)
     pw.set_defaults(func=_cmd_whatif)
+    wsub = pw.add_subparsers(dest="whatif_command", metavar="WHATIF_COMMAND")
+    wsub.required = False
+    wp = wsub.add_parser("profile", help="measure one training step of a zoo model and save it as a profile file")
+    wp.add_argument("--model", required=True, help="zoo model name, e.g. resnet50_v1b")
+    wp.add_argument("--ctx", default="cpu", help="device to profile on: cpu or gpu(N) (default: cpu)")
+    wp.add_argument("--dtype", type=choice_of(("float32", "float16"), "dtype"), default="float32",
+                    help="float32, or float16 (float32 master weights; needs a GPU)")
+    wp.add_argument("--batch-size", type=positive_int, default=32, help="images per step on this device")
+    wp.add_argument("--image-size", type=positive_int, default=224)
+    wp.add_argument("--repeats", type=positive_int, default=3, help="measured steps (the median is kept)")
+    wp.add_argument("--bucket-mb", type=nonneg_float, default=25.0,
+                    help="bucket size of the recorded trainer layout (the trainer's default: 25)")
+    wp.add_argument("--out", required=True, type=output_file, help="the profile file to write (JSON)")
+    wp.set_defaults(func=_cmd_whatif_profile)
+    wpr = wsub.add_parser("predict", help="predict from a saved (or bundled) profile")
+    wpr.add_argument("--profile", required=True,
+                     help="a file from `whatif profile`, or a bundled profile's name (e.g. v100_resnet50_v1b_fp32)")
+    _whatif_cluster_args(wpr)
+    _whatif_table_args(wpr)
+    wpr.set_defaults(func=_cmd_whatif_predict)
+    wa = wsub.add_parser("advise", help="the least compression (none, fp16, CSER at a ratio) that reaches a target "
+                         "scaling factor, with the training flags")
+    wa.add_argument("--profile", required=True, help="a file from `whatif profile`, or a bundled profile's name")
+    _whatif_cluster_args(wa)
+    wa.add_argument("--candidates", nargs="+", type=choice_of(("sync", "fp16", "cser"), "candidate"),
+                    default=["sync", "fp16", "cser"], help="algorithms to choose from (default: all)")
+    wa.add_argument("--cser-ratios", nargs="+", type=ratio, default=[4, 8, 16, 32, 64, 128, 256],
+                    help="GRBS ratios R1 of CSER's update to consider")
+    wa.add_argument("--period", type=positive_int, default=8, help="CSER's error-reset period H")
+    wa.add_argument("--target-sf", type=float_range(0, 1, low_open=True, what="a scaling factor"), default=0.9)
+    wa.add_argument("--json", type=output_file, help="write the advice as JSON")
+    wa.set_defaults(func=_cmd_whatif_advise)
     return p
 
 
