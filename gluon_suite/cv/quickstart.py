@@ -15,6 +15,7 @@ from mxnet import autograd, gluon
 from ..distributed import DistributedTrainer
 from ..distributed.loop import Interruption, epochs as interruptible
 from ..utils import JsonLinesLogger, progress, seed_everything
+from ..utils.config import settle_compression
 from .data import load_digits
 from .models import digits_cnn
 
@@ -43,6 +44,10 @@ def train_digits(comm, epochs=6, batch_size=32, lr=0.1, momentum=0.9, wd=1e-4, s
     (``split_and_load``). ``dtype='float16'`` trains a float16 network with float32 master weights.
     """
     ctx = list(ctx or [mx.cpu()])
+    settled, notes = settle_compression({"algorithm": algorithm, **dist_kwargs}, (), comm.size, elastic=elastic)
+    dist_kwargs = {k: settled[k] for k in dist_kwargs}
+    for note in notes if comm.rank == 0 else ():
+        print(f"note: {note}", flush=True)
     if batch_size < 1 or epochs < 1:
         raise ValueError(f"batch_size and epochs must be >= 1 (got {batch_size}, {epochs})")
     if elastic:

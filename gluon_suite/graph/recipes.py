@@ -19,6 +19,7 @@ from ..distributed import DistributedTrainer
 from ..distributed.loop import RunFolder, resume_folder
 from ..model_zoo import get_model
 from ..utils import UserError, write_json
+from ..utils.config import settle_compression
 from ..utils.fileio import atomic_path
 from .batch import batch
 from .sampling import sample_blocks
@@ -191,10 +192,19 @@ def node_dataset(cfg):
     raise UserError(f"unknown dataset {cfg['dataset']!r}; choose karate, sbm or linqs")
 
 
+def _settled(cfg, comm, log):
+    """``cfg`` with its compression settled (``settle_compression``: none on one worker), the
+    notes logged once."""
+    cfg, notes = settle_compression(cfg, (), comm.size, elastic=bool(cfg["elastic"]))
+    for note in notes if comm.rank == 0 else ():
+        log(f"note: {note}")
+    return cfg
+
+
 def train_node_classification(config, comm, log=print):
     """Train a zoo node classifier; returns ``{'test_acc', 'history'}`` (``test_acc`` None when
     stopped before the first evaluation)."""
-    cfg = _merge(NODE_DEFAULTS, config)
+    cfg = _settled(_merge(NODE_DEFAULTS, config), comm, log)
     if cfg["sampled"] and len(cfg["fanouts"]) != NODE_LAYERS:
         raise UserError(f"--fanouts gives {len(cfg['fanouts'])} value(s) but the {cfg['model']} model has "
                         f"{NODE_LAYERS} layers, one fanout each; give {NODE_LAYERS} values, e.g. --fanouts 10 10")
@@ -303,7 +313,7 @@ def graph_dataset(cfg):
 def train_graph_classification(config, comm, log=print):
     """Train a GIN graph classifier (75/25 split); returns ``{'test_acc', 'history'}``
     (``test_acc`` None when stopped before the first evaluation)."""
-    cfg = _merge(GRAPH_DEFAULTS, config)
+    cfg = _settled(_merge(GRAPH_DEFAULTS, config), comm, log)
     mx.random.seed(cfg["seed"])
     graphs, labels, classes = graph_dataset(cfg)
     perm = np.random.RandomState(cfg["seed"]).permutation(len(graphs))

@@ -20,6 +20,7 @@ from ..optim import WarmupConstantDecay, exclude_from_weight_decay
 from ..model_zoo import get_model
 from ..utils import JsonLinesLogger, UserError, progress, write_json
 from ..utils.devices import float16_network
+from ..utils.config import settle_compression
 from ..utils.fileio import atomic_write
 from .pretraining_data import create_instances
 from .corpora import load_corpus
@@ -105,8 +106,10 @@ def prepare_text(cfg, out, rank, log):
     return [[tok(s) for s in d] for d in docs], vocab
 
 
-def pretrain_bert(config, comm, log=print, ctx=None):
+def pretrain_bert(config, comm, log=print, ctx=None, flags=()):
     """Run the phases of ``config`` (``DEFAULTS`` overridden). Returns the per-step history.
+    ``flags``: the keys the command line set; the algorithm/compressor pair is settled as in
+    ``settle_compression`` (on one worker, no compression).
     ``ctx``: the worker's contexts (default: the current one); each batch is split over them
     (``split_and_load``, one parameter copy per context, gradients summed by the trainer)."""
     cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None}}
@@ -126,6 +129,9 @@ def pretrain_bert(config, comm, log=print, ctx=None):
         raise UserError(f"a phase's batch_size {small} is smaller than the {len(ctx)} devices it is "
                         "split over; raise the batch size or give fewer --gpus")
     out, rank, size = cfg["out"], comm.rank, comm.size
+    cfg, notes = settle_compression(cfg, flags, size, elastic=bool(cfg["elastic"]))
+    for note in notes if rank == 0 else ():
+        log(f"note: {note}")
     if cfg["resume"] not in ("none", "auto"):
         raise UserError(f"--resume takes none or auto (continue OUT), got {cfg['resume']!r}")
     run = RunFolder(out, cfg["resume"], comm, prefix="ckpt", elastic=bool(cfg["elastic"]),

@@ -136,7 +136,7 @@ def settle_compression(cfg, flags, workers, elastic=False, source="the config"):
     - one worker (not elastic): there is nothing to send, so no compression is applied (a lossy
       compressor would only throw gradient away) and a note says so.
     """
-    cfg, notes = dict(cfg), []
+    cfg, notes, keys = dict(cfg), [], set(cfg)   # a recipe without a second compressor gets none
     named = set(flags)
     lossy = _compression(cfg)
     if "algorithm" in named and lossy and not named & set(_COMPRESSION_KEYS):
@@ -153,4 +153,4 @@ def settle_compression(cfg, flags, workers, elastic=False, source="the config"):
         notes.append(f"one worker: nothing is communicated, so no compression is applied (compressor {lossy} "
                      "ignored)")
         cfg.update(compressor="none", ratio=None, compressor2=None, ratio2=None)
-    return cfg, notes
+    return {k: v for k, v in cfg.items() if k in keys or k not in _COMPRESSION_KEYS}, notes
