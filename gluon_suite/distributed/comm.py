@@ -264,9 +264,18 @@ _HOROVOD_ENV = ("HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 
 
 def traffic_line(sent, dense):
-    """One line comparing the bytes a run put on the wire with a dense allreduce's."""
+    """One line comparing the bytes a run put on the wire with a dense allreduce's: "Nx less" only
+    when fewer were sent, "Nx more" when more (index payloads, model averaging), "the same" within
+    5% either way."""
+    ratio = dense / max(sent, 1.0)
+    if 1 / 1.05 <= ratio <= 1.05:
+        how = "about the same"
+    elif ratio > 1:
+        how = f"{ratio:.1f}x less"
+    else:
+        how = f"{sent / max(dense, 1.0):.1f}x more"
     return (f"training traffic per worker: {sent / 1e6:.2f} MB on the wire vs {dense / 1e6:.2f} MB "
-            f"for dense allreduce ({dense / max(sent, 1.0):.1f}x less)")
+            f"for dense allreduce ({how})")
 
 
 def launched_by_horovodrun():
