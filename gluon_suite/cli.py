@@ -1,6 +1,7 @@
 """The ``gluon-suite`` command: ``info`` about the installed stack, ``zoo`` to list, download,
-verify, publish, remove and purge model checkpoints, and ``whatif`` to predict how a model scales on a
-network."""
+verify, publish, remove and purge model checkpoints, ``launch`` to start a (possibly elastic) Horovod
+job, ``samples`` to write small data sets in every documented format, and ``whatif`` to predict how
+a model scales on a network."""
 import argparse
 import json
 import os
