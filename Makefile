@@ -62,11 +62,13 @@ KERNELS_DIR ?= build/graph_kernels
 KERNELS_SO := $(KERNELS_DIR)/libgs_graph_kernels.so
 KERNELS_SRC := $(wildcard gluon_suite/graph/csrc/*.cc gluon_suite/graph/csrc/*.h)
 MXNET_PKG = $(firstword $(wildcard $(VENV)/lib/python3*/site-packages/mxnet))
-KERNELS_FLAGS := -std=c++17 -O3 -fno-math-errno -fPIC -shared -fopenmp -DNDEBUG -Wall -Wno-unused-function
+# -Bsymbolic: the library calls its own copy of MXNet's extension API, never the one inside
+# libmxnet.so, which Horovod makes global (a different C++ ABI: crashes in free())
+KERNELS_FLAGS := -std=c++17 -O3 -fno-math-errno -fPIC -shared -fopenmp -Wl,-Bsymbolic -DNDEBUG -Wall -Wno-unused-function
 
 kernels: $(KERNELS_SO)
 
-$(KERNELS_SO): $(KERNELS_SRC)
+$(KERNELS_SO): $(KERNELS_SRC) Makefile
 	@mkdir -p $(@D)
 	@echo "compiling the graph kernels ($(notdir $@))"
 	@if [ -z "$(MXNET_PKG)" ]; then \
