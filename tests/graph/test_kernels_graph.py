@@ -177,3 +177,19 @@ def test_built_library_loads_without_a_word():
     r = python_snippet("")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[0.0, 5.0, 2.0]" and not fallback_lines(r.stderr)
+
+
+def test_kernels_run_after_horovod_made_libmxnet_global():
+    """Horovod loads libmxnet.so with global symbols; the kernels must still call their own copy
+    of MXNet's extension API (they aborted in free() when they did not)."""
+    code = ("import horovod.mxnet\n"
+            "import mxnet as mx\n"
+            "from gluon_suite.graph import Graph, native, function as fn\n"
+            "assert native.LOADED, native.REASON\n"
+            "g = Graph(([0, 1, 2], [1, 2, 1]), num_nodes=3)\n"
+            "g.ndata['x'] = mx.nd.array([[1.], [2.], [4.]])\n"
+            "g.update_all(fn.copy_u('x', 'm'), fn.max('m', 'y'))\n"
+            "print(g.ndata['y'].asnumpy().ravel().tolist())\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().splitlines()[-1] == "[0.0, 4.0, 2.0]"
