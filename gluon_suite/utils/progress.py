@@ -2,7 +2,8 @@
 
 On a terminal the bar is tqdm's. Where output is not a terminal (a log file, CI, or the prefixed
 lines of ``horovodrun``, where a bar's carriage returns turn into one garbled line per update)
-it degrades to one plain line each ``GLUON_SUITE_PROGRESS_EVERY`` percent (default 25).
+it degrades to one plain line each ``GLUON_SUITE_PROGRESS_EVERY`` percent (default 100: one line
+at the end of each epoch, so a log holds one progress line per epoch).
 """
 import os
 import sys
@@ -13,9 +14,9 @@ from tqdm.auto import tqdm
 
 def _plain_every():
     try:
-        every = float(os.environ.get("GLUON_SUITE_PROGRESS_EVERY", "25"))
+        every = float(os.environ.get("GLUON_SUITE_PROGRESS_EVERY", "100"))
     except ValueError:
-        every = 25.0
+        every = 100.0
     return min(max(every, 1.0), 100.0)
 
 

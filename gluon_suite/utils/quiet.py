@@ -18,6 +18,9 @@ HARMLESS = (
     re.compile(rb"MKLDNN Pooling: training with prop_kind is forward_scoring"),
     # MXNet's notice that the oneDNN cache was sized by the user (we never set it)
     re.compile(rb"MXNET_MKLDNN_CACHE_NUM is set"),
+    # float16 LayerNorm/softmax/LpNorm advice, printed once per operator: the float16 recipes keep
+    # float32 master weights and loss scaling, and the notice names no action for this run
+    re.compile(rb"MXNET_SAFE_ACCUMULATION=1 is recommended"),
 )
 _state = {"installed": False}
 
