@@ -11,6 +11,7 @@ stay inside the target folder.
 import hashlib
 import json
 import os
+import sys
 import tarfile
 import time
 import urllib.parse
@@ -84,8 +85,10 @@ class _NoBar:
 
 
 def _progress(total, desc):
-    """A byte progress bar on stderr; none when GLUON_SUITE_QUIET=1."""
-    if env_flag("GLUON_SUITE_QUIET"):
+    """A byte progress bar on stderr; none when GLUON_SUITE_QUIET=1 or off a terminal (a log, a
+    pipe, horovodrun's prefixed lines), where a bar's carriage returns leave fragments."""
+    from ..utils.progress import _is_terminal
+    if env_flag("GLUON_SUITE_QUIET") or not _is_terminal(sys.stderr):
         return _NoBar()
     from tqdm.auto import tqdm
     return tqdm(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1024, leave=False,
