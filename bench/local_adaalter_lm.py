@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Local AdaAlter against synchronous AdaGrad and AdaAlter on a word-level LSTM language model
-trained on real English text (gensim's head500 corpus, 500 stemmed Wikipedia articles, read from
-the installed package), 2 Horovod workers on loopback, several seeds, on the authors' reference
+trained on real English text (gensim's Lee background corpus by default, 300 news articles; or
+its head500 corpus, 500 stemmed Wikipedia articles: both read from the installed package), 2
+Horovod workers on loopback, several seeds, on the authors' reference
 recipe (docs/methods.md, "AdaAlter and Local AdaAlter"). Validation perplexity of the
 worker-averaged model against wall time and against the number of synchronisations (model or
 gradient allreduces), for H = 1, 4, 8 with both paddings of the frozen accumulator. JSON and plots
@@ -9,7 +10,7 @@ gradient allreduces), for H = 1, 4, 8 with both paddings of the frozen accumulat
 bench/results/local_adaalter_lm.json / .png.
 
     .venv/bin/python bench/local_adaalter_lm.py [--seeds 5] [--steps 600] [--workers 2]
-        [--cache bench/results/local_adaalter_lm_runs.jsonl]
+        [--corpus lee_background|head500] [--cache bench/results/local_adaalter_lm_runs.jsonl]
 
 The recipe, fixed before any run and the same for every configuration (nothing is chosen on a
 seed):
@@ -22,7 +23,8 @@ seed):
   (lr * n / 20 at the n-th step), during which Local AdaAlter runs synchronously; the
   synchronisation count includes those steps;
 - seed k fixes the initial weights and a data offset of k/N of the training stream, the same for
-  every configuration, so seed k's runs are paired.
+  every configuration, so seed k's runs are paired (the stream wraps around: on the Lee corpus a
+  600-step run reads each worker's columns about 7 times, from 5 distinct starting points).
 Local AdaAlter's padding: "constant" divides each local step by sqrt(B_s + eps) (the released
 code, the suite's default), "per-step" by sqrt(B_s + k*eps) at the k-th local step. H = 1 has no
 second local step, so its two paddings are the same run (only "constant" is run).
@@ -54,14 +56,16 @@ CONFIGS = {
 VOCAB, EMBED, HIDDEN, BPTT, BATCH = 4000, 64, 128, 20, 16
 WARMUP, EVAL_EVERY, EVAL_TOKENS = 20, 100, 20000
 LR, EPS, CLIP = 0.5, 1.0, 10.0      # the reference recipe (module docstring), the same for every config
-CORPUS = "head500"
+CORPUS = "lee_background"            # --corpus; the worker processes get it through the environment
 BASELINE = "sync adaalter"
 
 
 def corpus_ids():
-    """Token ids of gensim's head500 corpus (500 Wikipedia articles, stemmed, one per line, about
-    330,000 tokens; <eos> after each article; the VOCAB - 1 most frequent words seen at least
-    twice, the rest <unk>): every 10th run of 1,000 tokens is held out for validation."""
+    """Token ids of gensim corpus ``CORPUS``: lee_background (300 news articles, about 60,000
+    tokens) or head500 (500 Wikipedia articles, stemmed, about 330,000 tokens). Lower-cased words
+    and punctuation marks as tokens, <eos> after each article; the VOCAB - 1 most frequent words
+    seen at least twice, the rest <unk>; every 10th run of 1,000 tokens is held out for
+    validation."""
     import re
     from gluon_suite.nlp.corpora import gensim_corpus_path
     with open(gensim_corpus_path(CORPUS), encoding="utf-8") as f:
@@ -244,7 +248,7 @@ def run_one(args, name, seed):
     """One 2-worker (``--workers``) run under horovodrun; its curve (SystemExit when it failed)."""
     hvdrun = os.path.join(os.path.dirname(sys.executable), "horovodrun")
     env = dict(os.environ, OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1",
-               PYTHONPATH=os.path.dirname(HERE))
+               PYTHONPATH=os.path.dirname(HERE), LOCAL_ADAALTER_CORPUS=CORPUS)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
         p = subprocess.run([hvdrun, "-np", str(args.workers), "-H", f"localhost:{args.workers}", "--gloo",
@@ -259,10 +263,12 @@ def run_one(args, name, seed):
 
 
 def main(argv=None):
+    global CORPUS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--corpus", choices=("lee_background", "head500"), default="lee_background")
     ap.add_argument("--only", help="comma-separated config names (default: all)")
     ap.add_argument("--cache", default="", help="JSON-lines file of finished runs: read, reused and appended to")
     ap.add_argument("--out", default=os.path.join(HERE, "results"), help="folder for the JSON and the plot")
@@ -271,6 +277,7 @@ def main(argv=None):
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    CORPUS = os.environ.get("LOCAL_ADAALTER_CORPUS", args.corpus) if args.worker else args.corpus
     if args.worker:
         return worker(CONFIGS[args.worker], args.steps, args.seed, args.seeds, args.out)
     from gluon_suite.utils import progress, write_json
@@ -321,8 +328,9 @@ def main(argv=None):
               "rule": "settings fixed before any run (the authors' recipe), the same for every config; "
                       "nothing chosen on a seed",
               "not_run": missing, "results": rows, "runs": runs, "curves": curves}
-    write_json(os.path.join(args.out, "local_adaalter_lm.json"), result)
-    plot(curves, os.path.join(args.out, "local_adaalter_lm.png"))
+    stem = "local_adaalter_lm" + ("" if CORPUS == "lee_background" else "_" + CORPUS)
+    write_json(os.path.join(args.out, stem + ".json"), result)
+    plot(curves, os.path.join(args.out, stem + ".png"))
     print(f"{'config':<28}{'final ppl':>18}{'syncs':>7}{'time':>16}  vs sync adaalter")
     for name, r in rows.items():
         v = r.get("vs_sync_adaalter")
@@ -330,7 +338,7 @@ def main(argv=None):
                f"{v['sync_ratio']:.1f}x fewer syncs, time x{v['time_ratio']:.2f}, {v['verdict']}") if v else ""
         print(f"{name:<28}{r['final_ppl']['mean']:>10.1f} ± {r['final_ppl']['std']:<5.1f}"
               f"{r['syncs']:>7}{r['time_s']['mean']:>9.1f} ± {r['time_s']['std']:<4.1f}  {cmp}")
-    print(f"results: {os.path.join(args.out, 'local_adaalter_lm.json')}")
+    print(f"results: {os.path.join(args.out, stem + '.json')}")
     return result
 
 
