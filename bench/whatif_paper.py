@@ -1,0 +1,250 @@
+"""The what-if paper's headline from profiles: ResNet-50, ResNet-101 and VGG-16 on hosts of 8 V100,
+8 to 64 GPUs, 1 to 100 Gbit/s, at full network utilisation.
+
+No V100 is measured here: each profile is derived (and marked so) from published figures.
+
+- Compute per image: NVIDIA's MXNet ResNet-50 v1.5 recipe (DeepLearningExamples,
+  MxNet/Classification/RN50v1.5, "Training performance: NVIDIA DGX-1 (8x V100 16GB)", 1 GPU,
+  mxnet-20.12-py3): 384 img/s in FP32 at batch 96, 1376 img/s in mixed precision at batch 192.
+  ResNet-101 and VGG-16 are scaled from ResNet-50 by their forward multiply-adds as published by He
+  et al., "Deep Residual Learning for Image Recognition" (CVPR 2016): ResNet-50 3.8, ResNet-101 7.6,
+  VGG-16 15.3 billion. Assumption: time per image is proportional to multiply-adds at ResNet-50's
+  efficiency (for VGG-16, whose large convolutions run nearer the GPU's peak, this overstates its
+  compute, so its scaling factor is optimistic).
+- Step: per-GPU batch 64 (assumption), forward : backward = 1 : 2 (assumption; backward computes
+  two products per forward one), optimizer time 0 (a fused update on the GPU, well under 1 ms).
+- Gradients: every trainable parameter of GluonCV's resnet50_v1b, resnet101_v1b and vgg16 (the
+  constructors only, no weights), 4 bytes each (2 in mixed precision), in backward order; each
+  tensor is ready when backward has gone through its layer, with backward time spread over the layers
+  by their multiply-adds (measured from the layers' output shapes at 224x224).
+- Cluster: 8 GPUs per host on NVLink (150 GB/s per GPU each way, V100 SXM2's 300 GB/s both ways), one
+  network link per host, 5 us per message, Horovod's 64 MB fusion buffer, the faster of the flat ring
+  and the hierarchical allreduce. "Full utilisation": the link runs at its rate (gamma = kappa = 0).
+
+Writes gluon_suite/whatif/profiles/v100_*.json (the bundled profiles), bench/results/whatif_paper.json
+and .png. Run: python bench/whatif_paper.py
+"""
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from gluon_suite.utils import write_json  # noqa: E402
+from gluon_suite.utils.progress import progress  # noqa: E402
+from gluon_suite.whatif import StepProfile, min_ratio, predict  # noqa: E402
+from gluon_suite.whatif.advise import advise, candidate_list  # noqa: E402
+from gluon_suite.whatif.profiles import BUNDLED_DIR, load_profile, profile_record, save_profile  # noqa: E402
+
+NVIDIA_RN50 = ("NVIDIA DeepLearningExamples, MxNet/Classification/RN50v1.5 README, 'Training performance: NVIDIA "
+               "DGX-1 (8x V100 16GB)', 1 GPU, mxnet-20.12-py3")
+HE_2016 = "He et al., Deep Residual Learning for Image Recognition, CVPR 2016 (FLOPs as multiply-adds)"
+RN50_IMG_S = {"float32": (384.0, 96), "float16": (1376.0, 192)}      # images/s at that batch, 1 V100
+GMACS = {"resnet50_v1b": 3.8, "resnet101_v1b": 7.6, "vgg16": 15.3}    # He et al. 2016
+BATCH = 64
+MODELS = ("resnet50_v1b", "resnet101_v1b", "vgg16")
+GPUS = (8, 16, 32, 64)
+GBPS = (1, 10, 25, 100)
+GPUS_PER_HOST = 8
+NVLINK = 150e9
+LATENCY = 5e-6
+FUSION = 64_000_000     # --fusion-mb 64, as the CLI takes it
+PAPER = {
+    "reference": "Zhang, Chang, Lin, Wang, Arora, Jin: Is Network the Bottleneck of Distributed Training? "
+                 "NetAI 2020 (arXiv:2006.10103)",
+    "abstract_quotes": [
+        "if the network can be fully utilized, distributed training can achieve a scaling factor of close to one",
+        "under full network utilization, there is no need for gradient compression in 100 Gbps network",
+        "a lower speed network like 10 Gbps requires only 2x-5x gradients compression ratio to achieve almost "
+        "linear scale-out"],
+}
+
+
+def layer_costs(name):
+    """``[(multiply-adds, [param byte counts per float])]`` per compute layer of GluonCV's ``name``
+    in forward order, from one forward pass at 224x224 (no weights are downloaded)."""
+    import gluoncv
+    import mxnet as mx
+    from mxnet.gluon import nn
+
+    net = gluoncv.model_zoo.get_model(name, pretrained=False)
+    net.initialize(mx.init.Xavier())
+    order = []
+
+    def hook(block, inputs, output):
+        w = block.weight.shape
+        if isinstance(block, nn.Conv2D):
+            macs = output.size * w[1] * w[2] * w[3]          # per output element: (cin/groups) k k
+        else:
+            macs = output.size * w[1]
+        order.append((block, float(macs)))
+
+    for blk in _leaves(net):
+        if isinstance(blk, (nn.Conv2D, nn.Dense)):
+            blk.register_forward_hook(hook)
+    net(mx.nd.zeros((1, 3, 224, 224)))
+    seen, layers = set(), []
+    owner = {}
+    for blk in _leaves(net):
+        for p in blk.collect_params().values():
+            owner.setdefault(p.name, blk)
+    # parameters without their own compute layer (BatchNorm) join the compute layer before them
+    params_in_order = []
+    for blk in _leaves(net):
+        for p in blk.params.values() if hasattr(blk.params, "values") else []:
+            if p.grad_req != "null" and p.name not in seen:
+                seen.add(p.name)
+                params_in_order.append((blk, p))
+    pos = {id(b): k for k, (b, _) in enumerate(order)}
+    cur = -1
+    groups = [[] for _ in order]
+    for blk, p in params_in_order:
+        if id(blk) in pos:
+            cur = pos[id(blk)]
+        groups[max(cur, 0)].append(int(p.data().size))
+    for (blk, macs), sizes in zip(order, groups):
+        layers.append((macs, sizes))
+    return layers
+
+
+def _leaves(block):
+    """Blocks that own parameters (a Dense with an activation has a child, but is one layer) or
+    have no children, in definition order (which is forward order in these models)."""
+    kids = list(block._children.values())
+    if not kids or len(block.params.keys()):
+        yield block
+        return
+    for k in kids:
+        yield from _leaves(k)
+
+
+def derived_profile(name, dtype, layers):
+    """The derived V100 profile of ``name`` in ``dtype`` (see the module docstring)."""
+    img_s, at_batch = RN50_IMG_S[dtype]
+    step = BATCH / img_s * GMACS[name] / GMACS["resnet50_v1b"]
+    fwd, bwd = step / 3.0, 2.0 * step / 3.0
+    total = sum(m for m, _ in layers)
+    itemsize = 4 if dtype == "float32" else 2
+    sizes, ready, done = [], [], 0.0
+    for macs, params in reversed(layers):                 # backward: last layer first
+        done += macs
+        for n in params:
+            sizes.append(float(n * itemsize))
+            ready.append(bwd * done / total)
+    prof = StepProfile(fwd, bwd, sizes, 0.0, ready=ready)
+    ref = {"compute": f"{img_s:g} img/s for ResNet-50 on one V100 at batch {at_batch} ({NVIDIA_RN50}); scaled by "
+                      f"forward multiply-adds {GMACS[name]} / {GMACS['resnet50_v1b']} billion ({HE_2016})",
+           "assumptions": f"batch {BATCH} per GPU at the same time per image; forward:backward 1:2; optimizer 0; "
+                          "backward time spread over layers by multiply-adds (from GluonCV's layer shapes)",
+           "gradients": f"GluonCV {name} trainable parameters, {itemsize} bytes each"}
+    return prof, profile_record(prof, model=name, batch_size=BATCH, image_size=224, dtype=dtype,
+                                device={"context": "gpu(0)", "name": "Tesla V100-SXM2-16GB"}, source="derived",
+                                reference=ref)
+
+
+def cluster():
+    return {"latency": LATENCY, "fusion_bytes": FUSION, "gpus_per_host": GPUS_PER_HOST, "intra_bandwidth": NVLINK,
+            "topology": "best"}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.path.join(HERE, "results", "whatif_paper.json"))
+    ap.add_argument("--target-sf", type=float, default=0.9)
+    args = ap.parse_args(argv)
+    os.makedirs(BUNDLED_DIR, exist_ok=True)
+    profiles = {}
+    for name in progress(MODELS, desc="deriving profiles"):
+        layers = layer_costs(name)
+        for dtype in ("float32", "float16"):
+            prof, rec = derived_profile(name, dtype, layers)
+            key = f"v100_{name}_{'fp32' if dtype == 'float32' else 'fp16'}"
+            save_profile(os.path.join(BUNDLED_DIR, key + ".json"), rec)
+            profiles[key] = load_profile(key)   # read back through the loader the CLI uses
+    rows = []
+    for key, (prof, rec) in progress(list(profiles.items()), desc="predicting"):
+        for n in GPUS:
+            for g in GBPS:
+                bw = g * 1e9 / 8
+                r = predict(prof, n, bw, ratio=1.0, **cluster())
+                cl = dict(cluster())
+                lat, fus = cl.pop("latency"), cl.pop("fusion_bytes")
+                need = min_ratio(prof, n, bw, args.target_sf, lat, fus, **cl)
+                need95 = min_ratio(prof, n, bw, 0.95, lat, fus, **cl)
+                adv = advise(prof, n, bw, args.target_sf, candidate_list(grad_dtype=rec["dtype"]), **cluster())
+                rows.append({"profile": key, "model": rec["model"], "dtype": rec["dtype"], "gpus": n,
+                             "hosts": n // GPUS_PER_HOST, "gbps": g, "scaling_factor": r["scaling_factor"],
+                             "step_s": r["step_s"], "topology": r["topology"],
+                             "network_utilisation": r["network_utilisation"],
+                             "min_ratio_sf90": need, "min_ratio_sf95": need95,
+                             "advice_sf90": {"name": adv["choice"]["name"], "flags": adv["choice"]["flags"],
+                                             "reached": adv["reached"],
+                                             "scaling_factor": adv["choice"]["scaling_factor"]}})
+    sens = sensitivity(profiles["v100_resnet50_v1b_fp32"][0], args.target_sf)
+    summary = {key: {"forward_s": p.forward_s, "backward_s": p.backward_s, "grad_mb": sum(p.grad_bytes) / 1e6,
+                     "tensors": len(p.grad_bytes), "reference": rec["reference"]} for key, (p, rec) in profiles.items()}
+    write_json(args.out, {"paper": PAPER, "cluster": {"gpus_per_host": GPUS_PER_HOST, "intra_host_bytes_s": NVLINK,
+                                                      "latency_s": LATENCY, "fusion_bytes": FUSION,
+                                                      "gamma": 0.0, "kappa": 0.0},
+                          "target_sf": args.target_sf, "profiles": summary, "rows": rows,
+                          "sensitivity_resnet50_fp32_64gpus_10gbps": sens})
+    plot(rows, args.out[:-5] + ".png")
+    for r in rows:
+        if r["dtype"] == "float32" and r["gbps"] in (10, 100):
+            print(f"{r['model']:>14} {r['gpus']:>3} GPUs {r['gbps']:>4} Gbit/s: SF {r['scaling_factor']:.3f} "
+                  f"({r['topology']}), ratio for 0.9: {r['min_ratio_sf90']}, for 0.95: {r['min_ratio_sf95']}")
+    for r in sens:
+        print(f"ResNet-50 FP32, 64 GPUs, 10 Gbit/s, {r['case']}: SF {r['scaling_factor']:.3f}, ratio for "
+              f"{args.target_sf}: {r['min_ratio']:.2f}")
+    print(f"wrote {args.out} and {args.out[:-5]}.png")
+    return 0
+
+
+def sensitivity(prof, target_sf):
+    """How the ratio ResNet-50 needs at 64 GPUs and 10 Gbit/s moves with the assumptions: the fusion
+    buffer (64 MB, Horovod's default, vs the trainer's 25 MB and 8 MB) and the per-GPU batch
+    (compute x2 for batch 128)."""
+    from dataclasses import replace
+    out = []
+    cases = [("as derived (64 MB fusion, batch 64)", prof, FUSION),
+             ("25 MB fusion", prof, 25_000_000), ("8 MB fusion", prof, 8_000_000),
+             ("batch 128 (compute x2)", replace(prof, forward_s=2 * prof.forward_s, backward_s=2 * prof.backward_s,
+                                                ready=[2 * r for r in prof.ready]), FUSION)]
+    for case, p, fusion in cases:
+        cl = dict(cluster(), fusion_bytes=fusion)
+        sf = predict(p, 64, 10e9 / 8, **cl)["scaling_factor"]
+        lat, fus = cl.pop("latency"), cl.pop("fusion_bytes")
+        out.append({"case": case, "scaling_factor": sf, "min_ratio": min_ratio(p, 64, 10e9 / 8, target_sf, lat, fus,
+                                                                                 **cl)})
+    return out
+
+
+def plot(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(2, 3, figsize=(13, 7), sharex=True)
+    for j, model in enumerate(MODELS):
+        for n in GPUS:
+            pts = [r for r in rows if r["model"] == model and r["dtype"] == "float32" and r["gpus"] == n]
+            axes[0][j].plot([r["gbps"] for r in pts], [r["scaling_factor"] for r in pts], "o-", label=f"{n} GPUs")
+            axes[1][j].plot([r["gbps"] for r in pts], [r["min_ratio_sf90"] or float("nan") for r in pts], "o-",
+                            label=f"{n} GPUs")
+        axes[0][j].set_title(f"{model}, V100 FP32 batch {BATCH} (derived)")
+        axes[0][j].set_ylim(0, 1.05)
+        axes[0][j].axhline(0.9, color="grey", lw=0.5)
+        axes[1][j].set_yscale("log")
+        axes[1][j].set_xscale("log")
+        axes[1][j].set_xlabel("network bandwidth per host (Gbit/s)")
+    axes[0][0].set_ylabel("scaling factor, no compression")
+    axes[1][0].set_ylabel("compression ratio for SF 0.9")
+    axes[0][0].legend()
+    fig.suptitle("What-if at full utilisation, 8 V100 per host (NVLink), best of flat ring / hierarchical allreduce")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
