@@ -51,3 +51,24 @@ def test_a_peer_dying_during_sync_becomes_horovod_internal_error_and_other_error
                        env={"PYTHONPATH": REPO, "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.split() == ["translated", "True", "kept"]
+
+
+def test_elastic_start_up_sync_makes_two_workers_identical(tmp_path):
+    """Horovod's first GluonState.sync in a real elastic job, then three committed steps: both
+    workers end with the same parameters although they were initialised differently. This is the
+    job `.ci/stress` repeats to count native crashes at start-up (docs/elastic.md)."""
+    import json
+    import os
+    from ..conftest import HOROVODRUN, job_output
+    (tmp_path / "hosts.txt").write_text("localhost:1\n127.0.0.1:1\n")
+    disc = tmp_path / "discover.sh"
+    disc.write_text(f"#!/bin/sh\ncat {tmp_path / 'hosts.txt'}\n")
+    disc.chmod(0o755)
+    env = dict(os.environ, OUT=str(tmp_path), OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1", PYTHONPATH=REPO)
+    p = subprocess.run([HOROVODRUN, "-np", "2", "--min-np", "2", "--max-np", "2", "--host-discovery-script", str(disc),
+                        "--network-interface", "lo", "--gloo", sys.executable,
+                        os.path.join(REPO, "tests", "distributed", "_first_sync_job.py")],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, job_output(p)
+    res = [json.load(open(tmp_path / f"rank{r}.json")) for r in range(2)]
+    assert all(r["size"] == 2 and r["diff"] == 0.0 for r in res)
