@@ -22,7 +22,8 @@ import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 
-from ..distributed import DistributedTrainer
+from ..distributed import DistributedTrainer, make_compressor
+from ..distributed.algorithms import cser_warmup_epochs
 from ..distributed.loop import RunFolder, resume_folder
 from ..optim import WarmupCosine, WarmupMultiStep, exclude_from_weight_decay
 from ..model_zoo import get_model, resolve
@@ -35,7 +36,7 @@ DEFAULTS = {
     "model": "resnest14_digits", "dataset": "digits", "data_dir": None, "image_size": None,
     "epochs": 10, "batch_size": 32, "global_batch_size": None,
     "optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "wd": 1e-4,
-    "lr_mode": "cosine", "warmup_epochs": 1.0, "lr_milestones": [], "lr_decay": 0.1,
+    "lr_mode": "cosine", "warmup_epochs": "auto", "lr_milestones": [], "lr_decay": 0.1,
     "label_smoothing": 0.0, "mixup": 0.0, "mixup_off_epochs": 0, "wd_on_bn_bias": False,
     "last_gamma": False,
     "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
@@ -45,7 +46,7 @@ DEFAULTS = {
     "publish_tag": None, "publish_replace": False,
     "stop_after_epochs": None, "profile_comm": False, "link_mbit": None,
     "elastic": False, "commit_every": 20, "ramp_steps": 50, "ref_workers": None,
-    "gpus": None, "dtype": "float32",
+    "gpus": None, "dtype": "float32", "averaged_bn_batches": 8,
 }
 
 
@@ -54,9 +55,16 @@ def check_config(cfg, comm):
     unknown = sorted(set(cfg) - set(DEFAULTS))
     if unknown:
         raise UserError(f"unknown config key(s): {', '.join(unknown)}; valid keys: {', '.join(sorted(DEFAULTS))}")
-    for key in ("epochs", "batch_size"):
+    for key in ("epochs", "batch_size", "averaged_bn_batches"):
         if int(cfg[key]) < 1:
             raise UserError(f"{key} must be >= 1, got {cfg[key]}")
+    if str(cfg["warmup_epochs"]).lower() != "auto":
+        try:
+            ok = float(cfg["warmup_epochs"]) >= 0
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise UserError(f"warmup_epochs must be 'auto' or a number >= 0, got {cfg['warmup_epochs']!r}")
     if cfg["global_batch_size"]:
         g = int(cfg["global_batch_size"])
         if g % comm.size:
@@ -118,9 +126,21 @@ def _bn_inputs(train, per_worker, rank, size, seed, epoch, dtype):
     return batches
 
 
+def warmup_epochs(cfg):
+    """The config's warm-up in epochs: a number as given, or ``auto``: for CSER the authors'
+    warm-up growing with the first compression ratio (``cser_warmup_epochs``), else 1 epoch."""
+    value = cfg["warmup_epochs"]
+    if str(value).lower() != "auto":
+        return float(value)
+    if str(cfg["algorithm"]).lower() != "cser":
+        return 1.0
+    ratio = cfg["ratio"] if cfg["ratio"] is not None else make_compressor(cfg["compressor"]).ratio
+    return cser_warmup_epochs(ratio, float(cfg["lr"]), int(cfg["epochs"]))
+
+
 def _schedule(cfg, steps_per_epoch):
     total = steps_per_epoch * int(cfg["epochs"])
-    warm = int(round(float(cfg["warmup_epochs"]) * steps_per_epoch))
+    warm = int(round(warmup_epochs(cfg) * steps_per_epoch))
     if cfg["lr_mode"] == "cosine":
         return WarmupCosine(float(cfg["lr"]), total, min(warm, total))
     milestones = [int(e * steps_per_epoch) for e in cfg["lr_milestones"]]

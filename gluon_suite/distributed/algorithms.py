@@ -21,6 +21,8 @@ and its momentum stays local (never reduced).
   C1 = none is synchronous SGD, C1 = zero with C2 = none is local SGD, C1 = zero with C2 = grbs is
   CSER-PL.
 """
+import math
+
 import mxnet as mx
 
 from .buckets import DEFAULT_BUCKET_MB, layout_buckets
@@ -347,6 +349,22 @@ class CSER(Algorithm):
     def config(self):
         return {"name": self.name, "c1": self.c1.config(), "c2": self.c2.config(),
                 "period": self.period, "c1_operand": self.c1_operand, "reset_step": self.reset_step}
+
+
+def cser_warmup_epochs(ratio, lr, epochs=None):
+    """The CSER authors' linear learning-rate warm-up, in epochs: it grows with the first
+    compression ratio R1 and the learning rate, W = max(4, round(R1 * 5/128 * lr/0.05 * 2))
+    (10 epochs at R1 = 128 and lr 0.05, in their 200-epoch CIFAR runs). Our choice for short runs:
+    at most half of a run of ``epochs`` epochs. A C1 without a finite ratio (``zero``: CSER-PL)
+    or a dense one (``none``) gives 1 epoch."""
+    ratio = float(ratio)
+    if not math.isfinite(ratio) or ratio <= 1.0:
+        warm = 1.0
+    else:
+        warm = float(max(4, round(ratio * 5.0 / 128.0 * float(lr) / 0.05 * 2.0)))
+    if epochs is not None:
+        warm = min(warm, 0.5 * float(epochs))
+    return warm
 
 
 def _check_period(period):

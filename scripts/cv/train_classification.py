@@ -16,6 +16,11 @@ import sys
 from gluon_suite.utils import UserError, run_cli
 
 
+
+def _warmup_epochs(value):
+    """``auto`` or a number of epochs >= 0."""
+    return "auto" if str(value).lower() == "auto" else nonneg_float(value)
+
 def build_parser():
     from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
     from gluon_suite.distributed.launch import add_elastic_arguments
@@ -43,7 +48,8 @@ def build_parser():
     g.add_argument("--momentum", type=fraction)
     g.add_argument("--wd", type=nonneg_float)
     g.add_argument("--lr-mode", choices=["cosine", "step"])
-    g.add_argument("--warmup-epochs", type=nonneg_float)
+    g.add_argument("--warmup-epochs", type=_warmup_epochs,
+                   help="linear warm-up in epochs, or auto (default): CSER's grows with its ratio")
     g.add_argument("--lr-milestones", type=nonneg_float, nargs="*", help="epochs of the step decay")
     g.add_argument("--lr-decay", type=float_range(0, 1, low_open=True, what="a decay factor"))
     g.add_argument("--label-smoothing", type=float_range(0, 1, high_open=True, what="a fraction"), nargs="?",
@@ -65,6 +71,8 @@ def build_parser():
     g.add_argument("--compressor2", type=choice_of(COMPRESSORS, "compressor"))
     g.add_argument("--ratio2", type=ratio)
     g.add_argument("--min-size", type=nonneg_int, help="tensors smaller than this go uncompressed")
+    g.add_argument("--averaged-bn-batches", type=positive_int,
+                   help="batches per worker for the averaged model's BatchNorm statistics (default 8)")
     g.add_argument("--compress-warmup", type=nonneg_int, help="first steps uncompressed")
     g.add_argument("--profile-comm", action="store_true",
                    help="measure synchronisation time: logs sync_s and the measured scaling factor")

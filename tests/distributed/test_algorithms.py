@@ -439,3 +439,29 @@ def test_reset_for_resize_folds_or_drops_the_residual(name):
         want = b - e if name == "cser" else b
         np.testing.assert_allclose(p.data().asnumpy(), want, rtol=0, atol=1e-6, err_msg=n)
     assert all(np.abs(e.asnumpy()).max() == 0 for e in tr.algorithm.err)
+
+
+@pytest.mark.parametrize("ratio, lr, epochs, want", [
+    (128, 0.05, None, 10.0),     # the authors' CIFAR reference point
+    (32, 0.1, None, 5.0),        # 32 * 5/128 * 2 * 2 = 5
+    (16, 0.05, None, 4.0),       # round(1.25) = 1, floor of 4 epochs
+    (1024, 0.05, None, 80.0),
+    (1024, 0.05, 60, 30.0),      # at most half of the run
+    (32, 0.1, 15, 5.0),
+    (float("inf"), 0.1, 15, 1.0),  # C1 = zero (CSER-PL): no ratio to grow with
+])
+def test_cser_warmup_grows_with_the_first_ratio_as_the_authors_scripts(ratio, lr, epochs, want):
+    from gluon_suite.distributed.algorithms import cser_warmup_epochs
+    assert cser_warmup_epochs(ratio, lr, epochs) == want
+
+
+def test_cser_variant_options_are_checked():
+    from gluon_suite.distributed import make_algorithm
+    with pytest.raises(ValueError, match="c1_operand must be one of update, model"):
+        make_algorithm("cser", compressor="grbs", ratio=8, c1_operand="error")
+    with pytest.raises(ValueError, match="reset_step must be one of both, c2_only"):
+        make_algorithm("cser", compressor="grbs", ratio=8, reset_step="c1_only")
+    with pytest.raises(ValueError, match="options of algorithm 'cser', not 'sync'"):
+        make_algorithm("sync", c1_operand="model")
+    cfg = make_algorithm("cser", compressor="grbs", ratio=8, c1_operand="model", reset_step="c2_only").config()
+    assert (cfg["c1_operand"], cfg["reset_step"], cfg["c1"]["structure"]) == ("model", "c2_only", "tensor")
