@@ -17,7 +17,9 @@ Each (framework, model) runs in a fresh process. Peak memory is reported above t
 import baseline: its maximum RSS minus its RSS once the framework is imported, before the graph is
 built. ``--repeats`` runs every framework that many times, rotating which goes first, so that
 load from other jobs on the machine hits all alike; the table gives medians and the range of the
-per-repeat time ratios. Writes bench/results/graph.json and prints a table.
+per-repeat time ratios. ``--large`` adds one GCN and one GAT epoch of ours and DGL's on 1M nodes
+and 10M edges: memory must grow with the edges, not with edges x features. Writes
+bench/results/graph.json and prints a table.
 """
 import argparse
 import json
@@ -137,8 +139,8 @@ def kernels_ours(g, X, epochs):
             g.ndata["h"] = h
             g.apply_edges(fn.u_dot_v("h", "h", "s"))
             return g.edata["s"]
-    cases = {"copy_u_sum": update("copy_u"), "u_mul_e_sum": update("u_mul_e"),
-             "edge_softmax": lambda: edge_softmax(g, w), "u_dot_v": dot}
+    cases = {"copy_u_sum_s": update("copy_u"), "u_mul_e_sum_s": update("u_mul_e"),
+             "edge_softmax_s": lambda: edge_softmax(g, w), "u_dot_v_s": dot}
     return {k: timed(fb(f), epochs, mx.nd.waitall) for k, f in cases.items()}
 
 
@@ -226,12 +228,14 @@ def kernels_dgl(dgl, g, X, epochs):
             g.ndata["h"] = h
             g.apply_edges(dfn.u_dot_v("h", "h", "s"))
             return g.edata["s"]
-    cases = {"copy_u_sum": update("copy_u"), "u_mul_e_sum": update("u_mul_e"),
-             "edge_softmax": lambda: edge_softmax(g, w), "u_dot_v": dot}
+    cases = {"copy_u_sum_s": update("copy_u"), "u_mul_e_sum_s": update("u_mul_e"),
+             "edge_softmax_s": lambda: edge_softmax(g, w), "u_dot_v_s": dot}
     return {k: timed(fb(f), epochs) for k, f in cases.items()}
 
 
 def worker(args):
+    global N, E
+    N, E = args.nodes, args.edges
     base = rss_mb()
     if args.worker.startswith("ours"):
         base, res = run_ours(args.model, args.epochs, args.threads, base)
@@ -265,6 +269,9 @@ def main():
     ap.add_argument("--dgl-python", default=os.path.join(REPO, ".cache", "dgl-venv", "bin", "python"))
     ap.add_argument("--pyg-python", default=os.path.join(REPO, ".cache", "pyg-venv", "bin", "python"))
     ap.add_argument("--out", default=os.path.join(HERE, "results", "graph.json"))
+    ap.add_argument("--large", action="store_true", help="also one epoch on 1M nodes / 10M edges")
+    ap.add_argument("--nodes", type=int, default=N, help=argparse.SUPPRESS)
+    ap.add_argument("--edges", type=int, default=E, help=argparse.SUPPRESS)
     ap.add_argument("--worker", choices=FRAMEWORKS, help=argparse.SUPPRESS)
     ap.add_argument("--model", choices=["gcn", "gat", "sage", "kernels"], help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -300,7 +307,20 @@ def main():
                 r["load_before"] = round(load, 2)
                 runs.setdefault(model, {}).setdefault(fw, []).append(r)
                 print(f"{model} {fw} #{rep + 1}: {r}", flush=True)
-    results = {}
+    large = {}
+    for model in ("gcn", "gat") if args.large else ():
+        for fw in [f for f in ("ours", "dgl") if f in pythons]:
+            p = subprocess.run([pythons[fw], os.path.abspath(__file__), "--worker", fw, "--model", model,
+                                "--epochs", "1", "--threads", str(args.threads), "--nodes", "1000000",
+                                "--edges", "10000000"], capture_output=True, text=True, env=env)
+            if p.returncode != 0:
+                failures.setdefault("large_" + model, {})[fw] = p.stderr.strip().splitlines()[-1:] or ["failed"]
+                continue
+            r = json.loads(p.stdout.strip().splitlines()[-1])
+            r["edges_x_features_mb"] = 10_000_000 * F * 4 / 2 ** 20
+            large.setdefault(model, {})[fw] = r
+            print(f"large {model} {fw}: {r}", flush=True)
+    results = {"large_graph_1M_nodes_10M_edges": large} if large else {}
     for model, by_fw in runs.items():
         res = results[model] = {}
         for fw, rs in by_fw.items():
@@ -321,6 +341,8 @@ def main():
     fws = [fw for fw in FRAMEWORKS if fw in pythons]
     print(f"{'model':<22}" + "".join(f"{fw:>12}" for fw in fws) + f"{'ours/dgl':>10}{'range':>12}{'ours/old':>10}")
     for model, r in results.items():
+        if model.startswith("large"):
+            continue
         keys = [k for k in r.get("ours", r.get("dgl", {})) if k.endswith("_s")]
         for key in keys + (["peak_above_import_mb"] if model != "kernels" else []):
             vs = r.get("ours_over_dgl", {}).get(key.replace("_s", ""), {})
