@@ -8,6 +8,9 @@ stay importable from here.
 """
 import itertools
 
+import mxnet as mx
+import numpy as np
+
 from . import function as fn
 from . import native
 from .base import ALL, GraphError
@@ -31,6 +34,34 @@ def edge_softmax(graph, logits, eids=ALL, norm_by="dst"):
     if native.usable(logits):
         return native.edge_softmax(by_key(key).structure(logits.context), logits)
     return edge_softmax_op(key, logits)
+
+
+def segment_reduce(seglen, value, reducer="sum"):
+    """DGL's ``dgl.ops.segment_reduce``: rows of ``value`` (sum(seglen), ...) reduced in
+    consecutive segments of ``seglen`` rows (a list, NumPy array or NDArray of lengths) by
+    ``reducer`` (sum, mean, max, min) -> (len(seglen), ...); an empty segment gives 0.
+    Differentiable w.r.t. ``value``; runs as a gSpMM over the segments (the compiled kernels
+    when they can take ``value``)."""
+    if reducer not in ("sum", "mean", "max", "min"):
+        raise GraphError(f"segment_reduce(reducer={reducer!r}): choose sum, mean, max or min")
+    lens = seglen.asnumpy() if isinstance(seglen, mx.nd.NDArray) else np.asarray(seglen)
+    lens = lens.astype(np.int64).ravel()
+    if (lens < 0).any() or lens.sum() != value.shape[0]:
+        raise GraphError(f"segment_reduce: seglen must be non-negative and sum to value's {value.shape[0]} rows "
+                         f"(they sum to {lens.sum()})")
+    seg = np.repeat(np.arange(len(lens)), lens)
+    t = topology(np.arange(len(seg)), seg, len(seg), len(lens))
+    red = "sum" if reducer == "mean" else reducer
+    if native.usable(value):
+        out = native.gspmm(t.structure(value.context), "copy_rhs", red, None, value)
+    elif red == "sum":
+        out = segment_sum(t.key, value)
+    else:
+        out = segment_max(t.key, value) if red == "max" else -segment_max(t.key, -value)
+    if reducer == "mean":
+        inv = mx.nd.array(1.0 / np.maximum(lens, 1), ctx=value.context).reshape((-1,) + (1,) * (value.ndim - 1))
+        out = mx.nd.broadcast_mul(out, inv)
+    return out
 
 
 _SPMM_OPS = ("add", "sub", "mul", "div", "copy_lhs", "copy_rhs")
@@ -103,5 +134,5 @@ for _l, _r in itertools.permutations("uve", 2):
         _NAMED[f"{_l}_{_op}_{_r}"] = _named_sddmm(f"{_l}_{_op}_{_r}", _l, _op, _r)
 globals().update(_NAMED)
 
-__all__ = ["edge_softmax", "gspmm", "gsddmm", "gat_attention", "spmm_e", "segment_max", "segment_sum",
+__all__ = ["edge_softmax", "segment_reduce", "gspmm", "gsddmm", "gat_attention", "spmm_e", "segment_max", "segment_sum",
            "edge_softmax_op", "topology"] + list(_NAMED)

@@ -193,3 +193,34 @@ def test_kernels_run_after_horovod_made_libmxnet_global():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().splitlines()[-1] == "[0.0, 4.0, 2.0]"
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("reducer", ["sum", "mean", "max", "min"])
+def test_segment_reduce_matches_numpy_per_segment(reducer, compiled, monkeypatch):
+    from gluon_suite.graph import ops
+    if not compiled:
+        monkeypatch.setattr(native, "LOADED", False)
+    lens = np.array([3, 0, 1, 4, 0])
+    v = np.random.RandomState(1).normal(size=(lens.sum(), 2, 3))
+    V = mx.nd.array(v)
+    V.attach_grad()
+    w = np.random.RandomState(2).normal(size=(len(lens), 2, 3))
+    with autograd.record():
+        out = ops.segment_reduce(mx.nd.array(lens), V, reducer)
+        (out * mx.nd.array(w)).sum().backward()
+    starts = np.r_[0, np.cumsum(lens)]
+    f = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}[reducer]
+    want = np.stack([f(v[a:b], axis=0) if b > a else np.zeros((2, 3)) for a, b in zip(starts[:-1], starts[1:])])
+    np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-5, atol=1e-6)
+    grad = np.zeros_like(v)
+    for i, (a, b) in enumerate(zip(starts[:-1], starts[1:])):
+        if b == a:
+            continue
+        if reducer in ("sum", "mean"):
+            grad[a:b] = w[i] / (b - a if reducer == "mean" else 1)
+        else:
+            pick = (np.argmax if reducer == "max" else np.argmin)(v[a:b], axis=0)
+            for idx in np.ndindex(pick.shape):
+                grad[(a + pick[idx],) + idx] = w[i][idx]
+    np.testing.assert_allclose(V.grad.asnumpy(), grad, rtol=1e-5, atol=1e-6)
