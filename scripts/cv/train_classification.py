@@ -19,7 +19,9 @@ from gluon_suite.utils import UserError, run_cli
 
 def _warmup_epochs(value):
     """``auto`` or a number of epochs >= 0."""
+    from gluon_suite.utils.validate import nonneg_float
     return "auto" if str(value).lower() == "auto" else nonneg_float(value)
+
 
 def build_parser():
     from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
