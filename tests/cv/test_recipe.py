@@ -95,7 +95,7 @@ def test_global_batch_must_divide_across_workers():
     (["--model", "resnest14_digitz"], "did you mean: resnest14_digits"),
     (["--dataset", "folder", "--data-dir", "FLAT"], "one sub-folder per class"),
     (["--dataset", "cifar10", "--data-dir", "CUT"], "truncated"),
-    (["--epochs", "0"], "--epochs: must be a whole number >= 1"),
+    (["--epochs", "0"], "--epochs/--num-epochs: must be a whole number >= 1"),
     (["--config", "/nonexistent.yaml"], "config file /nonexistent.yaml does not exist"),
 ])
 def test_bad_input_is_one_line_and_nonzero(tmp_path, args, needle):
