@@ -14,7 +14,7 @@ from mxnet import gluon
 from ..distributed import loss_scale
 from ..utils.devices import float16_network
 from ..utils.errors import UserError
-from .tasks import (BertClassifier, BertQA, accuracy, best_span, binary_f1, encode_pairs, encode_squad,
+from .tasks import (BertClassifier, BertQA, accuracy, binary_f1, encode_pairs, encode_squad, predict_squad,
                     read_squad, read_tsv, squad_metrics)
 
 
@@ -259,10 +259,12 @@ def finetune_classification(train_path, dev_path, init, text_columns=("sentence"
 
 def finetune_squad(train_path, dev_path, init, max_len=96, epochs=3, batch=16, lr=5e-4,
                    optimizer="adam", seed=0, comm=None, log=print, elastic=None, out=None, resume="none",
-                   model=None, pretrained=False, ctx=None, dtype="float32"):
+                   model=None, pretrained=False, ctx=None, dtype="float32", max_query=24, doc_stride=32):
     """Fine-tune a pretrained backbone for extractive QA on SQuAD v1.1 files; returns the
-    per-epoch history (train loss, dev exact match and F1, in percent). ``out``/``resume`` as in
-    ``_train_loop``; ``model`` + ``pretrained=True`` start from a zoo BERT."""
+    per-epoch history (train loss, dev exact match and F1, in percent). Long contexts are split
+    into windows (``encode_squad``: ``max_query`` question tokens, windows ``doc_stride`` tokens
+    apart) and a question's answer is its best span over its windows (``predict_squad``).
+    ``out``/``resume`` as in ``_train_loop``; ``model`` + ``pretrained=True`` start from a zoo BERT."""
     from ..distributed import LocalCommunicator
     from .text import tokenizer
     comm = comm or LocalCommunicator()
@@ -270,8 +272,10 @@ def finetune_squad(train_path, dev_path, init, max_len=96, epochs=3, batch=16, l
                                        pretrained=pretrained)
     tok = tokenizer(vocab)
     tr_ex, dv_ex = read_squad(train_path), read_squad(dev_path)
-    ids, types, vlen, s, e, _ = encode_squad(tr_ex, tok, vocab, max_len)
-    dv = encode_squad(dv_ex, tok, vocab, max_len)
+    ids, types, vlen, s, e, _ = encode_squad(tr_ex, tok, vocab, max_len, max_query, doc_stride)
+    dv = encode_squad(dv_ex, tok, vocab, max_len, max_query, doc_stride)
+    log(f"SQuAD windows: {len(tr_ex)} training questions -> {len(ids)} windows, {len(dv_ex)} dev questions "
+        f"-> {len(dv.ids)} (--max-len {max_len}, --max-query-length {max_query}, --doc-stride {doc_stride})")
     mx.random.seed(seed)
     net = BertQA(backbone)
     net.span.initialize(mx.init.Normal(0.02))
@@ -285,7 +289,7 @@ def finetune_squad(train_path, dev_path, init, max_len=96, epochs=3, batch=16, l
     def evaluate():
         sl, el = net(mx.nd.array(dv[0]), mx.nd.array(dv[1]), mx.nd.array(dv[2], dtype=dtype))
         sl, el = sl.astype("float32").asnumpy(), el.astype("float32").asnumpy()
-        preds = {ex["id"]: best_span(sl[i], el[i], dv[5][i]) for i, ex in enumerate(dv_ex)}
+        preds = predict_squad(sl, el, dv.windows, dv_ex)
         m = squad_metrics(preds, dv_ex)
         return {"dev_exact_match": m["exact_match"], "dev_f1": m["f1"]}
 

@@ -194,64 +194,138 @@ def read_squad(path):
     return out
 
 
-def encode_squad(examples, tokenizer, vocab, max_len, max_query=24):
-    """Features for BERT QA: [CLS] question [SEP] context [SEP] (the context truncated to fit).
-    Returns arrays and, per example, the map from token position to context word and the words."""
-    N = len(examples)
-    ids, types, vlen = np.zeros((N, max_len), np.int32), np.zeros((N, max_len), np.int32), np.zeros(N, np.int32)
-    starts, ends = np.zeros(N, np.int32), np.zeros(N, np.int32)
-    maps = []
-    for n, ex in enumerate(examples):
-        words, char_word, prev_ws = [], [], True
-        for ch in ex["context"]:
-            if ch.isspace():
-                prev_ws = True
+def check_squad_lengths(max_len, max_query, doc_stride):
+    """The window sizes of ``encode_squad`` checked together: ``max_len`` must leave room for
+    ``[CLS] question [SEP] ... [SEP]`` with a query of ``max_query`` tokens and at least one context
+    token (GluonNLP's rule: max_seq_length > max_query_length + 3); ``doc_stride`` >= 1."""
+    if max_query < 1 or doc_stride < 1:
+        raise UserError(f"--max-query-length ({max_query}) and --doc-stride ({doc_stride}) must be >= 1")
+    if max_len < max_query + 4:
+        raise UserError(f"--max-len {max_len} leaves no room for the context after a question of up to "
+                        f"--max-query-length {max_query} tokens and 3 special tokens; raise --max-len above "
+                        f"{max_query + 3} or lower --max-query-length")
+
+
+def doc_windows(num_tokens, room, doc_stride):
+    """The ``(start, length)`` windows over a context of ``num_tokens`` tokens, as BERT's and
+    GluonNLP's SQuAD features: each holds up to ``room`` tokens, the next starts ``min(length,
+    doc_stride)`` tokens later, and the last one reaches the end of the context. A context that fits
+    gives one window; an empty one gives ``[(0, 0)]``."""
+    windows, start = [], 0
+    while True:
+        length = min(room, num_tokens - start)
+        windows.append((start, length))
+        if start + length >= num_tokens:
+            return windows
+        start += min(length, doc_stride)
+
+
+def _context_words(context):
+    """Whitespace-separated words of ``context`` and, per character, the index of its word."""
+    words, char_word, prev_ws = [], [], True
+    for ch in context:
+        if ch.isspace():
+            prev_ws = True
+        else:
+            if prev_ws:
+                words.append(ch)
             else:
-                if prev_ws:
-                    words.append(ch)
-                else:
-                    words[-1] += ch
-                prev_ws = False
-            char_word.append(max(len(words) - 1, 0))
+                words[-1] += ch
+            prev_ws = False
+        char_word.append(max(len(words) - 1, 0))
+    return words, char_word
+
+
+SquadFeatures = collections.namedtuple("SquadFeatures", "ids types vlen starts ends windows")
+SquadFeatures.__doc__ = """Features of ``encode_squad``, one row per window: token ids, token types and valid
+lengths (arrays of shape (F, max_len) and (F,)), the start/end targets (F,), and per window a dict:
+``example`` (index of its question), ``offset`` (position of its first context token),
+``doc_start`` (that token's index in the whole context), ``tok_word`` (context word of each of its
+tokens) and ``words`` (the context's words)."""
+
+
+def encode_squad(examples, tokenizer, vocab, max_len, max_query=24, doc_stride=32):
+    """Features for BERT QA, as GluonNLP's ``SQuADTransform``: the question is truncated to
+    ``max_query`` tokens, the context is split into overlapping windows (``doc_windows``: as many
+    context tokens as ``max_len`` leaves, each window ``doc_stride`` tokens after the previous one),
+    and each window is one row ``[CLS] question [SEP] window [SEP]``.
+
+    Targets: in a window that holds the first answer whole, its first and last token positions;
+    in every other window position 0 ([CLS], GluonNLP's "no answer here"), so an answer beyond
+    the first window is learnt from the windows that contain it. Returns ``SquadFeatures``; the
+    windows of a question are consecutive rows."""
+    check_squad_lengths(max_len, max_query, doc_stride)
+    rows = []
+    for n, ex in enumerate(examples):
+        words, char_word = _context_words(ex["context"])
         q = tokenizer(ex["question"])[:max_query]
         toks, tok_word = [], []
         for wi, w in enumerate(words):
             for piece in tokenizer(w):
                 toks.append(piece)
                 tok_word.append(wi)
-        room = max_len - len(q) - 3
-        toks, tok_word = toks[:room], tok_word[:room]
-        seq = [vocab.cls_token] + q + [vocab.sep_token] + toks + [vocab.sep_token]
+        answer = None   # the first answer's first and last context token
+        if ex["answers"] and words:
+            s_char = ex["answer_start"][0]
+            ws = char_word[s_char]
+            we = char_word[min(s_char + len(ex["answers"][0]) - 1, len(char_word) - 1)]
+            pos = [i for i, w in enumerate(tok_word) if ws <= w <= we]
+            if pos:
+                answer = (pos[0], pos[-1])
         off = len(q) + 2
-        ids[n, :len(seq)] = vocab[seq]
-        types[n, off:len(seq)] = 1
-        vlen[n] = len(seq)
-        s_char = ex["answer_start"][0] if ex["answer_start"] else 0
-        ws = char_word[s_char] if ex["answers"] else 0
-        we = char_word[min(s_char + len(ex["answers"][0]) - 1, len(char_word) - 1)] if ex["answers"] else 0
-        pos = [i for i, w in enumerate(tok_word) if ws <= w <= we]
-        if pos:
-            starts[n], ends[n] = pos[0] + off, pos[-1] + off
-        # else: the answer was truncated away; position 0 ([CLS]) marks "no answer in view"
-        maps.append({"offset": off, "tok_word": tok_word, "words": words})
-    return ids, types, vlen, starts, ends, maps
+        for start, length in doc_windows(len(toks), max_len - len(q) - 3, doc_stride):
+            seq = [vocab.cls_token] + q + [vocab.sep_token] + toks[start:start + length] + [vocab.sep_token]
+            target = (0, 0)
+            if answer and start <= answer[0] and answer[1] < start + length:
+                target = (answer[0] - start + off, answer[1] - start + off)
+            rows.append((vocab[seq], off, target, {"example": n, "offset": off, "doc_start": start,
+                                                    "tok_word": tok_word[start:start + length], "words": words}))
+    F = len(rows)
+    ids, types, vlen = np.zeros((F, max_len), np.int32), np.zeros((F, max_len), np.int32), np.zeros(F, np.int32)
+    starts, ends = np.zeros(F, np.int32), np.zeros(F, np.int32)
+    for f, (seq, off, (s, e), _) in enumerate(rows):
+        ids[f, :len(seq)] = seq
+        types[f, off:len(seq)] = 1
+        vlen[f], starts[f], ends[f] = len(seq), s, e
+    return SquadFeatures(ids, types, vlen, starts, ends, [r[3] for r in rows])
+
+
+def _best_in_window(start_logits, end_logits, m, max_answer_len):
+    """``(score, i, j)`` of the best span of window ``m``: start i <= end j < i + max_answer_len,
+    both among its context tokens, score start_logits + end_logits; None for an empty window."""
+    off, n = m["offset"], len(m["tok_word"])
+    if n == 0:
+        return None
+    s = np.asarray(start_logits, np.float64)[off:off + n]
+    e = np.asarray(end_logits, np.float64)[off:off + n]
+    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    score = np.where((j >= i) & (j - i < max_answer_len), s[:, None] + e[None, :], -np.inf)
+    k = int(np.argmax(score))   # row-major: ties go to the earliest start, then the earliest end
+    return float(score.flat[k]), k // n, k % n
+
+
+def _span_text(m, i, j):
+    w0, w1 = m["tok_word"][i], m["tok_word"][j]
+    return " ".join(m["words"][w0:w1 + 1])
 
 
 def best_span(start_logits, end_logits, m, max_answer_len=30):
-    """The context text of the highest-scoring span with start <= end within the context."""
-    off, n = m["offset"], len(m["tok_word"])
-    s = np.asarray(start_logits)[off:off + n]
-    e = np.asarray(end_logits)[off:off + n]
-    best, arg = -np.inf, (0, 0)
-    for i in range(n):
-        j_max = min(n, i + max_answer_len)
-        j = i + int(np.argmax(e[i:j_max]))
-        if s[i] + e[j] > best:
-            best, arg = s[i] + e[j], (i, j)
-    if n == 0:
-        return ""
-    w0, w1 = m["tok_word"][arg[0]], m["tok_word"][arg[1]]
-    return " ".join(m["words"][w0:w1 + 1])
+    """The context text of the highest-scoring span of one window ``m`` (start <= end, at most
+    ``max_answer_len`` tokens, inside the window's context); "" for an empty window."""
+    best = _best_in_window(start_logits, end_logits, m, max_answer_len)
+    return _span_text(m, best[1], best[2]) if best else ""
+
+
+def predict_squad(start_logits, end_logits, windows, examples, max_answer_len=30):
+    """``{id: answer text}``: for each question, the highest-scoring span over all its windows
+    (rows of ``start_logits``/``end_logits`` in the order of ``windows``); a span lies inside one
+    window, and on equal scores the earlier window wins."""
+    best = {}
+    for f, m in enumerate(windows):
+        cand = _best_in_window(start_logits[f], end_logits[f], m, max_answer_len)
+        if cand and (m["example"] not in best or cand[0] > best[m["example"]][0]):
+            best[m["example"]] = (cand[0], _span_text(m, cand[1], cand[2]))
+    return {ex["id"]: best[n][1] if n in best else "" for n, ex in enumerate(examples)}
 
 
 def normalize_answer(s):

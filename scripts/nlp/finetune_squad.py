@@ -15,9 +15,9 @@ def optimizer_names():
     return mx.optimizer.Optimizer.opt_registry
 
 
-def main(argv=None):
+def build_parser():
+    """The script's flags; GluonNLP's spellings (``--max_seq_length``, ``--doc_stride``, ...) are aliases."""
     from gluon_suite.distributed.launch import add_elastic_arguments
-    from gluon_suite.nlp.inputs import check_init_folder, check_squad_files
     from gluon_suite.model_zoo.registry import model_name
     from gluon_suite.utils.validate import (output_dir, run_folder, ArgumentParser, choice_of, existing_dir, int_at_least, utf8_file,
                                             nonneg_int, positive_float, positive_int, retype)
@@ -28,26 +28,42 @@ def main(argv=None):
     p.add_argument("--pretrained", action="store_true", help="start from --model's zoo checkpoint")
     p.add_argument("--train", required=True, type=utf8_file)
     p.add_argument("--dev", required=True, type=utf8_file)
-    p.add_argument("--max-len", type=int_at_least(8), default=96)
+    p.add_argument("--max-len", "--max_seq_length", dest="max_len", type=int_at_least(8), default=96,
+                   help="tokens per input window: [CLS] question [SEP] context window [SEP] (default %(default)s)")
+    p.add_argument("--max-query-length", "--max_query_length", dest="max_query_length", type=positive_int,
+                   default=24, help="question tokens kept, the rest cut off (default %(default)s)")
+    p.add_argument("--doc-stride", "--doc_stride", dest="doc_stride", type=positive_int, default=32,
+                   help="a context longer than its window is split into windows this many tokens apart "
+                   "(default %(default)s)")
     p.add_argument("--epochs", type=positive_int, default=3)
-    p.add_argument("--batch-size", type=positive_int, default=16, help="per worker")
-    p.add_argument("--lr", type=positive_float, default=5e-4)
+    p.add_argument("--batch-size", "--batch_size", dest="batch_size", type=positive_int, default=16,
+                   help="windows per worker and step, split over its --gpus (default %(default)s)")
+    p.add_argument("--lr", "--learning_rate", dest="lr", type=positive_float, default=5e-4)
     p.add_argument("--optimizer", type=choice_of(optimizer_names, "optimizer"), default="adam")
     p.add_argument("--seed", type=nonneg_int, default=0)
-    p.add_argument("--out", type=output_dir, default="runs/finetune_squad",
+    p.add_argument("--out", "--output_dir", dest="out", type=output_dir, default="runs/finetune_squad",
                    help="run folder: per-epoch checkpoints and log.jsonl (default %(default)s)")
     p.add_argument("--resume", type=run_folder, default="none",
                    help="none, auto (continue --out if it holds a checkpoint) or a run folder")
     add_elastic_arguments(p, defaults=True)
     retype(p, ramp_steps=positive_int, commit_every=positive_int, ref_workers=positive_int)
-    from gluon_suite.utils.devices import add_device_arguments, resolve_devices, single_device
+    from gluon_suite.utils.devices import add_device_arguments
     add_device_arguments(p)
+    return p
+
+
+def main(argv=None):
+    from gluon_suite.nlp.inputs import check_init_folder, check_squad_files
+    from gluon_suite.nlp.tasks import check_squad_lengths
+    from gluon_suite.utils.devices import resolve_devices, single_device
+    p = build_parser()
     a = p.parse_args(argv)
     ctx, dtype = resolve_devices(a.gpus, a.dtype, cpu_float16=True)
     if a.elastic:   # elastic workers train on one device each
         single_device(ctx, "finetune_squad.py --elastic")
     if bool(a.init) == bool(a.pretrained) or (a.model and not a.pretrained):
         p.error("start from either --init FOLDER or --model NAME --pretrained")
+    check_squad_lengths(a.max_len, a.max_query_length, a.doc_stride)
     check_squad_files(a.train, a.dev)
     if a.init:
         check_init_folder(a.init)
@@ -62,7 +78,8 @@ def main(argv=None):
         finetune_squad(a.train, a.dev, a.init, a.max_len, a.epochs, a.batch_size, a.lr, a.optimizer,
                        a.seed, comm=comm, log=log, elastic=elastic,
                        out=None if a.elastic else a.out, resume=a.resume, model=a.model,
-                       pretrained=a.pretrained, ctx=ctx, dtype=dtype)
+                       pretrained=a.pretrained, ctx=ctx, dtype=dtype, max_query=a.max_query_length,
+                       doc_stride=a.doc_stride)
     return 0
 
 
