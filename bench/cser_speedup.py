@@ -8,6 +8,14 @@ bench/results/cser_speedup_<model>.json / .png.
 Models: ``mlp`` (64-1024-1024-10, 1.1M parameters, 6 tensors) and ``resnet`` (GluonCV's
 cifar_resnet20_v1, 0.27M parameters in 65 tensors, BatchNorm, on the 8x8 images).
 
+``resnet`` runs in CSER's regime (docs/methods.md, "CSER"): 40 epochs with the same linear
+learning-rate warm-up for every algorithm (the authors' rule for the most compressed C1, R1 = 128
+at lr 0.05: 10 epochs), CSER at about 32x and 64x overall with H = R1/R2 as in the authors' runs,
+CSER-PL and EF-SGD top-k. The resets each coordinate of the error goes through, steps / (H R2), are
+reported. At the end, the averaged model is evaluated with each BatchNorm choice (statistics
+recomputed for the averaged weights, averaged, each worker's own), beside each worker's own model
+and the distance of the local models from their average.
+
     sudo .venv/bin/python bench/cser_speedup.py --model resnet --seeds 3
 """
 import argparse
@@ -21,18 +29,41 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-CONFIGS = {
+CONFIGS_MLP = {
     "sync": dict(algorithm="sync"),
     # R1 = 128 every step, R2 = 64 every 2 steps: 1/128 + 1/128 = 1/64 of the dense bytes
     "cser (grbs, 64x overall)": dict(algorithm="cser", compressor="grbs", ratio=128, period=2, compressor2="grbs", ratio2=64),
     "ef-sgd (top-k, 64x)": dict(algorithm="ef", compressor="topk", ratio=64),
 }
+# the authors' structure: H = R1/R2, so that the update and the error cost the same bytes
+CONFIGS_RESNET = {
+    "sync": dict(algorithm="sync"),
+    # 1/64 every step + 1/4 every 16 steps: 1/64 + 1/64 = 1/32
+    "cser (grbs 64/4, H 16: 32x)": dict(algorithm="cser", compressor="grbs", ratio=64, period=16,
+                                        compressor2="grbs", ratio2=4),
+    # 1/128 + 1/(8 x 16) = 1/64
+    "cser (grbs 128/8, H 16: 64x)": dict(algorithm="cser", compressor="grbs", ratio=128, period=16,
+                                         compressor2="grbs", ratio2=8),
+    # nothing every step, 1/4 of the model every 8 steps: 1/32
+    "cser-pl (grbs 4, H 8: 32x)": dict(algorithm="cser", compressor="zero", period=8, compressor2="grbs", ratio2=4),
+    "ef-sgd (top-k, 64x)": dict(algorithm="ef", compressor="topk", ratio=64),
+}
 MODELS = {
     "mlp": dict(desc="MLP 64-1024-1024-10 (1.1M parameters) on digits, NAG lr 0.05, batch 32/worker",
-                lr=0.05, target=0.95, epochs=8),
-    "resnet": dict(desc="cifar_resnet20_v1 (0.27M parameters, 65 tensors) on digits 8x8, NAG lr 0.05, "
-                        "batch 32/worker", lr=0.05, target=0.95, epochs=10),
+                lr=0.05, target=0.95, epochs=8, warmup=0, configs=CONFIGS_MLP),
+    "resnet": dict(desc="cifar_resnet20_v1 (0.27M parameters, 65 tensors, BatchNorm) on digits 8x8, NAG lr "
+                        "0.05, batch 32/worker, linear warm-up over 10 epochs for every algorithm",
+                   lr=0.05, target=0.95, epochs=40, warmup=10, configs=CONFIGS_RESNET),
 }
+CONFIGS = {**CONFIGS_MLP, **CONFIGS_RESNET}
+
+
+def resets_per_coordinate(cfg, steps):
+    """How often each coordinate of a CSER error goes through the error synchronisation:
+    steps / H resets, each selecting 1/R2 of the coordinates (the GRBS ratio of C2)."""
+    if cfg.get("algorithm") != "cser":
+        return None
+    return steps / cfg["period"] / float(cfg.get("ratio2") or 1)
 
 
 def build(model):
@@ -58,6 +89,7 @@ def worker(model, cfg, epochs, seed, out):
     from mxnet import autograd, gluon
     from gluon_suite.cv.data import load_digits
     from gluon_suite.distributed import DistributedTrainer, get_communicator
+    from gluon_suite.optim.schedules import WarmupConstantDecay
     comm = get_communicator()
     mx.random.seed(seed)
     np.random.seed(seed)
@@ -65,11 +97,15 @@ def worker(model, cfg, epochs, seed, out):
     xte, yte = load_digits("test")
     net, shape = build(model)
     xtr, xte = shape(xtr), shape(xte)
-    tr = DistributedTrainer(net.collect_params(), "nag", {"learning_rate": MODELS[model]["lr"], "momentum": 0.9},
-                            communicator=comm, seed=seed, **cfg)
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     B = 32
     steps = len(ytr) // (B * comm.size)
+    lr, warm = MODELS[model]["lr"], min(MODELS[model]["warmup"], epochs // 2)
+    opt = {"learning_rate": lr, "momentum": 0.9}
+    if warm:   # the same linear warm-up for every algorithm, then the constant rate
+        total = steps * epochs
+        opt["lr_scheduler"] = WarmupConstantDecay(lr, total, steps * warm, total - steps * warm, min_lr=lr)
+    tr = DistributedTrainer(net.collect_params(), "nag", opt, communicator=comm, seed=seed, **cfg)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     rec, train_s = [], 0.0
     for epoch in range(epochs):
         mx.nd.waitall()
@@ -88,10 +124,41 @@ def worker(model, cfg, epochs, seed, out):
             acc = float((net(mx.nd.array(xte)).argmax(axis=1).asnumpy() == yte).mean())
         rec.append({"epoch": epoch + 1, "time_s": train_s, "test_acc": acc,
                     "wire_bytes": comm.stats.total_wire})
+    final = final_metrics(tr, net, xtr, xte, yte, perm, steps, B) if model == "resnet" else {}
     comm.barrier()
     if comm.rank == 0:
         with open(out, "w") as f:
-            json.dump(rec, f)
+            json.dump({"curve": rec, "final": final, "steps": steps * epochs}, f)
+
+
+def final_metrics(tr, net, xtr, xte, yte, perm, steps, B):
+    """The averaged model's accuracy with each BatchNorm choice, each worker's own accuracy and the
+    relative distance of its model from the average, ||x_i - mean(x)|| / ||mean(x)||."""
+    import mxnet as mx
+    import numpy as np
+    comm = tr.communicator
+
+    def acc():
+        return float((net(mx.nd.array(xte)).argmax(axis=1).asnumpy() == yte).mean())
+
+    def flat():
+        return np.concatenate([p.data().asnumpy().ravel() for p in net.collect_params().values()
+                               if p.grad_req != "null"])
+    out = {}
+    for choice in ("recompute", "average", "local"):
+        bn = (mx.nd.array(xtr[perm[k * B:(k + 1) * B]]) for k in range(steps))
+        with tr.averaged(net, bn, bn=choice) as report:
+            out[f"averaged_acc_bn_{choice}"] = acc()
+            if choice == "average":
+                mean = flat()
+        if choice == "recompute":
+            out["bn_recompute_seconds"] = report["seconds"]
+    local, mine = acc(), flat()
+    dist = float(np.linalg.norm(mine - mean) / max(np.linalg.norm(mean), 1e-12))
+    rows = comm.allgather(mx.nd.array([[local, dist]], dtype="float64"), name="cser.final").asnumpy()
+    out["local_acc"] = rows[:, 0].tolist()
+    out["local_distance_from_average"] = rows[:, 1].tolist()
+    return out
 
 
 def _stats(values):
@@ -109,11 +176,21 @@ def summarise(curves, target):
     for name, runs in curves.items():
         per = []
         for c in runs:
+            c = c["curve"] if isinstance(c, dict) else c
             hit = next((r["time_s"] for r in c if r["test_acc"] >= target), None)
             per.append({"final_acc": c[-1]["test_acc"], "time_to_target_s": hit,
                         "total_s": c[-1]["time_s"], "wire_bytes": c[-1]["wire_bytes"]})
         rows[name] = {"seeds": per, **{k: _stats([p[k] for p in per])
                                        for k in ("final_acc", "time_to_target_s", "total_s")}}
+        finals = [c.get("final") for c in runs if isinstance(c, dict) and c.get("final")]
+        if finals:
+            for k in ("averaged_acc_bn_recompute", "averaged_acc_bn_average", "averaged_acc_bn_local",
+                      "bn_recompute_seconds"):
+                rows[name][k] = _stats([f[k] for f in finals])
+            rows[name]["local_acc"] = [f["local_acc"] for f in finals]
+            rows[name]["local_distance_from_average"] = [f["local_distance_from_average"] for f in finals]
+            cfg = CONFIGS[name]
+            rows[name]["resets_per_coordinate"] = resets_per_coordinate(cfg, runs[0]["steps"])
     base = rows.get("sync")
     for name, r in rows.items():
         if not base or name == "sync":
@@ -141,6 +218,7 @@ def plot(curves, path, title, target):
     import numpy as np
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, runs in curves.items():
+        runs = [c["curve"] if isinstance(c, dict) else c for c in runs]
         t = np.array([[r["time_s"] for r in c] for c in runs])
         a = np.array([[r["test_acc"] for r in c] for c in runs])
         tm, am, sd = t.mean(0), a.mean(0), a.std(0)
@@ -176,8 +254,9 @@ def main():
     from gluon_suite.whatif.testbed import Testbed, TestbedUnavailable, stop_on_signal
     from gluon_suite.utils import write_json
     from gluon_suite.utils.progress import progress
-    curves = {name: [] for name in CONFIGS}
-    jobs = [(seed, name) for seed in range(args.seeds) for name in CONFIGS]
+    configs = spec["configs"]
+    curves = {name: [] for name in configs}
+    jobs = [(seed, name) for seed in range(args.seeds) for name in configs]
     try:
         with stop_on_signal(), Testbed(args.hosts, args.rate_mbit) as tb, tempfile.TemporaryDirectory() as tmp:
             for seed, name in progress(jobs, desc="runs"):
@@ -195,7 +274,9 @@ def main():
                 with open(out) as f:
                     c = json.load(f)
                 curves[name].append(c)
-                print(f"seed {seed} {name:<26} final acc {c[-1]['test_acc']:.4f}  total {c[-1]['time_s']:.1f} s",
+                last = c["curve"][-1]
+                extra = "".join(f"  {k} {v:.4f}" for k, v in c["final"].items() if k.startswith("averaged_acc"))
+                print(f"seed {seed} {name:<30} final acc {last['test_acc']:.4f}  total {last['time_s']:.1f} s{extra}",
                       flush=True)
     except TestbedUnavailable as exc:
         print(f"skipped: {exc}")
@@ -211,10 +292,10 @@ def main():
 
     def ms(s, fmt):
         return "never (some seed)" if s["mean"] is None else f"{s['mean']:{fmt}} ± {s['std']:{fmt}}"
-    print(f"{'algorithm':<26}{'final acc':>18}{'time to ' + str(target):>22}{'speedup':>9}  vs sync")
+    print(f"{'algorithm':<30}{'final acc':>18}{'time to ' + str(target):>22}{'speedup':>9}  vs sync")
     for name, r in rows.items():
         sp = r.get("speedup_to_target_vs_sync")
-        print(f"{name:<26}{ms(r['final_acc'], '.4f'):>18}{ms(r['time_to_target_s'], '.1f'):>22}"
+        print(f"{name:<30}{ms(r['final_acc'], '.4f'):>18}{ms(r['time_to_target_s'], '.1f'):>22}"
               f"{(f'{sp:.1f}x' if sp else '-'):>9}  {r.get('vs_sync', {}).get('time_to_target_s', '')}")
     print(f"results: {os.path.relpath(stem, os.path.dirname(HERE))}.json")
 
