@@ -255,8 +255,21 @@ def main():
     from gluon_suite.utils import write_json
     from gluon_suite.utils.progress import progress
     configs = spec["configs"]
+    stem = os.path.join(HERE, "results", f"cser_speedup_{args.model}")
     curves = {name: [] for name in configs}
     jobs = [(seed, name) for seed in range(args.seeds) for name in configs]
+
+    def write(curves):
+        curves = {k: v for k, v in curves.items() if v}
+        rows = summarise(curves, target)
+        write_json(stem + ".json",
+                   {"benchmark": "cser_speedup", "date": time.strftime("%Y-%m-%d"), "hosts": args.hosts,
+                    "rate_mbit": args.rate_mbit, "target_acc": target, "epochs": epochs,
+                    "seeds_run": {k: len(v) for k, v in curves.items()},
+                    "seeds": args.seeds, "model": spec["desc"], "results": rows, "curves": curves})
+        plot(curves, stem + ".png", f"{args.model}: {args.hosts} hosts at {args.rate_mbit:g} Mbit/s", target)
+        return rows
+
     try:
         with stop_on_signal(), Testbed(args.hosts, args.rate_mbit) as tb, tempfile.TemporaryDirectory() as tmp:
             for seed, name in progress(jobs, desc="runs"):
@@ -278,17 +291,11 @@ def main():
                 extra = "".join(f"  {k} {v:.4f}" for k, v in c["final"].items() if k.startswith("averaged_acc"))
                 print(f"seed {seed} {name:<30} final acc {last['test_acc']:.4f}  total {last['time_s']:.1f} s{extra}",
                       flush=True)
+                write(curves)      # partial results survive an interrupted bench
     except TestbedUnavailable as exc:
         print(f"skipped: {exc}")
         return
-    curves = {k: v for k, v in curves.items() if v}
-    rows = summarise(curves, target)
-    stem = os.path.join(HERE, "results", f"cser_speedup_{args.model}")
-    write_json(stem + ".json",
-               {"benchmark": "cser_speedup", "date": time.strftime("%Y-%m-%d"), "hosts": args.hosts,
-                "rate_mbit": args.rate_mbit, "target_acc": target, "epochs": epochs,
-                "seeds": args.seeds, "model": spec["desc"], "results": rows, "curves": curves})
-    plot(curves, stem + ".png", f"{args.model}: {args.hosts} hosts at {args.rate_mbit:g} Mbit/s", target)
+    rows = write(curves)
 
     def ms(s, fmt):
         return "never (some seed)" if s["mean"] is None else f"{s['mean']:{fmt}} ± {s['std']:{fmt}}"
