@@ -25,3 +25,6 @@ class AvgPooling(_Pooling):
 class MaxPooling(_Pooling):
     """Element-wise max of the node features of each graph of a batch."""
     _op = "max"
+
+
+from .pooling import GlobalAttentionPooling, Set2Set, SortPooling  # noqa: E402 - DGL keeps them in glob too
