@@ -40,6 +40,33 @@ PHASE_KEYS = {"seq_len", "batch_size", "accumulate", "steps", "lr", "warmup", "c
               "max_predictions"}
 
 
+def phase_batches(phases, workers):
+    """Each phase's batch as the per-worker batch the loop uses; the one place where a phase's two
+    batch keys meet. ``batch_size`` is per worker (split over the worker's devices);
+    ``total_batch_size`` is GluonNLP's ``--total_batch_size``, the global batch of one optimizer
+    step: ``total_batch_size = batch_size x workers x accumulate``. A phase gives one of the two; a
+    total must be a multiple of workers x accumulate. ``workers`` is the job's worker count (under
+    Horovod Elastic: ``--ref-workers``, else the starting count). Returns the phases with
+    ``batch_size`` set and ``total_batch_size`` dropped; the phase banner prints the global batch."""
+    out = []
+    for i, ph in enumerate(phases, start=1):
+        ph = dict(ph)
+        if "total_batch_size" in ph:
+            total = int(ph.pop("total_batch_size"))
+            if "batch_size" in ph:
+                raise UserError(f"phase {i} gives both batch_size (per worker) and total_batch_size (global); "
+                                "give one of them")
+            per_step = workers * int(ph.get("accumulate", 1))
+            if total < per_step or total % per_step:
+                low, high = max(per_step, total // per_step * per_step), (total // per_step + 1) * per_step
+                near = f"{low} or {high}" if low != high and low < total else f"{high}"
+                raise UserError(f"phase {i}: total_batch_size {total} is not a multiple of {workers} worker(s) x "
+                                f"{int(ph.get('accumulate', 1))} accumulation = {per_step}; use {near}")
+            ph["batch_size"] = total // per_step
+        out.append(ph)
+    return out
+
+
 def check_phases(phases):
     """Validate the phase list; returns it with defaults filled in."""
     if not phases:
@@ -117,7 +144,8 @@ def pretrain_bert(config, comm, log=print, ctx=None, flags=()):
     bad = set(cfg) - set(DEFAULTS)
     if bad:
         raise UserError(f"unknown config key(s): {', '.join(sorted(bad))}")
-    phases = check_phases(cfg["phases"])
+    workers = int(cfg["ref_workers"] or comm.size) if cfg["elastic"] else comm.size
+    phases = check_phases(phase_batches(cfg["phases"], workers))
     dtype = str(cfg["dtype"])
     if dtype not in ("float32", "float16"):
         raise UserError(f"unknown dtype {dtype!r}; use float32 or float16")

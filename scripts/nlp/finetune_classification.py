@@ -16,9 +16,9 @@ def optimizer_names():
     return mx.optimizer.Optimizer.opt_registry
 
 
-def main(argv=None):
+def build_parser():
+    """The script's flags; GluonNLP's spellings (``--max_len``, ``--batch_size``, ...) are aliases."""
     from gluon_suite.distributed.launch import add_elastic_arguments
-    from gluon_suite.nlp.inputs import check_init_folder, check_tsv_files
     from gluon_suite.model_zoo.registry import model_name
     from gluon_suite.utils.validate import (output_dir, run_folder, ArgumentParser, choice_of, existing_dir, int_at_least, nonneg_int,
                                             positive_float, positive_int, retype, utf8_file)
@@ -31,20 +31,29 @@ def main(argv=None):
     p.add_argument("--dev", required=True, type=utf8_file)
     p.add_argument("--text-columns", nargs="+", default=["sentence"])
     p.add_argument("--label-column", default="label")
-    p.add_argument("--max-len", type=int_at_least(8), default=64)
+    p.add_argument("--max-len", "--max_len", "--max_seq_length", dest="max_len", type=int_at_least(8), default=64,
+                   help="tokens per input, longer texts cut (default %(default)s)")
     p.add_argument("--epochs", type=positive_int, default=3)
-    p.add_argument("--batch-size", type=positive_int, default=16, help="per worker")
-    p.add_argument("--lr", type=positive_float, default=5e-4)
+    p.add_argument("--batch-size", "--batch_size", dest="batch_size", type=positive_int, default=16,
+                   help="examples per worker and step, split over its --gpus (default %(default)s)")
+    p.add_argument("--lr", "--learning_rate", dest="lr", type=positive_float, default=5e-4)
     p.add_argument("--optimizer", type=choice_of(optimizer_names, "optimizer"), default="adam")
     p.add_argument("--seed", type=nonneg_int, default=0)
-    p.add_argument("--out", type=output_dir, default="runs/finetune_classification",
+    p.add_argument("--out", "--output_dir", dest="out", type=output_dir, default="runs/finetune_classification",
                    help="run folder: per-epoch checkpoints and log.jsonl (default %(default)s)")
     p.add_argument("--resume", type=run_folder, default="none",
                    help="none, auto (continue --out if it holds a checkpoint) or a run folder")
     add_elastic_arguments(p, defaults=True)
     retype(p, ramp_steps=positive_int, commit_every=positive_int, ref_workers=positive_int)
-    from gluon_suite.utils.devices import add_device_arguments, resolve_devices, single_device
+    from gluon_suite.utils.devices import add_device_arguments
     add_device_arguments(p)
+    return p
+
+
+def main(argv=None):
+    from gluon_suite.nlp.inputs import check_init_folder, check_tsv_files
+    from gluon_suite.utils.devices import resolve_devices, single_device
+    p = build_parser()
     a = p.parse_args(argv)
     ctx, dtype = resolve_devices(a.gpus, a.dtype, cpu_float16=True)
     if a.elastic:   # elastic workers train on one device each

@@ -7,8 +7,12 @@
 
 Without --corpus it trains on the embedded English text of CPython's documentation;
 --corpus gensim:lee_background or gensim:head500 reads an English corpus from the installed gensim.
-The global batch of each phase is per-worker batch x workers x accumulation; it is printed at the
-start.
+A phase gives its batch per worker (batch_size) or as the global batch of a step (total_batch_size,
+GluonNLP's --total_batch_size): global = per-worker batch x workers x accumulation, printed at the
+start of each phase. One phase can also be given with GluonNLP's flags:
+
+    python scripts/nlp/pretrain_bert.py --out runs/bert --num_steps 200 --total_batch_size 32 --lr 0.01 \
+        --max_seq_length 64
 """
 import argparse
 import os
@@ -16,11 +20,23 @@ import sys
 
 from gluon_suite.utils import UserError, run_cli
 
-_INT = {"seq_len", "batch_size", "accumulate", "steps", "max_predictions"}
+_INT = {"seq_len", "batch_size", "total_batch_size", "accumulate", "steps", "max_predictions"}
 _FRACTION = {"warmup", "constant"}
 PHASE_KEYS = _INT | _FRACTION | {"lr"}
-_REQUIRED = ("seq_len", "batch_size", "steps", "lr")
+_REQUIRED = ("seq_len", "steps", "lr")
 _EXAMPLE = "e.g. seq_len=128,batch_size=16,steps=100,lr=0.005"
+# one phase from flags: (phase key, our spelling, GluonNLP's spelling, help)
+PHASE_FLAGS = (
+    ("steps", "--steps", "--num_steps", "optimizer steps"),
+    ("seq_len", "--seq-len", "--max_seq_length", "tokens per instance"),
+    ("batch_size", "--batch-size", "--batch_size", "instances per worker and micro-batch (split over its --gpus)"),
+    ("total_batch_size", "--total-batch-size", "--total_batch_size",
+     "global batch of a step = batch size x workers x accumulate"),
+    ("accumulate", "--accumulate", None, "micro-batches summed per step"),
+    ("lr", "--lr", "--learning_rate", "peak learning rate"),
+    ("warmup", "--warmup", "--warmup_ratio", "fraction of the steps warming up"),
+    ("max_predictions", "--max-predictions", "--max_predictions_per_seq", "masked tokens per instance at most"),
+)
 
 
 def check_phase(items, where):
@@ -42,9 +58,14 @@ def check_phase(items, where):
         except argparse.ArgumentTypeError as exc:
             raise UserError(f"{where}: {k} {exc}; fix the value ({_EXAMPLE})") from None
     missing = [k for k in _REQUIRED if k not in out]
+    if "batch_size" not in out and "total_batch_size" not in out:
+        missing.insert(1, "batch_size (or total_batch_size)")
     if missing:
-        raise UserError(f"{where} lacks {', '.join(missing)}; every phase needs {', '.join(_REQUIRED)} "
-                        f"({_EXAMPLE})")
+        raise UserError(f"{where} lacks {', '.join(missing)}; every phase needs seq_len, batch_size (per worker) "
+                        f"or total_batch_size (global), steps and lr ({_EXAMPLE})")
+    if "batch_size" in out and "total_batch_size" in out:
+        raise UserError(f"{where} gives both batch_size (per worker) and total_batch_size (global = batch_size x "
+                        "workers x accumulate); give one of them")
     if out.get("warmup", 0.1) + out.get("constant", 0.0) > 1:
         raise UserError(f"{where}: warmup + constant are fractions of the steps and must sum to <= 1")
     return out
@@ -107,7 +128,13 @@ def build_parser():
     p.add_argument("--vocab", type=utf8_file, help="BERT vocab file (default: built from the corpus)")
     p.add_argument("--min-freq", type=positive_int)
     p.add_argument("--phase", action="append", type=parse_phase, dest="phases",
-                   help="seq_len=,batch_size=,steps=,lr=[,accumulate=,warmup=,constant=]; repeat per phase")
+                   help="seq_len=,batch_size= or total_batch_size=,steps=,lr=[,accumulate=,warmup=,constant=,"
+                   "max_predictions=]; repeat per phase")
+    g = p.add_argument_group("one phase from flags (GluonNLP's run_pretraining.py spellings work too); instead "
+                             "of --phase, or over the one phase of --config")
+    for key, ours, gluonnlp, text in PHASE_FLAGS:
+        names = (ours, gluonnlp) if gluonnlp else (ours,)
+        g.add_argument(*names, dest=key, type=phase_value(key), help=text)
     p.add_argument("--optimizer", type=choice_of(optimizer_names, "optimizer"), help="lans (default), lamb or adam")
     p.add_argument("--wd", type=nonneg_float)
     p.add_argument("--dropout", type=float_range(0, 1, high_open=True, what="a fraction"))
@@ -129,6 +156,36 @@ def build_parser():
     from gluon_suite.utils.devices import add_device_arguments
     add_device_arguments(p)
     return p
+
+
+def phase_value(key):
+    """The argparse type of the phase flag for ``key``: the check ``check_phase`` applies to it."""
+    from gluon_suite.utils.validate import fraction, positive_float, positive_int
+    return positive_int if key in _INT else fraction if key in _FRACTION else positive_float
+
+
+def fold_phase_flags(cfg, cli_phases):
+    """Turn the one-phase flags (or the same keys at the top of a config) in ``cfg`` into its
+    ``phases``: they override the config's one phase, or the default phase. Combined with
+    ``--phase`` or with a config of several phases, one line says which to give."""
+    from gluon_suite.nlp.pretrain import DEFAULTS
+    given = {k: cfg.pop(k) for k, *_ in PHASE_FLAGS if k in cfg}
+    if not given:
+        return cfg
+    names = ", ".join(next(f"{o}/{g}" if g else o for kk, o, g, _ in PHASE_FLAGS if kk == k) for k in given)
+    if cli_phases:
+        raise UserError(f"{names} set one phase and --phase sets the phases; give the phase either way, not both")
+    base = cfg.get("phases") or DEFAULTS["phases"]
+    if len(base) > 1:
+        raise UserError(f"{names} set one phase but the config has {len(base)} phases; use --phase per phase or "
+                        "edit the config's phases")
+    ph = dict(base[0])
+    if "total_batch_size" in given:   # the flag's batch replaces the base phase's, in either form
+        ph.pop("batch_size", None)
+    if "batch_size" in given:
+        ph.pop("total_batch_size", None)
+    cfg["phases"] = [check_phase({**ph, **given}, f"the phase from {names}")]
+    return cfg
 
 
 def corpus_spec(text):
@@ -154,7 +211,9 @@ def main(argv=None):
         from gluon_suite.utils.validate import positive_int
         cfg = load_yaml_config(args.pop("config"), p,
                                extra={"phases": check_phases, "lower": check_bool, "log_every": positive_int})
+    cli_phases = "phases" in args
     cfg.update({k: v for k, v in args.items()})
+    fold_phase_flags(cfg, cli_phases)
     cfg["dtype"] = dtype
     from gluon_suite.nlp.pretrain import DEFAULTS
     from gluon_suite.utils.checkpoints import check_resume
