@@ -172,6 +172,10 @@ EXAMPLES = {
     "docs/nlp.md: .venv/bin/python scripts/nlp/pretrain_bert.py --out runs/bert": long(
         subs=[("steps=300", "steps=3"), ("steps=50", "steps=2"),
               ("--out runs/bert2", "--out runs/bert2 --phase seq_len=32,batch_size=8,steps=3,lr=0.02")]),
+    "docs/nlp.md: .venv/bin/python scripts/nlp/pretrain_bert.py --out runs/bert-gluonnlp --num_steps 300 --total_batch_size 64 \\":
+        long(subs=[("--num_steps 300", "--num_steps 2")]),
+    "docs/nlp.md: .venv/bin/python scripts/nlp/finetune_squad.py --model bert_2_128_2_lee --pretrained \\":
+        long(subs=[("--out runs/squad-windows", "--out runs/squad-windows --epochs 1")]),
     "docs/nlp.md: .venv/bin/python scripts/nlp/finetune_classification.py --init runs/bert": long(
         before=PRETRAINED_BERT,
         subs=[("--label-column label\n", "--label-column label --epochs 1\n"),
