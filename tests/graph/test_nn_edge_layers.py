@@ -169,3 +169,51 @@ def test_layers_refuse_misshaped_edge_inputs():
         conv(g, xn, mx.nd.ones((3, 2)))
     with pytest.raises(GraphError, match="aggregator_type"):
         NNConv(4, 2, nn.Dense(8), "lstm")
+
+
+def numeric_grad(f, a, h=1e-6):
+    g = np.zeros_like(a)
+    for i in np.ndindex(a.shape):
+        up, down = a.copy(), a.copy()
+        up[i] += h
+        down[i] -= h
+        g[i] = (f(up) - f(down)) / (2 * h)
+    return g
+
+
+@pytest.mark.parametrize("ctx, idtype", CASES, ids=IDS)
+@pytest.mark.parametrize("agg", ["sum", "max"])
+def test_nnconv_and_gmmconv_gradients_match_the_references(ctx, idtype, agg):
+    """Gradients through the fused u_mul_e (features broadcast against per-edge matrices, and
+    per-edge kernel weights) against central differences of the float64 formulas."""
+    g, x, xn = setup(ctx, idtype, width=3)
+    rs = np.random.RandomState(9)
+    ef, pseudo, probe = rs.normal(size=(len(SRC), 2)), rs.uniform(-1, 1, size=(len(SRC), 2)), rs.normal(size=(N, 2))
+    nnc = NNConv(3, 2, nn.Dense(6, in_units=2), agg, bias=False)
+    gmm = GMMConv(3, 2, 2, 3, aggregator_type=agg, bias=False)
+    for layer in (nnc, gmm):
+        layer.initialize(ctx=ctx)
+    wd, bd = nnc.edge_nn.weight.data(ctx).asnumpy(), nnc.edge_nn.bias.data(ctx).asnumpy()
+    mu, s = gmm.mu.data(ctx).asnumpy(), gmm.inv_sigma.data(ctx).asnumpy()
+    w_fc = gmm.fc.weight.data(ctx).asnumpy().reshape(3, 2, 3)
+
+    def nn_ref(xx, ee):
+        w_e = (ee @ wd.T + bd).reshape(-1, 3, 2)
+        return (aggregate(xx[SRC][:, :, None] * w_e, DST, N, agg).sum(1) * probe).sum()
+
+    def gmm_ref(xx, pp):
+        out = sum(aggregate(np.exp(-0.5 * (((pp - mu[j]) * s[j]) ** 2).sum(1))[:, None] * (xx[SRC] @ w_fc[j].T),
+                            DST, N, agg) for j in range(3))
+        return (out * probe).sum()
+
+    for layer, ref, edge_in in ((nnc, nn_ref, ef), (gmm, gmm_ref, pseudo)):
+        xv, ev = mx.nd.array(x, ctx=ctx), mx.nd.array(edge_in, ctx=ctx)
+        xv.attach_grad()
+        ev.attach_grad()
+        with mx.autograd.record():
+            loss = (layer(g, xv, ev) * mx.nd.array(probe, ctx=ctx)).sum()
+        loss.backward()
+        np.testing.assert_allclose(xv.grad.asnumpy(), numeric_grad(lambda a: ref(a, edge_in), x), rtol=1e-3,
+                                   atol=1e-4)
+        np.testing.assert_allclose(ev.grad.asnumpy(), numeric_grad(lambda a: ref(x, a), edge_in), rtol=1e-3,
+                                   atol=1e-4)
