@@ -134,6 +134,7 @@ def test_window_sizes_that_cannot_work_are_one_line(tmp_path, flags, message):
 
 
 FILLER = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike".split()
+CODES = "oscar papa quebec romeo sierra tango uniform victor whiskey yankee zulu".split()   # never filler
 
 
 def _late_answer_squad(path, n, rs):
@@ -144,7 +145,7 @@ def _late_answer_squad(path, n, rs):
     import json
     paras = []
     for i in range(n):
-        code = rs.choice(FILLER)
+        code = rs.choice(CODES)
         head = " ".join(rs.choice(FILLER, 24 + int(rs.randint(0, 6))))
         context = f"{head} . the code is {code} . {' '.join(rs.choice(FILLER, 3))} ."
         start = len(f"{head} . the code is ")
@@ -168,6 +169,6 @@ def test_fine_tuning_finds_answers_past_the_first_window(tmp_path, monkeypatch):
                           batch=16, lr=1e-3, log=logs.append, model="bert_2_128_2_lee", pretrained=True,
                           max_query=8, doc_stride=8)
     assert any("200 training questions ->" in m for m in logs), logs
-    # a dev context has about 35 words: one picked at random matches about 3% of the time (measured: 28%
-    # after 4 epochs; without windows every dev answer is out of view and the exact match is 0)
-    assert hist[-1]["dev_exact_match"] >= 20.0, hist
+    # the code word occurs once, past the first window: without windows no dev answer is in view and the
+    # exact match is 0; one of a context's about 35 words picked at random matches about 3% of the time
+    assert hist[-1]["dev_exact_match"] >= 35.0, hist          # measured: 56% after 4 epochs
