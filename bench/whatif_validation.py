@@ -156,7 +156,7 @@ def allreduce_worker():
         if k >= 2:
             times.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)
-    sizes = [sum(int(np.prod(p.shape)) * 4 for _, p in b.members) for b in tr._algo.buckets]
+    sizes = [sum(int(np.prod(p.shape)) * 4 for _, p in b.members) for b in tr.algorithm.buckets]
     if comm.rank == 0:
         with open(os.environ["OUT"], "w") as f:
             json.dump({"allreduce_s": float(np.median(times)), "times": times, "comm_cpu": float(np.median(cpu)),
@@ -189,7 +189,7 @@ def balanced_worker():
     ready = np.median(np.array([r["ready"] for r in prof]), axis=0)       # backward order
     where = {id(p): k for k, p in enumerate(params[::-1])}
     buckets = [{"bytes": sum(int(np.prod(p.shape)) * 4 for _, p in b.members),
-                "ready": float(max(ready[where[id(p)]] for _, p in b.members))} for b in tr._algo.buckets]
+                "ready": float(max(ready[where[id(p)]] for _, p in b.members))} for b in tr.algorithm.buckets]
     if comm.rank == 0:
         with open(os.environ["OUT"], "w") as f:
             json.dump({**med, "step": float(np.median(steps)), "steps": steps, "buckets": buckets,

@@ -121,8 +121,10 @@ class Algorithm:
         """True when the algorithm, not the optimizer, updates the weights at ``step``."""
         return False
 
-    def local_update(self, trainer, step):
-        """The algorithm's own update, called instead of the optimizer's when ``owns_update``."""
+    def local_update(self, optimizer, updater, step):
+        """The algorithm's own update, called instead of the optimizer's when ``owns_update``:
+        the trainer hands over its ``optimizer`` (rates, counts) and ``updater`` (which holds the
+        optimizer's per-parameter states)."""
 
     def state_arrays(self):
         """Per-worker state to checkpoint, as ``{'<kind>.b<bucket>': flat NDArray}``."""

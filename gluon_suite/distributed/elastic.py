@@ -123,8 +123,11 @@ class GluonState(State):
         for k, v in counters.items():
             setattr(self, k, v)
         self.resets = 0
-        trainer._bind()  # the algorithm's per-worker state (residuals) exists from here on
-        self._create_optimizer_states()
+        trainer.bind()  # the algorithm's per-worker state (residuals) exists from here on
+        # the optimizer creates its state (momentum, moments) at a parameter's first update; a
+        # worker that joins a running job has none yet: create them all now, so that every worker
+        # holds the same list of arrays to broadcast
+        trainer.create_optimizer_states()
         super().__init__(bcast_object=self._bcast_object_json, get_rank=hvd.rank)
         self.save()
 
@@ -135,57 +138,31 @@ class GluonState(State):
             obj if not isinstance(obj, tuple) else list(obj), name="elastic.obj")
 
     def _schedule(self):
-        return getattr(self.trainer._optimizer, "lr_scheduler", None)
+        return getattr(self.trainer.optimizer, "lr_scheduler", None)
 
     def _params(self):
         p = self.net.collect_params()
         return [p[n] for n in self._names]
 
-    def _create_optimizer_states(self):
-        # the optimizer creates its state (momentum, moments) at a parameter's first update; a
-        # worker that joins a running job has none yet, so create them all now, as the updater
-        # would, and every worker holds the same list of arrays to broadcast
-        upd, opt = self.trainer._updaters[0], self.trainer._optimizer
-        for i, p in enumerate(self.trainer._params):
-            if p.grad_req != "null" and i not in upd.states:
-                upd.states[i] = opt.create_state_multi_precision(i, p.data())
-                upd.states_synced[i] = True
-
     def _opt_arrays(self):
-        upd = self.trainer._updaters[0]
-        out = []
-
-        def walk(s):   # multi_precision nests the optimizer's own state beside the float32 master
-            if isinstance(s, mx.nd.NDArray):
-                out.append(s)
-            elif isinstance(s, (list, tuple)):
-                for a in s:
-                    walk(a)
-        for i in sorted(upd.states):
-            walk(upd.states[i])
-        return out
+        """The optimizer's state arrays (the trainer's own, not copies), in one order everywhere."""
+        arrays = self.trainer.state_dict()["arrays"]
+        return [arrays[k] for k in sorted(arrays) if k.startswith("opt.")]
 
     def save(self):
         """Copy the current state to host memory (the commit point)."""
         self._saved_params = [p.data().copy() for p in self._params()]
-        self._saved_opt = [a.copy() for a in self._opt_arrays()]
-        self._saved_algo = {k: a.copy() for k, a in self.trainer._algo.state_arrays().items()}
-        opt = self.trainer._optimizer
+        trainer = self.trainer.state_dict()
+        self._saved_arrays = {k: a.copy() for k, a in trainer["arrays"].items()}
         self._saved_meta = {"counters": {k: getattr(self, k) for k in self._counters},
                             "sampler": self.sampler.state_dict() if self.sampler else None,
-                            "step_count": self.trainer._step_count, "num_update": opt.num_update,
-                            "index_update_count": dict(opt._index_update_count),
-                            "schedule": self._schedule().state_dict()
-                            if hasattr(self._schedule(), "state_dict") else None}
+                            "trainer": trainer["meta"]}
 
     def restore(self):
         """Go back to the last commit."""
         for p, a in zip(self._params(), self._saved_params):
             p.set_data(a.copy())
-        for dst, src in zip(self._opt_arrays(), self._saved_opt):
-            dst[:] = src
-        for k, a in self.trainer._algo.state_arrays().items():
-            a[:] = self._saved_algo[k]
+        self.trainer.load_state_dict({"meta": self._saved_meta["trainer"], "arrays": self._saved_arrays})
         self._apply_meta(self._saved_meta)
 
     def _apply_meta(self, meta):
@@ -193,13 +170,6 @@ class GluonState(State):
             setattr(self, k, v)
         if self.sampler and meta["sampler"]:
             self.sampler.load_state_dict(meta["sampler"])
-        self.trainer._step_count = meta["step_count"]
-        opt = self.trainer._optimizer
-        opt.num_update = meta["num_update"]
-        opt._index_update_count.clear()
-        opt._index_update_count.update({int(k): v for k, v in meta["index_update_count"].items()})
-        if meta.get("schedule") is not None:
-            self._schedule().load_state_dict(meta["schedule"])
 
     def sync(self):
         """Make every worker hold rank 0's committed state (new workers included). Horovod calls
@@ -218,12 +188,13 @@ class GluonState(State):
         comm = self._adopt_world()
         # per-worker algorithm state first: CSER folds its residual into the model (x - e is the
         # same everywhere), error feedback drops it; then rank 0's state goes to everyone
-        self.trainer._algo.reset_for_resize()
+        self.trainer.algorithm.reset_for_resize()
         # the same list everywhere (optimizer states created up front); one collective per dtype
         comm.broadcast_many_([p.data() for p in self._params()] + self._opt_arrays(), 0,
                              name="elastic.state")
-        meta = comm.broadcast_object({**self._saved_meta, "index_update_count": {
-            str(k): v for k, v in self._saved_meta["index_update_count"].items()}}, name="elastic.meta")
+        meta = comm.broadcast_object(self._saved_meta, name="elastic.meta")
+        # rank 0's counts and schedule; the arrays were broadcast in place just now
+        self.trainer.load_state_dict({"meta": meta["trainer"]}, source="rank 0's elastic state")
         self._apply_meta(meta)
         self._adopt_world()
         mx.nd.waitall()
@@ -254,14 +225,13 @@ class GluonState(State):
         schedule the new global batch (idempotent)."""
         from .comm import HorovodCommunicator
         comm = HorovodCommunicator()
-        self.trainer._comm = comm
-        self.trainer._algo.comm = comm
+        self.trainer.set_communicator(comm)
         if self.sampler:
             self.sampler.reshard(comm.rank, comm.size)
         sched = self._schedule()
         if sched is not None and hasattr(sched, "set_global_batch") and self.batch_size:
             # the new batch applies from the next update on: that update is the ramp's first step
-            sched.set_global_batch(self.batch_size * comm.size, self.trainer._optimizer.num_update + 1)
+            sched.set_global_batch(self.batch_size * comm.size, self.trainer.optimizer.num_update + 1)
         return comm
 
 

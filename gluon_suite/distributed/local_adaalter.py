@@ -53,8 +53,8 @@ class LocalAdaAlter(Algorithm):
     def owns_update(self, step):
         return step >= self.warmup
 
-    def local_update(self, trainer, step):
-        opt, updater = trainer._optimizer, trainer._updaters[0]
+    def local_update(self, optimizer, updater, step):
+        opt = optimizer
         k = (step - self.warmup) % self.period + 1 if self.pad == "per_step" else 1
         for b, acc in zip(self.buckets, self.acc):
             for i, p in b.members:

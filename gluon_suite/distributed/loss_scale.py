@@ -55,8 +55,7 @@ class DynamicLossScaler:
     def all_finite(self, trainer):
         """Whether every gradient the trainer will apply (its primary copies) is finite, on
         every worker."""
-        grads = [p.list_grad()[0] for p in trainer._params
-                 if p.grad_req != "null" and p._grad is not None]
+        grads = trainer.primary_grads()
         if not grads:
             return True
         flag = mx.nd.ones((1,), ctx=grads[0].context)
@@ -76,9 +75,7 @@ class DynamicLossScaler:
         if finite:
             trainer.update(batch_size * self.scale, ignore_stale_grad=ignore_stale_grad)
         else:
-            for p in trainer._params:    # the next backward writes fresh gradients
-                for d in (p.list_data() if p._data is not None else []):
-                    d._fresh_grad = False
+            trainer.discard_gradients()   # the next backward writes fresh gradients
         self.update(finite)
         return finite
 

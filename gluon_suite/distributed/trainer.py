@@ -17,7 +17,6 @@ optimizer and algorithm state to one MXNet NDArray file (metadata inside as JSON
 no pickle.
 """
 import contextlib
-import json
 import time
 import os
 import types
@@ -26,17 +25,14 @@ import mxnet as mx
 import numpy as np
 from mxnet import gluon
 
-from ..utils.fileio import atomic_path
 from . import averaging
 from .algorithms import make_algorithm
-from .buckets import DEFAULT_BUCKET_MB, bucket_layout_json, explode
+from .buckets import DEFAULT_BUCKET_MB, bucket_layout_json
 from .comm import get_communicator, write_plain
+from .trainer_state import (FORMAT, check_format, flatten_state, per_parameter, read_file,
+                            to_network_order, unflatten_state, write_file)
 
-_META = "__meta_json__"
-# format 1: algorithm state per parameter ('algo.err.<index>'); format 2: per bucket
-# ('algo.err.b<k>', the layout in meta['buckets']). Both are read.
-_FORMAT = "gluon_suite.trainer_states/2"
-_READABLE = ("gluon_suite.trainer_states/1", _FORMAT)
+_per_parameter = per_parameter   # the name older tests and tools import
 
 
 class DistributedTrainer(gluon.Trainer):
@@ -120,6 +116,43 @@ class DistributedTrainer(gluon.Trainer):
         """Optimizer steps taken by this trainer."""
         return self._step_count
 
+    @property
+    def parameters(self):
+        """The trainer's parameters in its own order (sorted by name; state keys index it)."""
+        return list(self._params)
+
+    @property
+    def updater(self):
+        """The updater that applies the optimizer and holds its per-parameter states."""
+        return self._updaters[0]
+
+    def set_communicator(self, comm):
+        """Use ``comm`` from now on (the trainer's and the algorithm's): an elastic job's new world
+        after a reset."""
+        self._comm = comm
+        self._algo.comm = comm
+
+    def create_optimizer_states(self):
+        """Create the optimizer state of every trainable parameter that has none yet, as the
+        updater would at its first update: every worker then holds the same arrays (an elastic
+        worker that joins a running job has taken no step)."""
+        upd, opt = self.updater, self._optimizer
+        for i, p in enumerate(self._params):
+            if p.grad_req != "null" and i not in upd.states:
+                upd.states[i] = opt.create_state_multi_precision(i, p.data())
+                upd.states_synced[i] = True
+
+    def primary_grads(self):
+        """The gradients the update applies: each trainable parameter's first-context copy."""
+        return [p.list_grad()[0] for p in self._params if p.grad_req != "null" and p._grad is not None]
+
+    def discard_gradients(self):
+        """Skip this step's update (e.g. a loss scaler's overflow): the gradients are marked
+        consumed, so the next backward writes fresh ones and ``step`` does not call them stale."""
+        for p in self._params:
+            for d in (p.list_data() if p._data is not None else []):
+                d._fresh_grad = False
+
     # --- initial broadcast --------------------------------------------------------------------
     def _broadcast_initial(self):
         comm = self._comm
@@ -142,7 +175,9 @@ class DistributedTrainer(gluon.Trainer):
                     _copy_to_replicas(param)
                 p._init_impl = types.MethodType(wrapped, p)
 
-    def _bind(self):
+    def bind(self):
+        """Lay the trainable parameters out in buckets and hand them to the algorithm (once; the
+        first step does it too). The algorithm's per-worker state exists from here on."""
         if not self._bound:
             trainable = [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]
             self._algo.bind(trainable, self._comm, bucket_mb=self._bucket_mb,
@@ -162,16 +197,16 @@ class DistributedTrainer(gluon.Trainer):
         self.sync_seconds += time.perf_counter() - t0
 
     def _allreduce_grads(self):
-        self._bind()
+        self.bind()
         for b in self._algo.buckets:   # several contexts: their sum, on the primary copy
             b.sum_replica_grads()
         with self._timed():
             self._algo.reduce_gradients(self._step_count)
 
     def _update(self, ignore_stale_grad=False):
-        self._bind()
+        self.bind()
         if self._algo.owns_update(self._step_count):
-            self._algo.local_update(self, self._step_count)
+            self._algo.local_update(self._optimizer, self.updater, self._step_count)
             for _, p in self._algo.params:
                 for d in p.list_data():
                     d._fresh_grad = False
@@ -212,7 +247,7 @@ class DistributedTrainer(gluon.Trainer):
                 d._fresh_grad = False
         if work:
             index, grads, weights = zip(*work)
-            self._updaters[0](index, grads, weights)
+            self.updater(index, grads, weights)
 
     # --- evaluation on the averaged model -------------------------------------------------------
     @contextlib.contextmanager
@@ -275,18 +310,21 @@ class DistributedTrainer(gluon.Trainer):
                 for d, s in zip(p._data, copies):   # a forward may have re-laid weights out (oneDNN)
                     write_plain(s, d)
 
-    # --- states -------------------------------------------------------------------------------
-    def save_states(self, fname):
-        """Write this worker's optimizer and algorithm state to ``fname`` (MXNet NDArray file with
-        JSON metadata inside), atomically. Each worker saves its own file."""
-        self._bind()
+    # --- state ---------------------------------------------------------------------------------
+    def state_dict(self):
+        """This worker's trainer state, ``{"meta": JSON-ready dict, "arrays": {key: NDArray}}``
+        (layout in ``trainer_state.py``): optimizer state of every parameter at any nesting depth
+        (``multi_precision`` masters, moments), update counts, step count, learning rate and the
+        schedule's state, the algorithm's per-worker state per bucket. The arrays are the trainer's
+        own, not copies: copy them to keep a snapshot."""
+        self.bind()
         arrays, layout = {}, {}
-        for i, state in self._updaters[0].states.items():
-            layout[str(i)] = _flatten_state(state, f"opt.{i}", arrays)
+        for i, state in self.updater.states.items():
+            layout[str(i)] = flatten_state(state, f"opt.{i}", arrays)
         for k, v in self._algo.state_arrays().items():
             arrays[f"algo.{k}"] = v
         opt = self._optimizer
-        meta = {"format": _FORMAT, "step_count": self._step_count,
+        meta = {"format": FORMAT, "step_count": self._step_count,
                 "num_update": opt.num_update, "begin_num_update": opt.begin_num_update,
                 "index_update_count": {str(k): v for k, v in opt._index_update_count.items()},
                 "learning_rate": self.learning_rate, "optimizer": type(opt).__name__.lower(),
@@ -296,34 +334,30 @@ class DistributedTrainer(gluon.Trainer):
                 "param_shapes": [list(p.shape) if p.shape else None for p in self._params],
                 "lr_scheduler": (opt.lr_scheduler.state_dict()
                                  if hasattr(opt.lr_scheduler, "state_dict") else None)}
-        arrays[_META] = mx.nd.array(np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
-                                    dtype="uint8")
-        with atomic_path(fname) as tmp:
-            mx.nd.save(tmp, arrays)
+        return {"meta": meta, "arrays": arrays}
 
-    def load_states(self, fname):
-        """Restore what ``save_states`` wrote (optimizer moments, update counts, algorithm state)."""
-        self._bind()
-        try:
-            arrays = mx.nd.load(fname)
-        except mx.base.MXNetError as exc:
-            raise ValueError(f"{fname} is not a trainer state file written by save_states "
-                             f"({' '.join(str(exc).split())[:120]})") from None
-        if not isinstance(arrays, dict) or _META not in arrays:
-            raise ValueError(f"{fname} is not a trainer state file written by save_states")
-        meta = json.loads(arrays.pop(_META).asnumpy().tobytes().decode())
-        if meta.get("format") not in _READABLE:
-            raise ValueError(f"{fname} holds trainer states of format {meta.get('format')!r}; this "
-                             f"version reads {', '.join(_READABLE)}: resume with the version that wrote it")
-        if meta["format"] == _FORMAT:
-            arrays = _per_parameter(meta, arrays, fname)
-        meta, arrays = self._to_network_order(meta, arrays, fname)
-        updater = self._updaters[0]
-        for key, spec in meta["opt_layout"].items():
-            # on the parameter's (primary) device: files load onto the CPU
-            ctx = self._params[int(key)]._data[0].context
-            updater.states[int(key)] = _unflatten_state(spec, arrays, ctx)
-            updater.states_synced[int(key)] = True
+    def load_state_dict(self, state, source="the trainer state"):
+        """Restore a ``state_dict()`` (of this trainer, of another instance of the network, or read
+        from a file of format 1 or 2); the arrays are copied. Without ``"arrays"`` only the counts,
+        step count, learning rate and schedule are taken (the elastic sync, which broadcasts the
+        arrays in place). ValueError (one line, naming ``source``) for a state of another format or
+        another network."""
+        self.bind()
+        meta = state["meta"]
+        check_format(meta, source)
+        arrays = dict(state.get("arrays") or {})
+        if arrays and meta["format"] == FORMAT:
+            arrays = per_parameter(meta, arrays, source)
+        meta, arrays = to_network_order(meta, arrays, source, self._network_position,
+                                        [list(p.shape) if p.shape else None for p in self._params])
+        if "arrays" in state:
+            updater = self.updater
+            for key, spec in meta["opt_layout"].items():
+                # on the parameter's (primary) device: files load onto the CPU
+                ctx = self._params[int(key)]._data[0].context
+                updater.states[int(key)] = unflatten_state(spec, arrays, ctx)
+                updater.states_synced[int(key)] = True
+            self._algo.load_state_arrays({k[5:]: v for k, v in arrays.items() if k.startswith("algo.")})
         opt = self._optimizer
         opt.num_update = meta["num_update"]
         opt.begin_num_update = meta["begin_num_update"]
@@ -335,77 +369,19 @@ class DistributedTrainer(gluon.Trainer):
             self.set_learning_rate(meta["learning_rate"])
         elif meta.get("lr_scheduler") is not None and hasattr(opt.lr_scheduler, "load_state_dict"):
             opt.lr_scheduler.load_state_dict(meta["lr_scheduler"])
-        self._algo.load_state_arrays({k[5:]: v for k, v in arrays.items() if k.startswith("algo.")})
         self._step_count = meta["step_count"]
 
-    def _to_network_order(self, meta, arrays, fname):
-        """States index parameters by their position in this trainer (sorted names). A file from
-        another instance of the network (other names, maybe another sorted order) is renumbered
-        through the network positions it records; files without them are taken as they are."""
-        if "network_position" not in meta:
-            return meta, arrays
-        here = {q: i for i, q in enumerate(self._network_position)}
-        shapes = [list(p.shape) if p.shape else None for p in self._params]
-        try:
-            order = [here[q] for q in meta["network_position"]]  # saved index -> index here
-            same = all(meta["param_shapes"][j] in (None, shapes[i]) for j, i in enumerate(order))
-        except (KeyError, IndexError, TypeError):
-            same = False
-        if not same or len(order) != len(shapes):
-            raise ValueError(f"{fname} holds trainer states of another network (parameter shapes "
-                             "differ); resume with the network that wrote it")
+    def save_states(self, fname):
+        """Write this worker's ``state_dict()`` to ``fname`` (MXNet NDArray file with JSON metadata
+        inside), atomically. Each worker saves its own file."""
+        write_file(fname, self.state_dict())
 
-        def renumber(key):
-            head, _, tail = key.rpartition(".")
-            return f"{head}.{order[int(tail)]}" if tail.isdigit() and int(tail) < len(order) else key
-        meta = dict(meta, opt_layout={str(order[int(k)]): v for k, v in meta["opt_layout"].items()},
-                    index_update_count={str(order[int(k)]): v
-                                        for k, v in meta["index_update_count"].items()})
-        arrays = {(f"algo.{renumber(k[5:])}" if k.startswith("algo.") else k): v for k, v in arrays.items()}
-        return meta, arrays
+    def load_states(self, fname):
+        """Restore what ``save_states`` wrote (this version's files or format 1's)."""
+        self.load_state_dict(read_file(fname), source=fname)
 
 
 def _copy_to_replicas(param):
     """Every other context's copy of ``param`` <- its first (primary) copy."""
     for d in param._data[1:]:
         write_plain(param._data[0].as_in_context(d.context), d)
-
-
-def _per_parameter(meta, arrays, fname):
-    """Format 2 keeps algorithm state per bucket: split it into per-parameter arrays (the keys of
-    format 1, in the writer's numbering), so that any bucket layout can read it."""
-    flat, out = {}, {}
-    for key, arr in arrays.items():
-        head, _, tail = key.rpartition(".")
-        if key.startswith("algo.") and tail[:1] == "b" and tail[1:].isdigit():
-            flat.setdefault(head, {})[int(tail[1:])] = arr
-        else:
-            out[key] = arr
-    for head, by_bucket in flat.items():
-        try:
-            parts = explode(by_bucket, meta["buckets"], meta["param_shapes"])
-        except (KeyError, IndexError, TypeError, mx.base.MXNetError):
-            raise ValueError(f"{fname} holds bucketed states that do not match their recorded "
-                             "layout (damaged file?)") from None
-        for i, arr in parts.items():
-            out[f"{head}.{i}"] = arr
-    return out
-
-
-def _flatten_state(state, key, out):
-    if state is None:
-        return None
-    if isinstance(state, mx.nd.NDArray):
-        out[key] = state
-        return key
-    if isinstance(state, (tuple, list)):
-        return [_flatten_state(s, f"{key}.{j}", out) for j, s in enumerate(state)]
-    raise TypeError(f"cannot save optimizer state of type {type(state).__name__}")
-
-
-def _unflatten_state(spec, arrays, ctx):
-    if spec is None:
-        return None
-    if isinstance(spec, str):
-        return arrays[spec].as_in_context(ctx)
-    return tuple(_unflatten_state(s, arrays, ctx) for s in spec)

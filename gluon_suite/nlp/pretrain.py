@@ -326,8 +326,8 @@ def _phase_elastic(cfg, run, pi, phases, net, loss_fn, data, trainer, comm, hist
     from ..optim import ElasticRamp
     ph = phases[pi]
     L, B, acc, steps = int(ph["seq_len"]), int(ph["batch_size"]), int(ph["accumulate"]), int(ph["steps"])
-    base = trainer._optimizer.lr_scheduler
-    trainer._optimizer.lr_scheduler = ElasticRamp(
+    base = trainer.optimizer.lr_scheduler
+    trainer.optimizer.lr_scheduler = ElasticRamp(
         base, ref_batch=B * acc * int(cfg["ref_workers"] or comm.size), ramp_steps=int(cfg["ramp_steps"]),
         global_batch=B * acc * comm.size)
     out, seed, n = cfg["out"], int(cfg["seed"]), len(data["nsp_labels"])

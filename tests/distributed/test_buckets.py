@@ -129,7 +129,7 @@ def one_ef_step(compressor, ratio=4, seed=0):
     with autograd.record():
         loss = (net(x) ** 2).sum()
     loss.backward()
-    tr._bind()  # the layout exists from the first step on
+    tr.bind()  # the layout exists from the first step on
     (bucket,) = tr.algorithm.buckets
     before = np.concatenate([p.data().asnumpy().ravel() for _, p in bucket.members]).astype(np.float64)
     grads = np.concatenate([p.grad().asnumpy().ravel() for _, p in bucket.members]).astype(np.float64)
