@@ -71,9 +71,9 @@ class MessagePassing:
         return native.gsddmm(self._structure(a.context), op, a, b, lt, rt)
 
     def _native_reduce(self, msg, reduce_op):
-        """A built-in (message, reduce) pair as one gSpMM operator (mean: the sum, scaled by the
-        caller), or None when the pair or its operands have no compiled form."""
-        red = "sum" if reduce_op == "mean" else reduce_op
+        """A built-in (message, reduce) pair as one gSpMM operator, or None when the pair or its
+        operands have no compiled form."""
+        red = reduce_op
         if msg.op in ("copy_u", "copy_e"):
             x = self._field(*msg.lhs)
             if not native.usable(x):
@@ -89,7 +89,7 @@ class MessagePassing:
         if not native.usable(x, e):
             return None
         if (lt, op) == ("e", "sub"):     # e - u = -(u - e): max and min trade places
-            flip = {"sum": "sum", "max": "min", "min": "max"}[red]
+            flip = {"sum": "sum", "mean": "mean", "max": "min", "min": "max"}[red]
             return -native.gspmm(self._structure(x.context), "sub", flip, x, e)
         return native.gspmm(self._structure(x.context), op, red, x, e)
 
@@ -175,6 +175,8 @@ class MessagePassing:
         out = None
         if isinstance(message_func, Message):
             out = self._native_reduce(message_func, reduce_func.op)
+            if out is not None:
+                return out          # the compiled mean divides by the in-degree itself
         if out is None and isinstance(message_func, Message) and reduce_func.op in ("sum", "mean"):
             out = self._fused(message_func)
         if out is None:
@@ -184,9 +186,8 @@ class MessagePassing:
                                  f"(it produced: {', '.join(msgs) or 'nothing'})")
             m = msgs[reduce_func.msg]
             if native.usable(m):
-                out = native.gspmm(self._structure(m.context), "copy_rhs",
-                                   "sum" if reduce_func.op == "mean" else reduce_func.op, None, m)
-            elif reduce_func.op == "max":
+                return native.gspmm(self._structure(m.context), "copy_rhs", reduce_func.op, None, m)
+            if reduce_func.op == "max":
                 out = segment_max(self._topo(), m)
             elif reduce_func.op == "min":
                 out = -segment_max(self._topo(), -m)

@@ -4,8 +4,8 @@ built by ``make kernels``, which ``make setup`` runs) loaded once, when this mod
 Operators (forward and backward, OpenMP over rows, float32 features, int32 or int64 structure):
 
 - ``gspmm``: out[v] = reduce over edges u->v of op(lhs[u], rhs[e]), op one of add, sub, mul, div,
-  copy_lhs, copy_rhs, reduce one of sum, max, min (0 for a node without incoming edges); the
-  gradient of max/min goes to the first edge reaching the extreme.
+  copy_lhs, copy_rhs, reduce one of sum, mean, max, min (0 for a node without incoming edges);
+  the gradient of max/min goes to the first edge reaching the extreme.
 - ``gsddmm``: out[e] = op(lhs[t_l(e)], rhs[t_r(e)]) for targets u (source), v (destination),
   e (edge), op one of add, sub, mul, div, dot (summed over the last axis), copy_lhs, copy_rhs.
 - ``edge_softmax``: a[e] = exp(s[e]) / sum over the edges w->v of exp(s[w->v]).

@@ -51,10 +51,10 @@ def segment_reduce(seglen, value, reducer="sum"):
                          f"(they sum to {lens.sum()})")
     seg = np.repeat(np.arange(len(lens)), lens)
     t = topology(np.arange(len(seg)), seg, len(seg), len(lens))
-    red = "sum" if reducer == "mean" else reducer
     if native.usable(value):
-        out = native.gspmm(t.structure(value.context), "copy_rhs", red, None, value)
-    elif red == "sum":
+        return native.gspmm(t.structure(value.context), "copy_rhs", reducer, None, value)
+    red = "sum" if reducer == "mean" else reducer
+    if red == "sum":
         out = segment_sum(t.key, value)
     else:
         out = segment_max(t.key, value) if red == "max" else -segment_max(t.key, -value)

@@ -56,7 +56,7 @@ def ref_spmm(src, dst, n, op, red, x, e):
     for v in range(n):
         box = [np.broadcast_to(msgs[k], shape) for k in np.flatnonzero(dst == v)]
         if box:
-            out[v] = {"sum": np.sum, "max": np.max, "min": np.min}[red](np.stack(box), axis=0)
+            out[v] = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}[red](np.stack(box), axis=0)
     return out
 
 
@@ -117,7 +117,7 @@ SPMM_CASES = [("copy_lhs", None), ("copy_rhs", (H, F))] + [
 
 @pytest.mark.parametrize("ctx", CTXS, ids=str)
 @pytest.mark.parametrize("idtype", IDTYPES, ids=lambda t: np.dtype(t).name)
-@pytest.mark.parametrize("red", ["sum", "max", "min"])
+@pytest.mark.parametrize("red", ["sum", "mean", "max", "min"])
 @pytest.mark.parametrize("op, eshape", SPMM_CASES, ids=lambda c: str(c).replace(" ", ""))
 def test_gspmm_forward_and_gradients(op, eshape, red, idtype, ctx):
     src, dst, n = small_graph()

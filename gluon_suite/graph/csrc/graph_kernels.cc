@@ -35,7 +35,7 @@ namespace {
 const int kStructure = 8;   // index tensors after the data inputs
 
 enum Op { kAdd, kSub, kMul, kDiv, kDot, kCopyL, kCopyR };
-enum Reduce { kSum, kMax, kMin };
+enum Reduce { kSum, kMax, kMin, kMean };
 
 std::string Get(const Attrs& a, const char* key, const char* fallback) {
   auto it = a.find(key);
@@ -54,6 +54,7 @@ bool ParseOp(const std::string& s, Op* op) {
 
 bool ParseReduce(const std::string& s, Reduce* r) {
   if (s == "sum") *r = kSum;
+  else if (s == "mean") *r = kMean;
   else if (s == "max") *r = kMax;
   else if (s == "min") *r = kMin;
   else
@@ -192,7 +193,7 @@ void SpmmForward(const Bcast& b, Reduce red, const float* X, const float* W, con
   for (int64_t v = 0; v < n; ++v) {
     float* o = Y + v * L;
     const I k0 = indptr[v], k1 = indptr[v + 1];
-    if (red == kSum) {
+    if (red == kSum || red == kMean) {
       std::fill(o, o + L, 0.f);
       if (op == kCopyL && b.lid) {
         for (I k = k0; k < k1; ++k) {
@@ -227,6 +228,10 @@ void SpmmForward(const Bcast& b, Reduce red, const float* X, const float* W, con
           const float* w = W + static_cast<int64_t>(eid[k]) * b.rhs;
           for (int64_t j = 0; j < L; ++j) o[j] += Apply(op, x[b.lidx[j]], w[b.ridx[j]]);
         }
+      }
+      if (red == kMean && k1 > k0) {
+        const float inv = 1.f / static_cast<float>(k1 - k0);
+        for (int64_t j = 0; j < L; ++j) o[j] *= inv;
       }
     } else {
       const bool mx = red == kMax;
@@ -274,7 +279,8 @@ void SpmmBackward(const Bcast& b, Reduce red, const float* dY, const float* X, c
   const I *indptr = s[0], *nbr = s[1], *eid = s[2], *rptr = s[3], *rnbr = s[4], *reid = s[5];
   const int64_t L = b.out;
   std::vector<int64_t> arg;
-  if (red != kSum) {
+  const bool sum = red == kSum || red == kMean;
+  if (!sum) {
     arg.reserve(static_cast<size_t>(n_dst * L));   // every entry is written by ArgReduce
     arg.resize(static_cast<size_t>(n_dst * L));
     ArgReduce<I, O>(b, X, W, Y, indptr, nbr, eid, n_dst, arg.data());
@@ -294,18 +300,20 @@ void SpmmBackward(const Bcast& b, Reduce red, const float* dY, const float* X, c
         const int64_t v = rnbr[k], e = reid[k];
         const float* dy = dY + v * L;
         const float* w = W + e * b.rhs;
-        if (red == kSum) {
+        if (sum) {
+          // a mean divides each destination's sum by its in-degree (>= 1: this edge reaches it)
+          const float m = red == kMean ? 1.f / static_cast<float>(indptr[v + 1] - indptr[v]) : 1.f;
           if (op == kCopyL && b.lid) {
-            for (int64_t j = 0; j < L; ++j) d[j] += dy[j];
+            for (int64_t j = 0; j < L; ++j) d[j] += m * dy[j];
           } else if (op == kMul && b.lid && b.rchunk) {
             const int64_t C = b.rchunk;
             for (int64_t h = 0; h < b.rhs; ++h) {
-              const float sc = w[h];
+              const float sc = m * w[h];
               for (int64_t c = 0; c < C; ++c) d[h * C + c] += sc * dy[h * C + c];
             }
           } else {
             for (int64_t j = 0; j < L; ++j)
-              d[b.lidx[j]] += GradL(op, x[b.lidx[j]], w[b.ridx[j]]) * dy[j];
+              d[b.lidx[j]] += m * GradL(op, x[b.lidx[j]], w[b.ridx[j]]) * dy[j];
           }
         } else {
           const int64_t* a = arg.data() + v * L;
@@ -325,7 +333,8 @@ void SpmmBackward(const Bcast& b, Reduce red, const float* dY, const float* X, c
         std::fill(d, d + b.rhs, 0.f);
       }
       if (op == kCopyL) continue;
-      if (red == kSum) {
+      if (sum) {
+        const float m = red == kMean && indptr[v + 1] > indptr[v] ? 1.f / static_cast<float>(indptr[v + 1] - indptr[v]) : 1.f;
         for (I k = indptr[v]; k < indptr[v + 1]; ++k) {
           if (k + kAhead < indptr[v + 1]) Prefetch(X + static_cast<int64_t>(nbr[k + kAhead]) * b.lhs, b.lhs);
           const int64_t e = eid[k];
@@ -337,13 +346,13 @@ void SpmmBackward(const Bcast& b, Reduce red, const float* dY, const float* X, c
             for (int64_t h = 0; h < b.rhs; ++h) {
               float acc = 0.f;
               for (int64_t c = 0; c < C; ++c) acc += x[h * C + c] * dy[h * C + c];
-              d[h] = acc;
+              d[h] = m * acc;
             }
           } else if (op == kCopyR && b.rid) {
-            for (int64_t j = 0; j < L; ++j) d[j] = dy[j];
+            for (int64_t j = 0; j < L; ++j) d[j] = m * dy[j];
           } else {
             for (int64_t j = 0; j < L; ++j)
-              d[b.ridx[j]] += GradR(op, x[b.lidx[j]], w[b.ridx[j]]) * dy[j];
+              d[b.ridx[j]] += m * GradR(op, x[b.lidx[j]], w[b.ridx[j]]) * dy[j];
           }
         }
       } else {
@@ -667,7 +676,7 @@ MXReturnValue ParseAttrs(const Attrs& attrs, int* num_in, int* num_out) {
     }
     Reduce r;
     if (K->which == Kind::kSpmm && (!ParseReduce(Get(attrs, "reduce", "sum"), &r) || op == kDot)) {
-      MX_ERROR_MSG << "gSpMM takes add/sub/mul/div/copy_lhs/copy_rhs with sum/max/min";
+      MX_ERROR_MSG << "gSpMM takes add/sub/mul/div/copy_lhs/copy_rhs with sum/mean/max/min";
       return MX_FAIL;
     }
   }
