@@ -1,4 +1,6 @@
-"""Sparse message-passing kernels as MXNet custom operators with forward and backward.
+"""The Python message-passing kernels, MXNet custom operators with forward and backward: the
+fallback when the compiled kernels (``native``) are not built or cannot take the arrays (another
+dtype, a GPU context). They copy features to the host.
 
 MXNet 1.9's ``nd.sparse.dot`` differentiates only the dense side, so products whose edge values
 need gradients (``u_mul_e``) and reductions with no sparse-product form (max, edge softmax) run

@@ -1,5 +1,6 @@
-"""Graph topology and the *head layout* shared by the message-passing kernels, and the plumbing
-that turns a kernel class into an MXNet custom operator.
+"""Graph topology: the index tensors the compiled kernels take (``_Topology.structure``, one set
+per context), and for the Python kernels the *head layout* and the plumbing that turns a kernel
+class into an MXNet custom operator.
 
 MXNet custom operators take only arrays and strings, so a graph reaches them as the ``key`` of its
 ``_Topology`` in a weak registry (the entry dies with the graph). Multi-head kernels work on a head
