@@ -62,7 +62,8 @@ def _train_elastic(cfg, net, trainer, n, batch_size, step_fn, eval_fn, log):
     re-sharded over the current workers every epoch, ``step_fn(state, idx, step_size)`` per global
     step, an evaluation every 10 epochs and at the end (``eval_fn()`` -> accuracy, on the averaged
     model), and whoever is rank 0 then writes the log line and ``last.rank0.*`` + ``state.json``
-    (``"elastic": true``; ``--resume`` continues it with any worker count)."""
+    (``"elastic": true``; ``--resume`` continues it with any worker count). Returns the history;
+    the run ends as a fixed-size one does (``_end_run``)."""
     from ..distributed.elastic import train_elastic
     out, start, t0 = cfg["out"], {}, time.time()
     run = RunFolder(out, cfg["resume"], trainer.communicator, elastic=True, required=("epoch", "step", "history"))
@@ -98,11 +99,7 @@ def _train_elastic(cfg, net, trainer, n, batch_size, step_fn, eval_fn, log):
         state = train_elastic(net, trainer, n, batch_size, int(cfg["epochs"]), step, end_epoch,
                               seed=int(cfg["seed"]), commit_every=int(cfg["commit_every"]), start=start,
                               counters={"loss_sum": 0.0, "seen": 0, "history": history})
-    if trainer.communicator.rank == 0:
-        with atomic_path(os.path.join(out, "model.params")) as tmp:
-            net.save_parameters(tmp)
-    return {"test_acc": state.history[-1]["test_acc"] if state.history else None, "history": state.history,
-            "rank": trainer.communicator.rank}
+    return state.history
 
 
 def _elastic_schedule(cfg, batch_size, size):
@@ -135,9 +132,21 @@ def _save(run, net, trainer, cfg, epoch, history, t0):
     return bool(cfg["stop_after_epochs"]) and epoch + 1 >= int(cfg["stop_after_epochs"])
 
 
+def _end_run(cfg, defaults, script, history, net, trainer, log, config_json=False):
+    """The end of every run, fixed-size or elastic: the averaged model in ``model.params``
+    (``config.json`` beside it with ``config_json``), then the result, published with ``publish``.
+    The communicator is the trainer's: an elastic job's world may have changed since the start."""
+    comm = trainer.communicator
+    _save_averaged(net, trainer, comm, cfg["out"])
+    if config_json and comm.rank == 0:
+        write_json(os.path.join(cfg["out"], "config.json"), {**cfg, "workers": comm.size})
+    return _finish(cfg, defaults, script, history, comm, log)
+
+
 def _finish(cfg, defaults, script, history, comm, log):
     """The recipe's result; with ``publish``, rank 0 publishes the averaged model with its card."""
-    result = {"test_acc": history[-1]["test_acc"] if history else None, "history": history, "published": None}
+    result = {"test_acc": history[-1]["test_acc"] if history else None, "history": history, "published": None,
+              "rank": comm.rank}
     if cfg["publish"] and comm.rank == 0 and history:
         from ..model_zoo.publish import publish_run
         data = f"{cfg['dataset']} (seed {cfg['seed']}) test split"
@@ -256,7 +265,9 @@ def train_node_classification(config, comm, log=print):
 
         # full graph: one step per epoch over every training node (the batch is the whole set)
         per_worker = int(cfg["batch_size"]) if cfg["sampled"] else len(train)
-        return _train_elastic(cfg, net, trainer, len(train), per_worker, step, evaluate, log)
+        history = _train_elastic(cfg, net, trainer, len(train), per_worker, step, evaluate, log)
+        return _end_run(cfg, NODE_DEFAULTS, "scripts/graph/train_node_classification.py", history, net, trainer,
+                        log, config_json=True)
     mine = train[comm.rank::comm.size]
     run, start, history, logger, t0 = _open_run(cfg, net, trainer, comm, log)
     for epoch in run.epochs(start, cfg["epochs"], trainer):
@@ -288,10 +299,8 @@ def train_node_classification(config, comm, log=print):
         if _save(run, net, trainer, cfg, epoch, history, t0):
             break
     logger.close()
-    _save_averaged(net, trainer, comm, cfg["out"])
-    if comm.rank == 0:
-        write_json(os.path.join(cfg["out"], "config.json"), {**cfg, "workers": comm.size})
-    return _finish(cfg, NODE_DEFAULTS, "scripts/graph/train_node_classification.py", history, comm, log)
+    return _end_run(cfg, NODE_DEFAULTS, "scripts/graph/train_node_classification.py", history, net, trainer, log,
+                    config_json=True)
 
 
 def graph_dataset(cfg):
@@ -353,7 +362,9 @@ def train_graph_classification(config, comm, log=print):
         def evaluate():
             return (net(test_bg, test_bg.ndata["feat"]).argmax(axis=1).asnumpy() == labels[test]).mean()
 
-        return _train_elastic(cfg, net, trainer, len(train), int(cfg["batch_size"]), step, evaluate, log)
+        history = _train_elastic(cfg, net, trainer, len(train), int(cfg["batch_size"]), step, evaluate, log)
+        return _end_run(cfg, GRAPH_DEFAULTS, "scripts/graph/train_graph_classification.py", history, net,
+                        trainer, log)
     run, start, history, logger, t0 = _open_run(cfg, net, trainer, comm, log)
     for epoch in run.epochs(start, cfg["epochs"], trainer):
         mx.random.seed(_epoch_seed(cfg["seed"], epoch, comm.rank))
@@ -372,5 +383,4 @@ def train_graph_classification(config, comm, log=print):
         if _save(run, net, trainer, cfg, epoch, history, t0):
             break
     logger.close()
-    _save_averaged(net, trainer, comm, cfg["out"])
-    return _finish(cfg, GRAPH_DEFAULTS, "scripts/graph/train_graph_classification.py", history, comm, log)
+    return _end_run(cfg, GRAPH_DEFAULTS, "scripts/graph/train_graph_classification.py", history, net, trainer, log)

@@ -149,12 +149,20 @@ def discovery_of(tmp):
 
 @pytest.mark.parametrize("extra", [[], ["--sampled", "--batch-size", "16"]], ids=["full", "sampled"])
 def test_train_node_classification_elastic(discovery, tmp_path, extra):
+    """The elastic run ends as a fixed-size one: config.json, the averaged model, and --publish
+    publishes it (the elastic path once returned before all three)."""
     stdout = elastic(discovery, "graph/train_node_classification.py", "--dataset", "sbm", "--model", "sage",
-                     "--epochs", "20", "--out", str(tmp_path), *extra)
+                     "--epochs", "20", "--out", str(tmp_path), "--publish", str(tmp_path / "store"), *extra,
+                     env={"GLUON_SUITE_HOME": str(tmp_path / "home")})
     log = lines(tmp_path / "log.jsonl")
     assert [r["epoch"] for r in log] == [10, 20] and {r["workers"] for r in log} == {2}
     assert log[-1]["test_acc"] >= 0.8 and json.load(open(tmp_path / "state.json"))["elastic"]
     assert stdout.count("test accuracy") == 1                       # printed once, by rank 0
+    config = json.load(open(tmp_path / "config.json"))
+    assert config["elastic"] and config["workers"] == 2 and config["model"] == "sage"
+    index = json.load(open(tmp_path / "store" / "index.json"))
+    assert "sage" in json.dumps(index) and stdout.count("published ") == 1
+    assert (tmp_path / "model.params").exists()
 
 
 def test_train_graph_classification_elastic(discovery, tmp_path):
