@@ -331,7 +331,10 @@ def _whatif_table(prof, source, args):
         ax.set_ylim(0, 1.05)
         ax.legend()
         fig.tight_layout()
-        fig.savefig(args.plot, dpi=100)
+        from .utils.fileio import atomic_path
+        ext = os.path.splitext(args.plot)[1].lstrip(".") or "png"
+        with atomic_path(args.plot) as tmp:   # the folder is made; nothing half-written is left
+            fig.savefig(tmp, dpi=100, format=ext)
         print(f"plot: {args.plot}")
     return 0
 

@@ -76,8 +76,8 @@ EXAMPLES = {
     "README.md: .venv/bin/python scripts/graph/train_node_classification.py --dataset karate --model gcn --epochs 60 --lr 0.02":
         fast(subs=[("--epochs 60", "--epochs 3"), ("--dataset families", "--dataset families --epochs 1")]),
     "README.md: mkdir -p runs": long(subs=[("--out runs/elastic", "--out runs/elastic --epochs 1")]),
-    "README.md: .venv/bin/gluon-suite whatif --model resnet50_v1b --workers 8 16 --bandwidth-gbps 1 10 100 --plot runs/sf.png":
-        long(),
+    "README.md: .venv/bin/gluon-suite whatif predict --profile v100_resnet50_v1b_fp32 --workers 8 16 64 --gpus-per-host 8 \\":
+        fast(),
     "README.md: .venv/bin/gluon-suite zoo list --pretrained": long(
         before=".venv/bin/python scripts/cv/train_classification.py --config configs/cv/digits_resnest14_cser.yaml "
                "--out runs/cser --epochs 1"),
