@@ -254,7 +254,7 @@ def ratios(res, num, den, by_fw):
     out = {}
     for key in [k for k in a if k.endswith("_s")]:
         per = [x[key] / y[key] for x, y in zip(by_fw[num], by_fw[den])]
-        out[key.replace("_s", "")] = {"ratio": a[key] / b[key], "per_repeat": [min(per), max(per)]}
+        out[key[:-2]] = {"ratio": a[key] / b[key], "per_repeat": [min(per), max(per)]}
     out["memory_above_import"] = a["peak_above_import_mb"] / b["peak_above_import_mb"]
     res[f"{num}_over_{den}"] = out
 
@@ -345,8 +345,8 @@ def main():
             continue
         keys = [k for k in r.get("ours", r.get("dgl", {})) if k.endswith("_s")]
         for key in keys + (["peak_above_import_mb"] if model != "kernels" else []):
-            vs = r.get("ours_over_dgl", {}).get(key.replace("_s", ""), {})
-            old = r.get("ours_over_ours_python", {}).get(key.replace("_s", ""), {})
+            vs = r.get("ours_over_dgl", {}).get(key[:-2], {})
+            old = r.get("ours_over_ours_python", {}).get(key[:-2], {})
             if key.endswith("_mb"):
                 vs = {"ratio": r.get("ours_over_dgl", {}).get("memory_above_import", nan), "per_repeat": [nan, nan]}
                 old = {"ratio": r.get("ours_over_ours_python", {}).get("memory_above_import", nan)}
