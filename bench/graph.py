@@ -6,10 +6,15 @@ GraphSAGE-mean, 8 heads x 8 for GAT, 16 classes, Adam, full graph), CPU, same th
 one kernel micro-bench (forward + backward) per built-in: copy_u+sum, u_mul_e+sum, edge softmax,
 u_dot_v.
 
-DGL and PyG run from their own virtual environments (torch 2.13.0 CPU), so the suite's pins stay
-untouched:
+DGL and PyG run from their own virtual environments, so the suite's pins stay untouched. DGL 2.1.0
+(the newest on the registry for Python 3.11) ships its graphbolt library, which ``import dgl``
+loads, only for torch 2.0.0-2.2.1, so it gets torch 2.2.1 (the registry's build runs on CPU), with
+NumPy 1, setuptools < 70 (it imports ``setuptools.extern``) and torchdata 0.7.1 (still has
+datapipes); PyG gets torch 2.13.0 CPU:
 
-    python3.11 -m venv .cache/dgl-venv && .cache/dgl-venv/bin/pip install torch==2.13.0 dgl==2.1.0 psutil
+    python3.11 -m venv .cache/dgl-venv && .cache/dgl-venv/bin/pip install torch==2.2.1 dgl==2.1.0 \
+        "numpy<2" "setuptools<70" pandas pydantic pyyaml psutil \
+        && .cache/dgl-venv/bin/pip install --no-deps torchdata==0.7.1
     python3.11 -m venv .cache/pyg-venv && .cache/pyg-venv/bin/pip install torch==2.13.0 torch_geometric psutil
     .venv/bin/python bench/graph.py [--dgl-python ...] [--pyg-python ...] [--models gcn,gat,sage]
 
