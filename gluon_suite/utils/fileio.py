@@ -129,15 +129,16 @@ def atomic_paths(*paths):
         tmps = []
     except BaseException as exc:
         failed = None
-        named = getattr(exc, "filename", None)
-        for p, tmp in zip(paths, tmps):   # the file whose write failed, when the error names it
-            if named is not None and os.path.abspath(named) == os.path.abspath(tmp):
-                failed = write_error(exc, p, tmp, True)
-        for p, tmp in zip(paths, tmps):   # else the one whose temporary file was cut short
+        for p, tmp in zip(paths, tmps):   # the first file cut short (MXNet's writers may not say)
             if failed is None and os.path.exists(tmp) and _short_write(tmp) is not None:
-                failed = write_error(exc, p, tmp, True)
+                failed = _renamed(write_error(exc, p, tmp, True) or WriteError(
+                    _short_write(tmp), os.strerror(_short_write(tmp)), p), p)
+        named = getattr(exc, "filename", None)
+        for p, tmp in zip(paths, tmps):   # else the file the error names (a temporary one: its path)
+            if failed is None and named is not None and os.path.abspath(named) == os.path.abspath(tmp):
+                failed = _renamed(write_error(exc, p, tmp, True), p)
         for p, tmp in zip(paths, tmps):   # else the first one the error can be told of
-            failed = failed or write_error(exc, p, tmp, ours and p == current)
+            failed = failed or _renamed(write_error(exc, p, tmp, ours and p == current), p)
         failed = failed or write_error(exc, current, None, ours)
         for tmp in tmps:
             with contextlib.suppress(OSError):
@@ -145,6 +146,14 @@ def atomic_paths(*paths):
         if failed is not None:
             raise failed from None
         raise
+
+
+def _renamed(error, path):
+    """``error`` (a WriteError or None) naming ``path``: a writer that wrote our temporary file
+    through its own ``atomic_path`` names the temporary file, which the user never sees."""
+    if error is None or error.filename == path:
+        return error
+    return WriteError(error.errno, error.strerror, path)
 
 
 def atomic_write(path, data, mode="w"):

@@ -139,7 +139,7 @@ def test_finetune_scripts_elastic(pretrained, tmp_path):
                                                                                     "paragraphs": paras}]}))
     stdout = elastic(discovery_of(tmp), "nlp/finetune_squad.py", "--init", str(out), "--train",
                      str(tmp_path / "train.json"), "--dev", str(tmp_path / "dev.json"), "--max-len", "24",
-                     "--epochs", "2", "--batch-size", "8")
+                     "--max-query-length", "8", "--epochs", "2", "--batch-size", "8")
     assert stdout.count("dev_exact_match") == 2
 
 
