@@ -55,7 +55,15 @@ MODELS = {
                         "0.05, batch 32/worker, linear warm-up over 10 epochs for every algorithm",
                    lr=0.05, target=0.95, epochs=40, warmup=10, configs=CONFIGS_RESNET),
 }
-CONFIGS = {**CONFIGS_MLP, **CONFIGS_RESNET}
+# CSER's two variant switches (docs/methods.md, "CSER"), on the 64x configuration: the operand of
+# C1 (the fresh update, as in the paper's pseudo-code, or the local model, as in the authors' code)
+# and what the H-th step sends (C1 and C2, or C2 instead of C1)
+_CSER64 = CONFIGS_RESNET["cser (grbs 128/8, H 16: 64x)"]
+VARIANTS_RESNET = {
+    f"cser 64x c1={c1} reset={rs}": dict(_CSER64, c1_operand=c1, reset_step=rs)
+    for c1 in ("update", "model") for rs in ("both", "c2_only")
+}
+CONFIGS = {**CONFIGS_MLP, **CONFIGS_RESNET, **VARIANTS_RESNET}
 
 
 def resets_per_coordinate(cfg, steps):
@@ -237,11 +245,17 @@ def plot(curves, path, title, target):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", choices=sorted(MODELS), default="mlp")
-    ap.add_argument("--epochs", type=int, default=None, help="default: 8 (mlp), 10 (resnet)")
+    ap.add_argument("--epochs", type=int, default=None, help="default: 8 (mlp), 40 (resnet)")
     ap.add_argument("--target", type=float, default=None, help="test accuracy to time (default 0.95)")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--hosts", type=int, default=4)
     ap.add_argument("--rate-mbit", type=float, default=100)
+    ap.add_argument("--seed-start", type=int, default=0, help="first seed (seeds run: S .. S+seeds-1)")
+    ap.add_argument("--append", action="store_true",
+                    help="add these runs to the results already in the JSON (same epochs, hosts, rate, target)")
+    ap.add_argument("--variants", action="store_true",
+                    help="resnet only: CSER 64x's four variants (C1 operand x reset step) instead of the "
+                         "algorithm comparison; results in cser_speedup_resnet_variants.json")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -256,8 +270,21 @@ def main():
     from gluon_suite.utils.progress import progress
     configs = spec["configs"]
     stem = os.path.join(HERE, "results", f"cser_speedup_{args.model}")
+    if args.variants:
+        if args.model != "resnet":
+            ap.error("--variants needs --model resnet")
+        configs, stem = VARIANTS_RESNET, stem + "_variants"
     curves = {name: [] for name in configs}
-    jobs = [(seed, name) for seed in range(args.seeds) for name in configs]
+    if args.append and os.path.exists(stem + ".json"):
+        with open(stem + ".json") as f:
+            old = json.load(f)
+        mine = {"epochs": epochs, "hosts": args.hosts, "rate_mbit": args.rate_mbit, "target_acc": target}
+        if any(old.get(k) != v for k, v in mine.items()):
+            ap.error(f"--append: {stem}.json was run with other settings "
+                     f"({', '.join(f'{k} {old.get(k)}' for k in mine)}); run without --append to start afresh")
+        for name, runs in old["curves"].items():
+            curves.setdefault(name, []).extend(runs)
+    jobs = [(seed, name) for seed in range(args.seed_start, args.seed_start + args.seeds) for name in configs]
 
     def write(curves):
         curves = {k: v for k, v in curves.items() if v}
@@ -266,7 +293,7 @@ def main():
                    {"benchmark": "cser_speedup", "date": time.strftime("%Y-%m-%d"), "hosts": args.hosts,
                     "rate_mbit": args.rate_mbit, "target_acc": target, "epochs": epochs,
                     "seeds_run": {k: len(v) for k, v in curves.items()},
-                    "seeds": args.seeds, "model": spec["desc"], "results": rows, "curves": curves})
+                    "seeds": max(map(len, curves.values()), default=0), "model": spec["desc"], "results": rows, "curves": curves})
         plot(curves, stem + ".png", f"{args.model}: {args.hosts} hosts at {args.rate_mbit:g} Mbit/s", target)
         return rows
 
@@ -286,6 +313,7 @@ def main():
                     continue
                 with open(out) as f:
                     c = json.load(f)
+                c["seed"], c["load_avg_1min"] = seed, os.getloadavg()[0]   # how busy the cores were
                 curves[name].append(c)
                 last = c["curve"][-1]
                 extra = "".join(f"  {k} {v:.4f}" for k, v in c["final"].items() if k.startswith("averaged_acc"))
