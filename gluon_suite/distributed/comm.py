@@ -9,7 +9,9 @@ Byte accounting (``CommStats``), per worker:
 - ``payload_bytes``: bytes this worker handed to collectives (what it "sent" at the API level);
 - ``wire_bytes``: the bytes a bandwidth-optimal algorithm puts on this worker's link: ring
   allreduce ``2(n-1)/n * b``, ring allgather ``(n-1) * b`` (each worker forwards every other
-  worker's block), broadcast ``b`` on the root and 0 elsewhere. With n = 1 nothing crosses a wire.
+  worker's block), broadcast ``b`` on the root and 0 elsewhere (``HorovodCommunicator`` carries a
+  broadcast as an allreduce, so there it is the ring allreduce's, on every worker). With n = 1
+  nothing crosses a wire.
 """
 import abc
 import json
@@ -136,8 +138,7 @@ class Communicator(abc.ABC):
     def broadcast_(self, tensor, root_rank=0, name=None):
         """Overwrite ``tensor`` on every worker with the root's value; returns it."""
         b = _nbytes(tensor)
-        self.stats.add("broadcast", b if self.rank == root_rank else 0,
-                       b if (self.rank == root_rank and self.size > 1) else 0)
+        self.stats.add("broadcast", b if self.rank == root_rank else 0, self._broadcast_wire(b, root_rank))
         if self.size == 1:
             return self._broadcast(tensor, root_rank, name)
         work = tensor.copy()  # plain layout (see allreduce_'s relayout): broadcasts carry parameters
@@ -148,12 +149,11 @@ class Communicator(abc.ABC):
     def broadcast_many_(self, tensors, root_rank=0, name=None):
         """``broadcast_`` of many tensors with one collective per dtype: they are packed into a
         flat vector (one copy each), broadcast, and written back. A few large collectives instead
-        of hundreds of small ones (a model's parameters and optimizer states): faster, and far
-        fewer operations in flight between MXNet's engine and Horovod's background thread, where
-        a native crash was seen in roughly one elastic test job in 50 with one collective per
-        tensor. Each group's collective is waited for before the next one is pushed, so at most
-        one is in flight (the crash was seen again, rarely, with one per dtype in flight at once;
-        this runs at start-up and at elastic resets, never in a training step)."""
+        of hundreds of small ones (a model's parameters and optimizer states): faster, and fewer
+        operations in flight. Each group's collective is waited for before the next one is pushed
+        (this runs at start-up and at elastic resets, never in a training step). The native crash
+        once blamed on many broadcasts in flight was Horovod's broadcast reading freed memory (see
+        ``HorovodCommunicator._broadcast``): more broadcasts only gave it more chances."""
         tensors = list(tensors)
         if self.size == 1 or not tensors:
             # nothing to send (one worker holds the root's values); pushing a broadcast per tensor
@@ -195,6 +195,10 @@ class Communicator(abc.ABC):
     def wire_summary(self):
         """The counters as a JSON-ready dict, with rank and size."""
         return {"rank": self.rank, "size": self.size, **self.stats.as_dict()}
+
+    def _broadcast_wire(self, b, root_rank):
+        """Estimated bytes a ``b``-byte broadcast puts on this worker's link."""
+        return b if (self.rank == root_rank and self.size > 1) else 0
 
     # --- primitives ------------------------------------------------------------------------
     @abc.abstractmethod
@@ -256,8 +260,25 @@ class HorovodCommunicator(Communicator):
     def _allgather(self, tensor, name):
         return self._hvd.allgather(tensor, name=name)
 
+    def _broadcast_wire(self, b, root_rank):
+        return self._ring(b)  # carried by an allreduce (see _broadcast)
+
     def _broadcast(self, tensor, root_rank, name):
-        return self._hvd.broadcast_(tensor, root_rank=root_rank, name=name)
+        # Not hvd.broadcast_: in Horovod 0.28.1 its MXNet operation reads the operation's name
+        # after handing the tensor to Horovod's background thread, which may already have finished
+        # the broadcast and let MXNet free the operation, name included. Under load that read of
+        # freed memory crashed a worker (SIGSEGV, or a runaway copy of gigabytes) in about one
+        # elastic test job in 50-150. Horovod's allreduce reads nothing after the hand-over, so a
+        # broadcast is done as a sum in which every worker but the root contributes zeros: x + 0
+        # is exactly x in every dtype (a -0.0 arrives as +0.0).
+        if self.size == 1:
+            if root_rank != 0:
+                raise ValueError(f"root_rank {root_rank} does not exist in a job of size 1; use 0")
+            return tensor
+        if self.rank != root_rank:
+            tensor[:] = 0
+        self._hvd.allreduce_(tensor, name=None if name is None else f"bcast.{name}", op=self._hvd.Sum)
+        return tensor
 
 
 _HOROVOD_ENV = ("HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")

@@ -51,7 +51,7 @@ joins = []  # after every (re)start: epoch, position and the largest parameter g
 def train(state):
     flat = np.concatenate([p.data().asnumpy().ravel() for _, p in sorted(net.collect_params().items())])
     ref = mx.nd.array(flat)
-    hvd.broadcast_(ref, 0, name="join.check")
+    HorovodCommunicator().broadcast_(ref, 0, name="join.check")   # not hvd.broadcast_ (see comm.py)
     joins.append({"size": hvd.size(), "epoch": state.epoch, "processed": sampler.processed,
                   "num_update": tr._optimizer.num_update, "steps_done": len(state.lrs),
                   "max_param_diff_to_rank0": float(np.abs(ref.asnumpy() - flat).max())})
@@ -113,7 +113,7 @@ def train(state):
 train(state)
 acc = float((net(mx.nd.array(xte, dtype=DTYPE)).argmax(axis=1).asnumpy() == yte).mean())
 flat = np.concatenate([p.data().asnumpy().ravel() for _, p in sorted(net.collect_params().items())])
-ref = mx.nd.array(flat); hvd.broadcast_(ref, 0, name="final.check")
+ref = mx.nd.array(flat); HorovodCommunicator().broadcast_(ref, 0, name="final.check")
 json.dump({"rank": hvd.rank(), "size": hvd.size(), "acc": acc, "seen": state.seen, "sizes": state.sizes,
            "lrs": state.lrs, "joins": joins, "loss_scale": scaler.counters() if scaler else None,
            "opt_arrays": len(state._opt_arrays()),

@@ -107,3 +107,32 @@ def test_broadcast_many_gives_every_worker_the_roots_tensors_with_one_collective
         for got, w, tol in zip(r["values"], want, [1e-6, 1e-6, 0, 2e-3, 1e-6]):
             np.testing.assert_allclose(got, w, rtol=tol, atol=tol)
         assert r["calls"] == 3                 # float16, float32, int64: one collective each
+
+
+def test_horovod_broadcast_is_an_allreduce_with_zeros_off_the_root_never_horovods_broadcast():
+    """Horovod 0.28.1's MXNet broadcast reads its operation's name after the background thread may
+    have finished and freed it (a rare native crash under load); HorovodCommunicator must not use
+    it. A stand-in for horovod.mxnet records what the communicator calls."""
+    from gluon_suite.distributed import HorovodCommunicator
+
+    class FakeHvd:
+        Sum, Average = "sum", "avg"
+
+        def __init__(self):
+            self.calls = []
+
+        def allreduce_(self, tensor, name=None, op=None):
+            self.calls.append(("allreduce_", name, op, tensor.asnumpy().tolist()))
+            return tensor
+
+        def broadcast_(self, *a, **k):
+            raise AssertionError("hvd.broadcast_ must not be used")
+
+    for rank, want_sent in [(0, [1.0, 2.0]), (1, [0.0, 0.0])]:
+        comm = HorovodCommunicator.__new__(HorovodCommunicator)
+        LocalCommunicator.__init__(comm)
+        comm._hvd, comm.rank, comm.size = FakeHvd(), rank, 2
+        x = mx.nd.array([1.0, 2.0]) if rank == 0 else mx.nd.array([7.0, 8.0])
+        comm.broadcast_(x, root_rank=0, name="w")
+        assert comm._hvd.calls == [("allreduce_", "bcast.w", "sum", want_sent)]
+        assert comm.stats.wire_bytes["broadcast"] == 8  # ring estimate 2(n-1)/n * 8 bytes, each worker
