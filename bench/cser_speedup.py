@@ -253,6 +253,8 @@ def main():
     ap.add_argument("--seed-start", type=int, default=0, help="first seed (seeds run: S .. S+seeds-1)")
     ap.add_argument("--append", action="store_true",
                     help="add these runs to the results already in the JSON (same epochs, hosts, rate, target)")
+    ap.add_argument("--configs", default=None,
+                    help="comma-separated subset of the configurations to run (default: all of the model's)")
     ap.add_argument("--variants", action="store_true",
                     help="resnet only: CSER 64x's four variants (C1 operand x reset step) instead of the "
                          "algorithm comparison; results in cser_speedup_resnet_variants.json")
@@ -274,6 +276,14 @@ def main():
         if args.model != "resnet":
             ap.error("--variants needs --model resnet")
         configs, stem = VARIANTS_RESNET, stem + "_variants"
+    if args.configs:
+        wanted = [c.strip() for c in args.configs.split(",") if c.strip()]
+        unknown = [c for c in wanted if c not in configs]
+        if unknown:
+            ap.error(f"--configs: unknown {', '.join(map(repr, unknown))}; choose from {', '.join(map(repr, configs))}")
+        configs = {c: configs[c] for c in wanted}
+    if args.rate_mbit != 100:    # another link: its own file (e.g. the compute floor on a fast link)
+        stem += f"_{args.rate_mbit:g}mbit"
     curves = {name: [] for name in configs}
     if args.append and os.path.exists(stem + ".json"):
         with open(stem + ".json") as f:
