@@ -201,7 +201,7 @@ class GRBSCompressor(Compressor):
             raise ValueError(f"GRBS structure must be one of {', '.join(self.STRUCTURES)}, got {structure!r}")
         self.structure = structure
         self.per_tensor = structure == "tensor"
-        self._plans = {}
+        self._plans, self._patterns = {}, {}
 
     def config(self):
         c = super().config()
@@ -255,37 +255,53 @@ class GRBSCompressor(Compressor):
 
         return Payload([mx.nd.slice(v, begin=begin, end=end)], add_to)
 
+    def _block_pattern(self, shape, block, ctx):
+        """Flat offsets (int64, on ``ctx``) of a ``block``-shaped slab of a C-order tensor of
+        ``shape``, relative to the slab's first element, in the slab's own C order: added to the
+        slab's origin they index it in the bucket's flat vector. Cached per shape, block and device
+        (a handful per tensor: only the last block along an axis can be shorter)."""
+        key = (shape, block, str(ctx))
+        pat = self._patterns.get(key)
+        if pat is None:
+            strides = np.cumprod((shape[1:] + (1,))[::-1])[::-1]
+            offs = np.zeros((), dtype=np.int64)
+            for n, st in zip(block, strides):
+                offs = np.add.outer(offs, np.arange(n, dtype=np.int64) * int(st))
+            pat = self._patterns[key] = mx.nd.array(offs.reshape(-1), ctx=ctx, dtype="int64")
+        return pat
+
     def _compress_tensors(self, v, layout, step):
         """Per member of a bucket (``v`` its flat vector): the member's own block, drawn with its
         own key (its parameter index) as with one bucket per tensor; the selected blocks of all
-        members, flattened and concatenated, are the one payload tensor."""
-        chosen = []     # (member position, begin, end, offset in payload, block shape)
-        offset = 0
+        members, flattened and concatenated, are the one payload tensor. The blocks' positions in
+        the flat vector form one index vector, built on the device from cached per-shape offset
+        patterns (one addition per selected member), so that extracting the payload and adding a
+        decompressed one are a few operators per bucket whatever the number of members."""
+        parts = []
         for j, (shape, key) in enumerate(zip(layout.shapes, layout.indices)):
-            shape = shape or (1,)
+            shape = tuple(shape) or (1,)
             reg = self.region(shape, key, step)
             if reg is None:
                 continue
             begin, end = reg
-            block = tuple(e - b for b, e in zip(begin, end)) + tuple(shape[len(begin):])
-            chosen.append((j, begin, end, offset, block))
-            offset += int(np.prod(block))
-        if not chosen:
+            block = tuple(e - b for b, e in zip(begin, end)) + shape[len(begin):]
+            strides = np.cumprod((shape[1:] + (1,))[::-1])[::-1]
+            origin = int(layout.offsets[j]) + sum(int(b) * int(st) for b, st in zip(begin, strides))
+            pat = self._block_pattern(shape, block, v.context)
+            parts.append(pat + origin if origin else pat)   # exact: offsets stay far below 2**53
+        if not parts:
             return _EMPTY
-        views = layout.pieces(v)
-        parts = [mx.nd.slice(views[j], begin=b, end=e).reshape((-1,)) for j, b, e, _, _ in chosen]
-        payload = parts[0] if len(parts) == 1 else mx.nd.concat(*parts, dim=0)
+        idx = parts[0] if len(parts) == 1 else mx.nd.concat(*parts, dim=0)
+        payload = mx.nd.take(v, idx)
+        nd_idx = idx.reshape((1, -1))
 
         def add_to(target, tensors, alpha):
             t = tensors[0] if alpha == 1.0 else alpha * tensors[0]
             if t.dtype != target.dtype:
                 t = t.astype(target.dtype)
-            tviews = layout.pieces(target)
-            for j, begin, end, off, block in chosen:
-                piece = mx.nd.slice(t, begin=(off,), end=(off + int(np.prod(block)),)).reshape(block)
-                view = tviews[j]
-                cur = mx.nd.slice(view, begin=begin, end=end)
-                mx.nd._internal._slice_assign(view, cur + piece, begin=begin, end=end, out=view)
+            # the blocks are disjoint: gather, add, and write back the same positions
+            mx.nd._internal._scatter_set_nd(lhs=target, rhs=mx.nd.take(target, idx) + t, indices=nd_idx,
+                                            shape=target.shape, out=target)
 
         return Payload([payload], add_to)
 
