@@ -8,12 +8,14 @@ Horovod Elastic ships for TensorFlow and PyTorch only; ``horovod.common.elastic`
   counters; ``sync()`` broadcasts all of it from rank 0 after every reset (a new worker starts
   from the current state). Before that, CSER folds each worker's residual into its model
   (``x - e`` is the common model) and error feedback drops its residual.
-- ``ElasticSampler``: the epoch's shuffled order is fixed by (seed, epoch); after a resize the
-  *remaining* samples are re-sharded over the new workers, so none is repeated or skipped.
+- ``ElasticSampler`` (``sampler.EpochSampler``): the epoch's shuffled order is fixed by (seed,
+  epoch); after a resize the *remaining* samples are re-sharded over the new workers, so none is
+  repeated or skipped.
 - ``run(func)``: ``run_fn`` with the reset ``hvd.shutdown(); hvd.init()``, and MXNet's error for a
   dead peer ("Horovod has been shut down", raised from a collective or a later read) translated
   into ``HorovodInternalError`` so that the survivors restore the last commit instead of crashing.
 
+The loop itself is ``loop.train_loop(elastic=True)``, the same one a fixed-size job runs.
 The learning rate follows the worker count through ``ElasticRamp`` (``GluonState`` tells it the
 new global batch on every reset). Launch with ``horovodrun --gloo --min-np/--max-np
 --host-discovery-script ... --network-interface lo`` (see docs/elastic.md).
@@ -25,70 +27,7 @@ import numpy as np
 from horovod.common.elastic import State, run_fn
 from horovod.common.exceptions import HorovodInternalError
 
-
-class ElasticSampler:
-    """Shuffled sample order of an epoch, sharded over the current workers by what is left.
-
-    Every global step gives each worker at least one sample: a remainder smaller than the worker
-    count joins the epoch's last step. Only when the job grows right at the end of an epoch, so
-    that fewer samples are left than workers, does the epoch end with those (< workers) unseen."""
-
-    def __init__(self, num_samples, seed=0, shuffle=True):
-        self.n, self.seed, self.shuffle = int(num_samples), int(seed), shuffle
-        self.epoch, self.processed, self.skipped = 0, 0, 0
-        self.rank, self.size = 0, 1
-        self._perm, self._perm_epoch = None, None
-
-    def set_epoch(self, epoch):
-        """Start ``epoch``: nothing processed yet."""
-        self.epoch, self.processed, self.skipped = int(epoch), 0, 0
-
-    def reshard(self, rank, size):
-        """Shard the remaining samples of the epoch over ``size`` workers."""
-        self.rank, self.size = int(rank), int(size)
-
-    def order(self):
-        """The epoch's full sample order (the same on every worker)."""
-        if self._perm_epoch != self.epoch:
-            rs = np.random.RandomState((self.seed * 1_000_003 + self.epoch) % 2 ** 31)
-            self._perm = rs.permutation(self.n) if self.shuffle else np.arange(self.n)
-            self._perm_epoch = self.epoch
-        return self._perm
-
-    def next_batch(self, batch_size):
-        """This worker's indices for the next global step, and the global step's sample count;
-        ``(None, 0)`` when the epoch is done. Step the trainer with ``step_size(count)`` and call
-        ``advance(count)`` after the step."""
-        rest = self.order()[self.processed:]
-        if len(rest) < self.size:
-            # fewer samples left than workers (possible only when the job grew near the end of
-            # the epoch): not one for everyone, so the epoch ends here (at most size-1 unseen)
-            self.skipped = len(rest)
-            return None, 0
-        take = batch_size * self.size
-        if len(rest) - take < self.size:  # a remainder too small to share goes with this step
-            take = len(rest)
-        glob = rest[:take]
-        return glob[self.rank::self.size], len(glob)
-
-    def step_size(self, count):
-        """The ``batch_size`` to pass to ``trainer.step`` for a global step of ``count`` samples:
-        ``count / size``. At the end of an epoch the workers' shares may differ by one sample;
-        normalising every worker's gradient sum by the same number keeps the averaged gradient
-        the mean over the global batch, and identical on every worker."""
-        return count / self.size
-
-    def advance(self, count):
-        """Mark ``count`` more samples of the epoch as processed (by all workers together)."""
-        self.processed += int(count)
-
-    def state_dict(self):
-        """JSON-ready position."""
-        return {"epoch": self.epoch, "processed": self.processed}
-
-    def load_state_dict(self, d):
-        """Restore the position."""
-        self.epoch, self.processed = int(d["epoch"]), int(d["processed"])
+from .sampler import EpochSampler as ElasticSampler  # noqa: F401  (the name it had here first)
 
 
 def _require_shapes(net):
@@ -192,6 +131,9 @@ class GluonState(State):
         # the same list everywhere (optimizer states created up front); one collective per dtype
         comm.broadcast_many_([p.data() for p in self._params()] + self._opt_arrays(), 0,
                              name="elastic.state")
+        for p in self._params():   # a worker on several devices: every copy takes the broadcast one
+            if len(p.list_ctx()) > 1:
+                p.set_data(p.data().copy())
         meta = comm.broadcast_object(self._saved_meta, name="elastic.meta")
         # rank 0's counts and schedule; the arrays were broadcast in place just now
         self.trainer.load_state_dict({"meta": meta["trainer"]}, source="rank 0's elastic state")
@@ -285,53 +227,10 @@ def over_epochs(schedule, sampler):
 
 def train_elastic(net, trainer, num_samples, batch_size, epochs, train_step, end_epoch=None,
                   seed=0, commit_every=20, max_steps=None, counters=None, sampler=None, start=None):
-    """The epoch loop of an elastic job, shared by the recipes.
-
-    Every global step takes this worker's share of the next ``batch_size x workers`` samples of the
-    epoch's shuffled order (``ElasticSampler``) and calls ``train_step(state, idx, step_size)``,
-    which runs forward/backward and ``trainer.step(step_size)``. The state is committed every
-    ``commit_every`` steps and after ``end_epoch(state)`` (evaluation, logs, checkpoints: collectives
-    are allowed there), which runs once per epoch. Training stops after ``epochs`` epochs or
-    ``max_steps`` global steps. ``counters`` (JSON-ready values) become attributes of the returned
-    ``GluonState`` and are committed and restored with it; ``epoch`` and ``step`` are always there.
-    Pass ``sampler`` to build it first (e.g. for a schedule of ``progress_of(sampler)``) and
-    ``start`` (``{"epoch": e, "step": s}``) to continue a run resumed from a checkpoint.
-
-    Run under ``horovodrun`` elastic (``gluon-suite launch --min-np ... --max-np ...``). A schedule
-    that is an ``ElasticRamp`` follows the worker count; base it on ``progress_of(state.sampler)``.
-    """
-    sampler = sampler or ElasticSampler(num_samples, seed=seed)
-    start = start or {}
-    state = GluonState(net, trainer, sampler, batch_size=batch_size, epoch=int(start.get("epoch", 0)),
-                       step=int(start.get("step", 0)), **(counters or {}))
-
-    def done():
-        return state.epoch >= epochs or (max_steps is not None and state.step >= max_steps)
-
-    @run
-    def loop(state):
-        while not done():
-            if sampler.epoch != state.epoch:
-                sampler.set_epoch(state.epoch)
-            epoch_over = False
-            while not done():
-                idx, count = sampler.next_batch(batch_size)
-                if idx is None:
-                    epoch_over = True
-                    break
-                train_step(state, idx, sampler.step_size(count))
-                sampler.advance(count)
-                state.step += 1
-                if commit_every and state.step % int(commit_every) == 0:
-                    state.commit()
-            epoch_over = epoch_over or sampler.processed >= sampler.n
-            if epoch_over or done():
-                if end_epoch is not None:
-                    end_epoch(state)
-                if epoch_over:
-                    state.epoch += 1
-                    sampler.set_epoch(state.epoch)
-                state.commit()
-
-    loop(state)
-    return state
+    """``loop.train_loop`` under Horovod Elastic over an ``ElasticSampler(num_samples, seed)`` (or
+    the ``sampler`` given, e.g. one a schedule of ``progress_of(sampler)`` was built on); returns
+    the ``GluonState``. See ``train_loop`` for the arguments."""
+    from .loop import train_loop
+    return train_loop(net, trainer, sampler or ElasticSampler(num_samples, seed=seed), batch_size, epochs,
+                      train_step, end_epoch, commit_every=commit_every, max_steps=max_steps, counters=counters,
+                      start=start, elastic=True)

@@ -356,9 +356,10 @@ def add_elastic_arguments(p, defaults=False, elastic_help=None, lr_name="--lr"):
     return g
 
 
-def require_elastic_launch(script):
-    """Raise a UserError unless this process runs under an elastic ``horovodrun``."""
-    if os.environ.get("HOROVOD_ELASTIC") != "1":
+def require_elastic_launch(script, elastic=True):
+    """Raise a UserError when ``elastic`` is asked for but this process does not run under an
+    elastic ``horovodrun``."""
+    if elastic and os.environ.get("HOROVOD_ELASTIC") != "1":
         raise UserError(f"--elastic needs an elastic launch: gluon-suite launch --min-np N --max-np M "
                         f"--host-discovery-script S -- python {script} --elastic ...")
 

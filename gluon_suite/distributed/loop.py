@@ -1,9 +1,17 @@
-"""The training-loop skeleton shared by the cv, nlp and graph recipes.
+"""The training loop shared by the cv, nlp and graph recipes, for a fixed world and for Horovod
+Elastic alike.
 
-Every recipe does the same things around its own forward/backward: decide where to resume from
-(``--resume none|auto|FOLDER``), restore the model and trainer state, write per-epoch (or
-per-N-steps) checkpoints that a resumed run continues from exactly, keep ``log.jsonl`` in step
-with the checkpoint, and stop cleanly on SIGINT/SIGTERM. This module holds those parts once:
+In Horovod's model elastic training *is* the loop: one function of a state that it commits now
+and then. :func:`train_loop` is that function for every job: each global step takes this worker's
+share of the epoch's order (:class:`~.sampler.EpochSampler`) and calls the recipe's step; the
+state is committed every ``commit_every`` steps and at the end of each epoch. Under
+``elastic=True`` the state is a ``GluonState`` and the loop runs inside ``elastic.run`` (restore,
+reset, re-sharding and the rate schedule on a resize); in a fixed world it is a
+:class:`FixedState`, whose commit keeps nothing, and the same function simply runs once.
+:func:`fit` adds what every recipe does around it, once: resume (``--resume none|auto|FOLDER``),
+the epoch's statistics summed over the workers, ``log.jsonl`` rebuilt from the committed history,
+a checkpoint after every epoch, ``stop_after`` and a clean stop on SIGINT/SIGTERM. A recipe
+supplies only its step and what to evaluate and record at the end of an epoch. The parts:
 
 - :class:`RunFolder`: the run's output folder. Each rank writes ``{prefix}.rank{R}.params`` and
   ``.states``; after a barrier rank 0 commits ``state.json``, the one file that says which
@@ -17,8 +25,11 @@ import json
 import os
 import signal
 import threading
+import time
 
-from ..utils import CsvSummary, JsonLinesLogger, UserError, write_json
+import mxnet as mx
+
+from ..utils import CsvSummary, JsonLinesLogger, UserError, progress, write_json
 from ..utils.errors import Interrupted
 from ..utils.fileio import atomic_path, atomic_paths
 
@@ -88,6 +99,13 @@ class Interruption:
             if not self._hold and self._pending is not None:
                 signum, self._pending = self._pending, None
                 raise Interrupted(signum, self.position(), self.unit, self.hint)
+
+
+def write_records(path, records):
+    """Write ``records`` as JSON lines to ``path`` at once (atomically): a log rebuilt from a
+    committed history, never one with a line the history lacks."""
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(rec, sort_keys=True) + "\n" for rec in records)
 
 
 def _in_finalizer(frame):
@@ -211,13 +229,18 @@ class RunFolder:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(os.path.join(self.out, f))
 
+    def write_log(self, history, comm=None):
+        """Rewrite ``log.jsonl`` from ``history`` on rank 0 of ``comm`` (default: the run's): the
+        log always equals the committed history, also after an elastic restore."""
+        if (comm or self.comm).rank == 0:
+            write_records(os.path.join(self.out, "log.jsonl"), history)
+
     def logger(self, history=()):
         """Rank 0's ``log.jsonl``, rebuilt from the resumed ``history`` (so it matches the
         checkpoint even when the run was stopped after a later log line), then appended to."""
         path = os.path.join(self.out, "log.jsonl") if self.comm.rank == 0 else None
         if path:
-            with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
-                f.writelines(json.dumps(rec, sort_keys=True) + "\n" for rec in history)
+            write_records(path, history)
         return JsonLinesLogger(path, mode="a")
 
     def summary(self, history=()):
@@ -252,3 +275,164 @@ class RunFolder:
             if rank == 0:
                 extra = {"elastic": True} if self.elastic else {}
                 write_json(os.path.join(self.out, "state.json"), {**record, **extra, "workers": comm.size})
+
+
+class FixedState:
+    """The training state of a fixed world: ``counters`` as attributes and the ``sampler``, dealt
+    out over ``trainer``'s workers once. ``commit()`` keeps nothing: a fixed-size job that loses a
+    worker stops, and continues from its last checkpoint (``--resume``)."""
+
+    def __init__(self, trainer, sampler, **counters):
+        self.trainer, self.sampler = trainer, sampler
+        for k, v in counters.items():
+            setattr(self, k, v)
+        comm = trainer.communicator
+        sampler.reshard(comm.rank, comm.size)
+
+    def commit(self):
+        """A commit point (nothing to keep in a fixed world)."""
+
+
+def _add(pending, sums):
+    """``pending`` + ``sums`` key by key (values stay on their device until flushed)."""
+    for k, v in (sums or {}).items():
+        pending[k] = pending[k] + v if k in pending else v
+
+
+def _flush(state, pending):
+    """Move the step sums not yet read into the state's JSON-ready ``sums`` (one read per commit)."""
+    if pending:
+        sums = dict(state.sums)
+        for k, v in pending.items():
+            sums[k] = sums.get(k, 0.0) + float(v.asscalar() if isinstance(v, mx.nd.NDArray) else v)
+        state.sums = sums
+        pending.clear()
+
+
+def world_totals(state, names, comm):
+    """The epoch's step sums ``names`` (``state.sums``) added up over ``comm``'s workers (one
+    allreduce, float64)."""
+    names = sorted(names)
+    if not names:
+        return {}
+    row = mx.nd.array([state.sums.get(k, 0.0) for k in names], dtype="float64")
+    return dict(zip(names, comm.allreduce(row, average=False, name="loop.epoch.sums").asnumpy().tolist()))
+
+
+def train_loop(net, trainer, sampler, batch_size, epochs, train_step, end_epoch=None, commit_every=20,
+               max_steps=None, counters=None, start=None, elastic=False, show_progress=False):
+    """Train ``net`` for ``epochs`` epochs (or ``max_steps`` global steps) over ``sampler``'s
+    order; returns the state.
+
+    Each global step calls ``train_step(state, idx, step_size)`` with this worker's sample indices;
+    it runs forward/backward and ``trainer.step(step_size)`` and may return a dict of sums (numbers
+    or one-element NDArrays, e.g. the batch's loss sum and sample count), which the loop adds up
+    over the epoch into ``state.sums`` (read from the device only at a commit;
+    :func:`world_totals` adds them up over the workers). ``end_epoch(state)`` runs once per epoch,
+    collectives allowed (evaluation, logs, checkpoints); then the epoch count goes up and the state
+    is committed, and also every ``commit_every`` steps. ``counters`` (JSON-ready) become
+    attributes of the state, beside ``epoch``, ``step`` and ``sums``; ``start`` (``{"epoch": e,
+    "step": s}``) continues a resumed run. ``show_progress``: a progress bar per epoch on rank 0.
+
+    ``elastic=True``: the state is a ``GluonState`` committed and restored through the trainer's
+    public state, and the loop runs under ``elastic.run`` (launch with ``gluon-suite launch
+    --min-np ... --max-np ...``); a schedule that is an ``ElasticRamp`` follows the worker count.
+    Otherwise it is a :class:`FixedState` and the loop runs once."""
+    start = start or {}
+    counters = {"epoch": int(start.get("epoch", 0)), "step": int(start.get("step", 0)), "sums": {},
+                **(counters or {})}
+    if elastic:
+        from .elastic import GluonState, run
+        state, wrap = GluonState(net, trainer, sampler, batch_size=batch_size, **counters), run
+    else:
+        state, wrap = FixedState(trainer, sampler, **counters), (lambda f: f)
+    pending = {}
+
+    def done():
+        return state.epoch >= epochs or (max_steps is not None and state.step >= max_steps)
+
+    def commit():
+        _flush(state, pending)
+        state.commit()
+
+    def batches():
+        while not done():
+            idx, count = sampler.next_batch(batch_size)
+            if idx is None:
+                return
+            yield idx, count
+
+    @wrap
+    def loop(state):
+        pending.clear()   # sums of steps after the commit that was just restored
+        while not done():
+            if sampler.epoch != state.epoch:
+                sampler.set_epoch(state.epoch)
+            bar = progress(batches(), total=sampler.steps_left(batch_size), desc=f"epoch {state.epoch + 1}/{epochs}",
+                           enabled=show_progress and trainer.communicator.rank == 0)
+            for idx, count in bar:
+                _add(pending, train_step(state, idx, sampler.step_size(count)))
+                sampler.advance(count)
+                state.step += 1
+                if commit_every and state.step % int(commit_every) == 0:
+                    commit()
+            epoch_over = sampler.skipped or sampler.epoch_over()
+            if epoch_over or done():
+                _flush(state, pending)
+                if end_epoch is not None:
+                    end_epoch(state)
+                if epoch_over:
+                    state.epoch += 1
+                    state.sums = {}
+                    sampler.set_epoch(state.epoch)
+                commit()
+
+    loop(state)
+    return state
+
+
+class EpochEnd:
+    """What a recipe's ``end_epoch`` is told by :func:`fit`: ``epoch`` (1-based, just trained),
+    ``step`` (global steps so far), ``totals`` (the epoch's step sums over all workers),
+    ``comm`` (the world now) and ``elapsed_s`` (the run's time, resumed parts included)."""
+
+    def __init__(self, epoch, step, totals, comm, elapsed_s):
+        self.epoch, self.step, self.totals, self.comm, self.elapsed_s = epoch, step, totals, comm, elapsed_s
+
+
+def fit(run, net, trainer, sampler, batch_size, epochs, step, end_epoch, stats=(), elastic=False,
+        commit_every=20, stop_after=None, log=print):
+    """A whole run of :func:`train_loop` in the run folder ``run``, fixed-size or elastic; returns
+    the state (``state.history``: the records).
+
+    Resumes from ``run``'s checkpoint (model, trainer state, history, position) or starts fresh.
+    ``step(state, idx, step_size)`` is the recipe's global step (returning sums named in ``stats``);
+    ``end_epoch(EpochEnd)`` evaluates and returns the epoch's record (or None: nothing to record
+    this epoch). Each record is appended to the history and ``log.jsonl`` is rewritten from it by
+    rank 0; then every epoch ends with a checkpoint (``state.json``: epoch, step, history,
+    elapsed_s). Training stops after ``epochs`` epochs, or after ``stop_after`` of them."""
+    saved = run.restore(net, trainer, log)
+    start = {"epoch": saved["epoch"], "step": saved.get("step", trainer.optimizer.num_update)} if saved else {}
+    t0 = time.time() - float((saved or {}).get("elapsed_s", 0.0))
+    history = list(saved["history"]) if saved else []
+    run.start_fresh()
+    run.write_log(history)
+
+    def train_step(state, idx, step_size):
+        run.at(state.epoch + 1, state.step)
+        return step(state, idx, step_size)
+
+    def end(state):
+        comm = trainer.communicator   # an elastic job's world may have changed since the start
+        elapsed = round(time.time() - t0, 3)
+        rec = end_epoch(EpochEnd(state.epoch + 1, state.step, world_totals(state, stats, comm), comm, elapsed))
+        if rec is not None:
+            state.history = state.history + [rec]
+            run.write_log(state.history, comm)
+        run.save(net, trainer, {"epoch": state.epoch + 1, "step": state.step, "history": state.history,
+                                "elapsed_s": elapsed}, tag=state.epoch)
+
+    last = min(int(epochs), int(stop_after)) if stop_after else int(epochs)
+    with run:
+        return train_loop(net, trainer, sampler, batch_size, last, train_step, end, commit_every=commit_every,
+                          counters={"history": history}, start=start, elastic=elastic)

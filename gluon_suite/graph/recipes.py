@@ -2,21 +2,27 @@
 classification shards the training nodes (or sampled seed batches) over workers, graph
 classification shards the graphs; gradients go through ``DistributedTrainer`` with any algorithm.
 
-Checkpoints: after every epoch each rank writes ``last.rank{R}.params`` and its trainer state
-``last.rank{R}.states``, then rank 0 commits ``state.json`` (epoch, history, worker count).
+Both recipes run the shared loop (``distributed.loop.fit``) with a fixed world or, with
+``elastic``, under Horovod Elastic: every epoch's shuffled order of the training samples (nodes or
+graphs) is dealt out in global steps of ``batch_size x workers``, an evaluation on the averaged
+model every 10 epochs and at the end goes into ``log.jsonl`` (epoch, loss: the epoch's mean over
+all workers, test_acc, workers, elapsed_s), and every epoch ends with a checkpoint
+(``last.rank{R}.params``/``.states`` and ``state.json``; one copy by rank 0 in an elastic run).
 ``resume`` is ``none``, ``auto`` (continue ``out`` if it holds a checkpoint) or a run folder. Every
-epoch reseeds MXNet's generator and the neighbour sampler from (seed, epoch, rank), so a resumed
-run continues exactly as the uninterrupted run would; it must use the same number of workers.
+step reseeds MXNet's generator and the neighbour sampler from (seed, step, rank), so a resumed run
+continues exactly as the uninterrupted run would; a fixed-size run resumes with the same number of
+workers, an elastic one with any.
 """
 import os
-import time
 
 import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 
 from ..distributed import DistributedTrainer
-from ..distributed.loop import RunFolder, resume_folder
+from ..distributed.launch import require_elastic_launch
+from ..distributed.loop import RunFolder, fit, resume_folder
+from ..distributed.sampler import EpochSampler
 from ..model_zoo import get_model
 from ..utils import UserError, write_json
 from ..utils.config import settle_compression
@@ -51,85 +57,46 @@ def _merge(defaults, config):
     if int(cfg["epochs"]) < 1:
         raise UserError(f"epochs must be >= 1, got {cfg['epochs']}")
     resume_folder(cfg["resume"], cfg["out"])  # none, auto or a run folder: checked before any work
-    if cfg["elastic"]:
-        from ..distributed.launch import require_elastic_launch
-        require_elastic_launch("scripts/graph/<script>")
+    require_elastic_launch("scripts/graph/<script>", elastic=cfg["elastic"])
     return cfg
 
 
-def _train_elastic(cfg, net, trainer, n, batch_size, step_fn, eval_fn, log):
-    """The elastic form of both recipes (``--elastic``): ``n`` training samples (nodes or graphs)
-    re-sharded over the current workers every epoch, ``step_fn(state, idx, step_size)`` per global
-    step, an evaluation every 10 epochs and at the end (``eval_fn()`` -> accuracy, on the averaged
-    model), and whoever is rank 0 then writes the log line and ``last.rank0.*`` + ``state.json``
-    (``"elastic": true``; ``--resume`` continues it with any worker count). Returns the history;
-    the run ends as a fixed-size one does (``_end_run``)."""
-    from ..distributed.elastic import train_elastic
-    out, start, t0 = cfg["out"], {}, time.time()
-    run = RunFolder(out, cfg["resume"], trainer.communicator, elastic=True, required=("epoch", "step", "history"))
-    saved = run.restore(net, trainer, log)
-    history = saved["history"] if saved else []
-    if saved:
-        start = {"epoch": saved["epoch"], "step": saved["step"]}
+def _train(cfg, net, trainer, n, batch_size, step, evaluate, log):
+    """Both recipes' training (see the module docstring): ``n`` training samples, ``batch_size`` per
+    worker, ``step(state, idx, step_size)`` per global step (returning its loss sum and sample
+    count), ``evaluate()`` -> test accuracy. Returns the history."""
+    run = RunFolder(cfg["out"], cfg["resume"], trainer.communicator, elastic=bool(cfg["elastic"]),
+                    required=("epoch", "history"))
 
-    def end_epoch(state):
-        c = trainer.communicator
-        if (state.epoch + 1) % 10 and state.epoch + 1 != int(cfg["epochs"]):
-            return
+    def end_epoch(end):
+        if end.epoch % 10 and end.epoch != int(cfg["epochs"]):
+            return None
         with trainer.averaged():
-            acc = float(eval_fn())
-        tot = c.allreduce(mx.nd.array([state.loss_sum, state.seen], dtype="float64"), average=False,
-                          name="graph.elastic.loss").asnumpy()
-        rec = {"epoch": state.epoch + 1, "loss": float(tot[0] / max(tot[1], 1)), "test_acc": acc,
-               "workers": c.size, "elapsed_s": round(time.time() - t0, 3)}
-        state.history = state.history + [rec]
-        state.loss_sum, state.seen = 0.0, 0
-        run.save(net, trainer, {"epoch": state.epoch + 1, "step": state.step, "history": state.history},
-                 tag=state.epoch)
-        if c.rank == 0:
-            run.logger(state.history).close()
-            log(f"epoch {rec['epoch']:4d}  loss {rec['loss']:.4f}  test acc {acc:.4f}  ({c.size} workers)")
+            acc = float(evaluate())
+        rec = {"epoch": end.epoch, "loss": end.totals["loss"] / max(end.totals["seen"], 1), "test_acc": acc,
+               "workers": end.comm.size, "elapsed_s": end.elapsed_s}
+        if end.comm.rank == 0:
+            log(f"epoch {end.epoch:4d}  loss {rec['loss']:.4f}  test acc {acc:.4f}  ({end.comm.size} workers)")
+        return rec
 
-    def step(state, idx, step_size):
-        run.at(state.epoch + 1, state.step)
-        step_fn(state, idx, step_size)
-
-    run.start_fresh()
-    with run:
-        state = train_elastic(net, trainer, n, batch_size, int(cfg["epochs"]), step, end_epoch,
-                              seed=int(cfg["seed"]), commit_every=int(cfg["commit_every"]), start=start,
-                              counters={"loss_sum": 0.0, "seen": 0, "history": history})
+    state = fit(run, net, trainer, EpochSampler(n, seed=int(cfg["seed"])), batch_size, int(cfg["epochs"]), step,
+                end_epoch, stats=("loss", "seen"), elastic=bool(cfg["elastic"]),
+                commit_every=int(cfg["commit_every"]), stop_after=cfg["stop_after_epochs"], log=log)
     return state.history
 
 
-def _elastic_schedule(cfg, batch_size, size):
-    """Adam's rate for ``ref_workers`` x ``batch_size`` samples, following the worker count."""
+def _schedule(cfg, batch_size, size):
+    """Adam's rate for ``ref_workers`` (default: the starting count) x ``batch_size`` samples,
+    following the worker count when an elastic job is resized."""
     from ..optim import ElasticRamp
     return ElasticRamp(lambda t: float(cfg["lr"]), ref_batch=batch_size * int(cfg["ref_workers"] or size),
                        ramp_steps=int(cfg["ramp_steps"]), global_batch=batch_size * size)
 
 
-def _epoch_seed(seed, epoch, rank):
-    """The seed of (seed, epoch, rank): MXNet's generator is reseeded with it every epoch."""
-    return (int(seed) * 1_000_003 + epoch * 7919 + rank) % (2 ** 31)
-
-
-def _open_run(cfg, net, trainer, comm, log):
-    """The run folder (resumed or fresh) with SIGINT/SIGTERM handled; returns ``(run, start_epoch,
-    history, logger, t0)`` where ``t0`` counts the resumed run's earlier time."""
-    run = RunFolder(cfg["out"], cfg["resume"], comm, required=("epoch", "history", "elapsed_s"))
-    saved = run.restore(net, trainer, log)
-    run.start_fresh()
-    history = saved["history"] if saved else []
-    return run, saved["epoch"] if saved else 0, history, run.logger(history), \
-        time.time() - (saved["elapsed_s"] if saved else 0.0)
-
-
-def _save(run, net, trainer, cfg, epoch, history, t0):
-    """The end-of-epoch checkpoint; True when the run should stop here (``stop_after_epochs``)."""
-    run.save(net, trainer, {"epoch": epoch + 1, "history": history, "elapsed_s": round(time.time() - t0, 3)},
-             tag=epoch)
-    return bool(cfg["stop_after_epochs"]) and epoch + 1 >= int(cfg["stop_after_epochs"])
+def _step_seed(seed, step, rank):
+    """The seed of (seed, step, rank): MXNet's generator and the neighbour sampler are reseeded
+    with it every step."""
+    return (int(seed) * 1_000_003 + step * 7919 + rank) % (2 ** 31)
 
 
 def _end_run(cfg, defaults, script, history, net, trainer, log, config_json=False):
@@ -155,15 +122,6 @@ def _finish(cfg, defaults, script, history, comm, log):
                                           metric, comm.size)
         log(f"published {result['published']['file_name']} into {cfg['publish']}")
     return result
-
-
-def _record(history, logger, log, epoch, loss, acc, t0):
-    """Append, log and print one evaluation record (``t0``: the run's start, resumes included)."""
-    rec = {"epoch": epoch + 1, "loss": float(loss.asscalar()), "test_acc": float(acc),
-           "elapsed_s": round(time.time() - t0, 3)}
-    history.append(rec)
-    logger.log(**rec)
-    log(f"epoch {epoch + 1:4d}  loss {rec['loss']:.4f}  test acc {rec['test_acc']:.4f}")
 
 
 def _save_averaged(net, trainer, comm, out):
@@ -226,79 +184,39 @@ def train_node_classification(config, comm, log=print):
                     dropout=cfg["dropout"])
     net.initialize(mx.init.Xavier())
     opt = {"learning_rate": cfg["lr"], "wd": cfg["wd"]}
-    if cfg["elastic"]:
-        if cfg["sampled"]:  # mini-batches of seed nodes: the global batch follows the worker count
-            opt["lr_scheduler"] = _elastic_schedule(cfg, int(cfg["batch_size"]), comm.size)
-        # the first forward finishes deferred initialisation before the elastic state copies it
-        if cfg["sampled"]:
-            blocks = sample_blocks(g, train[:1], cfg["fanouts"], np.random.RandomState(0))
-            net(blocks, mx.nd.take(feat, mx.nd.array(blocks[0].src_nodes)))
-        else:
-            net(g, feat)
+    if cfg["sampled"]:  # mini-batches of seed nodes: the global batch follows the worker count
+        opt["lr_scheduler"] = _schedule(cfg, int(cfg["batch_size"]), comm.size)
+        blocks = sample_blocks(g, train[:1], cfg["fanouts"], np.random.RandomState(0))
+        net(blocks, mx.nd.take(feat, mx.nd.array(blocks[0].src_nodes)))
+    else:
+        net(g, feat)   # shapes now: an elastic state copies every parameter
     trainer = DistributedTrainer(net.collect_params(), "adam", opt,
                                  algorithm=cfg["algorithm"], compressor=cfg["compressor"], ratio=cfg["ratio"],
                                  period=cfg["period"], communicator=comm)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    if cfg["elastic"]:
-        os.makedirs(cfg["out"], exist_ok=True)
 
-        def step(state, idx, step_size):
-            c = trainer.communicator
-            seeds = train[idx]
-            rs = np.random.RandomState(_epoch_seed(cfg["seed"], state.step, c.rank))
-            mx.random.seed(_epoch_seed(cfg["seed"], state.step, c.rank))
-            with autograd.record():
-                if cfg["sampled"]:
-                    blocks = sample_blocks(g, seeds, cfg["fanouts"], rs)
-                    out = net(blocks, mx.nd.take(feat, mx.nd.array(blocks[0].src_nodes)))
-                else:
-                    out = mx.nd.take(net(g, feat), mx.nd.array(seeds))
-                loss = loss_fn(out, mx.nd.take(labels, mx.nd.array(seeds))).sum()
-            loss.backward()
-            trainer.step(step_size)
-            state.loss_sum += float(loss.asscalar())
-            state.seen += len(seeds)
+    def step(state, idx, step_size):
+        seeds = train[idx]
+        seed = _step_seed(cfg["seed"], state.step, trainer.communicator.rank)
+        mx.random.seed(seed)
+        with autograd.record():
+            if cfg["sampled"]:
+                blocks = sample_blocks(g, seeds, cfg["fanouts"], np.random.RandomState(seed))
+                out = net(blocks, mx.nd.take(feat, mx.nd.array(blocks[0].src_nodes)))
+            else:
+                out = mx.nd.take(net(g, feat), mx.nd.array(seeds))
+            loss = loss_fn(out, mx.nd.take(labels, mx.nd.array(seeds))).sum()
+        loss.backward()
+        trainer.step(step_size)
+        return {"loss": loss, "seen": len(seeds)}
 
-        def evaluate():
-            pred = net(g, feat).argmax(axis=1).asnumpy()
-            return (pred[test] == labels.asnumpy()[test]).mean()
+    def evaluate():
+        pred = net(g, feat).argmax(axis=1).asnumpy()
+        return (pred[test] == labels.asnumpy()[test]).mean()
 
-        # full graph: one step per epoch over every training node (the batch is the whole set)
-        per_worker = int(cfg["batch_size"]) if cfg["sampled"] else len(train)
-        history = _train_elastic(cfg, net, trainer, len(train), per_worker, step, evaluate, log)
-        return _end_run(cfg, NODE_DEFAULTS, "scripts/graph/train_node_classification.py", history, net, trainer,
-                        log, config_json=True)
-    mine = train[comm.rank::comm.size]
-    run, start, history, logger, t0 = _open_run(cfg, net, trainer, comm, log)
-    for epoch in run.epochs(start, cfg["epochs"], trainer):
-        mx.random.seed(_epoch_seed(cfg["seed"], epoch, comm.rank))
-        if cfg["sampled"]:
-            rs = np.random.RandomState(_epoch_seed(cfg["seed"], epoch, comm.rank))
-            order = rs.permutation(mine)
-            batches = [order[i:i + cfg["batch_size"]] for i in range(0, len(order), cfg["batch_size"])] or [order]
-            # every worker takes the same number of steps (the collective calls must match)
-            steps = int(comm.allreduce(mx.nd.array([len(batches)]), average=False, name="steps").asscalar() / comm.size)
-            batches = (batches * (steps // max(len(batches), 1) + 1))[:max(steps, 1)]
-            for seeds in batches:
-                blocks = sample_blocks(g, seeds, cfg["fanouts"], rs)
-                x = mx.nd.take(feat, mx.nd.array(blocks[0].src_nodes))
-                with autograd.record():
-                    loss = loss_fn(net(blocks, x), mx.nd.take(labels, mx.nd.array(seeds))).mean()
-                loss.backward()
-                trainer.step(1)
-        else:
-            with autograd.record():
-                out = net(g, feat)
-                loss = loss_fn(mx.nd.take(out, mx.nd.array(mine)), mx.nd.take(labels, mx.nd.array(mine))).mean()
-            loss.backward()
-            trainer.step(1)
-        if (epoch + 1) % 10 == 0 or epoch + 1 == cfg["epochs"]:
-            with trainer.averaged():
-                pred = net(g, feat).argmax(axis=1).asnumpy()
-            _record(history, logger, log, epoch, loss, (pred[test] == labels.asnumpy()[test]).mean(), t0)
-        if _save(run, net, trainer, cfg, epoch, history, t0):
-            break
-    logger.close()
+    # full graph: one step per epoch over every training node (the batch is the whole set)
+    per_worker = int(cfg["batch_size"]) if cfg["sampled"] else len(train)
+    history = _train(cfg, net, trainer, len(train), per_worker, step, evaluate, log)
     return _end_run(cfg, NODE_DEFAULTS, "scripts/graph/train_node_classification.py", history, net, trainer, log,
                     config_json=True)
 
@@ -334,53 +252,28 @@ def train_graph_classification(config, comm, log=print):
     in_feats = graphs[0].ndata["feat"].shape[1]
     net = get_model(cfg["model"], in_feats=in_feats, classes=classes, hidden=cfg["hidden"])
     net.initialize(mx.init.Xavier())
-    opt = {"learning_rate": cfg["lr"]}
-    if cfg["elastic"]:
-        opt["lr_scheduler"] = _elastic_schedule(cfg, int(cfg["batch_size"]), comm.size)
-        first = batch([graphs[train[0]]])
-        net(first, first.ndata["feat"])  # finish deferred initialisation
-    trainer = DistributedTrainer(net.collect_params(), "adam", opt,
+    first = batch([graphs[train[0]]])
+    net(first, first.ndata["feat"])   # shapes now: an elastic state copies every parameter
+    trainer = DistributedTrainer(net.collect_params(), "adam",
+                                 {"learning_rate": cfg["lr"],
+                                  "lr_scheduler": _schedule(cfg, int(cfg["batch_size"]), comm.size)},
                                  algorithm=cfg["algorithm"], compressor=cfg["compressor"], ratio=cfg["ratio"],
                                  period=cfg["period"], communicator=comm)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    B = cfg["batch_size"] * comm.size
     test_bg = batch([graphs[j] for j in test])  # built once, evaluated every 10 epochs
-    if cfg["elastic"]:
-        os.makedirs(cfg["out"], exist_ok=True)
 
-        def step(state, idx, step_size):
-            chunk = train[idx]
-            mx.random.seed(_epoch_seed(cfg["seed"], state.step, trainer.communicator.rank))
-            bg = batch([graphs[j] for j in chunk])
-            with autograd.record():
-                loss = loss_fn(net(bg, bg.ndata["feat"]), mx.nd.array(labels[chunk])).sum()
-            loss.backward()
-            trainer.step(step_size)
-            state.loss_sum += float(loss.asscalar())
-            state.seen += len(chunk)
+    def step(state, idx, step_size):
+        chunk = train[idx]
+        mx.random.seed(_step_seed(cfg["seed"], state.step, trainer.communicator.rank))
+        bg = batch([graphs[j] for j in chunk])
+        with autograd.record():
+            loss = loss_fn(net(bg, bg.ndata["feat"]), mx.nd.array(labels[chunk])).sum()
+        loss.backward()
+        trainer.step(step_size)
+        return {"loss": loss, "seen": len(chunk)}
 
-        def evaluate():
-            return (net(test_bg, test_bg.ndata["feat"]).argmax(axis=1).asnumpy() == labels[test]).mean()
+    def evaluate():
+        return (net(test_bg, test_bg.ndata["feat"]).argmax(axis=1).asnumpy() == labels[test]).mean()
 
-        history = _train_elastic(cfg, net, trainer, len(train), int(cfg["batch_size"]), step, evaluate, log)
-        return _end_run(cfg, GRAPH_DEFAULTS, "scripts/graph/train_graph_classification.py", history, net,
-                        trainer, log)
-    run, start, history, logger, t0 = _open_run(cfg, net, trainer, comm, log)
-    for epoch in run.epochs(start, cfg["epochs"], trainer):
-        mx.random.seed(_epoch_seed(cfg["seed"], epoch, comm.rank))
-        order = np.random.RandomState(cfg["seed"] + epoch).permutation(train)
-        for i in range(0, len(order) - B + 1, B):
-            chunk = order[i:i + B][comm.rank::comm.size]
-            bg = batch([graphs[j] for j in chunk])
-            with autograd.record():
-                loss = loss_fn(net(bg, bg.ndata["feat"]), mx.nd.array(labels[chunk])).mean()
-            loss.backward()
-            trainer.step(1)
-        if (epoch + 1) % 10 == 0 or epoch + 1 == cfg["epochs"]:
-            with trainer.averaged():
-                pred = net(test_bg, test_bg.ndata["feat"]).argmax(axis=1).asnumpy()
-            _record(history, logger, log, epoch, loss, (pred == labels[test]).mean(), t0)
-        if _save(run, net, trainer, cfg, epoch, history, t0):
-            break
-    logger.close()
+    history = _train(cfg, net, trainer, len(train), int(cfg["batch_size"]), step, evaluate, log)
     return _end_run(cfg, GRAPH_DEFAULTS, "scripts/graph/train_graph_classification.py", history, net, trainer, log)

@@ -17,7 +17,7 @@ def check_inputs(cfg, defaults):
     merged = {**getattr(recipes, defaults), **cfg}
     if merged["dataset"] in ("linqs", "tu") and not merged["data_dir"]:
         raise UserError(f"dataset {merged['dataset']} reads files from a folder: give --data-dir")
-    keys = ("epoch", "step", "history") if merged["elastic"] else ("epoch", "history", "workers", "elapsed_s")
+    keys = ("epoch", "history", "workers")
     check_resume(merged["resume"], merged["out"], keys, ("last.rank0.params", "last.rank0.states"))
 
 
