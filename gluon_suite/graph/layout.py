@@ -9,6 +9,7 @@ v*H + h holds v's incoming edges for head h, so all heads are one sparse product
 heads, no E x F tensor) and per-destination reductions are 1-D ``reduceat`` calls over contiguous
 rows. Products are split by rows over a small thread pool (SciPy and NumPy release the GIL).
 """
+import functools
 import itertools
 import os
 import weakref
@@ -24,24 +25,39 @@ _CHUNK = 1 << 16
 
 
 class _Topology:
-    """Edges sorted by destination (for segment reductions) and CSR index arrays."""
+    """Edges sorted by destination (for segment reductions) and CSR index arrays. What only the
+    Python kernels read (``src_sorted``, ``starts``, ``nonempty``, ``seg``) is built on first use,
+    so a graph on the compiled kernels holds one E-long host array fewer per name."""
 
     def __init__(self, src, dst, num_src, num_dst):
         self.src, self.dst = src, dst
         self.num_src, self.num_dst = num_src, num_dst
         self.order = np.argsort(dst, kind="stable")
-        d = dst[self.order]
         self.indptr = np.zeros(num_dst + 1, np.int64)
-        np.add.at(self.indptr, d + 1, 1)
-        self.indptr = np.cumsum(self.indptr)
-        self.starts = self.indptr[:-1][np.diff(self.indptr) > 0]     # non-empty segments
-        self.nonempty = np.flatnonzero(np.diff(self.indptr) > 0)
-        self.src_sorted = src[self.order]
-        # segment number of every edge in destination order (for broadcasting per-node values)
-        self.seg = np.repeat(np.arange(len(self.starts)), np.diff(np.append(self.starts, len(src))))
+        np.cumsum(np.bincount(dst, minlength=num_dst), out=self.indptr[1:])
         self._heads, self._structures = {}, {}
         self.key = str(next(_KEYS))
         _TOPOLOGIES[self.key] = self
+
+    @functools.cached_property
+    def src_sorted(self):
+        """Every edge's source, in destination order."""
+        return self.src[self.order]
+
+    @functools.cached_property
+    def nonempty(self):
+        """Destinations with at least one incoming edge."""
+        return np.flatnonzero(np.diff(self.indptr) > 0)
+
+    @functools.cached_property
+    def starts(self):
+        """Where each non-empty destination's edges begin, in destination order."""
+        return self.indptr[:-1][self.nonempty]
+
+    @functools.cached_property
+    def seg(self):
+        """Segment number of every edge in destination order (for broadcasting per-node values)."""
+        return np.repeat(np.arange(len(self.starts)), np.diff(np.append(self.starts, len(self.src))))
 
     def structure(self, ctx, idtype=None):
         """The eight index tensors the compiled kernels take, on ``ctx`` with ids of ``idtype``
@@ -59,7 +75,7 @@ class _Topology:
             by_src = np.argsort(self.src, kind="stable")
             indptr_s = np.zeros(self.num_src + 1, np.int64)
             np.cumsum(np.bincount(self.src, minlength=self.num_src), out=indptr_s[1:])
-            arrays = (self.indptr, self.src_sorted, self.order, indptr_s, self.dst[by_src], by_src,
+            arrays = (self.indptr, self.src[self.order], self.order, indptr_s, self.dst[by_src], by_src,
                       self.src, self.dst)
             self._structures[key] = tuple(mx.nd.array(a, ctx=ctx, dtype=idtype.name) for a in arrays)
         return self._structures[key]

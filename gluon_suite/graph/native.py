@@ -9,6 +9,8 @@ Operators (forward and backward, OpenMP over rows, float32 features, int32 or in
 - ``gsddmm``: out[e] = op(lhs[t_l(e)], rhs[t_r(e)]) for targets u (source), v (destination),
   e (edge), op one of add, sub, mul, div, dot (summed over the last axis), copy_lhs, copy_rhs.
 - ``edge_softmax``: a[e] = exp(s[e]) / sum over the edges w->v of exp(s[w->v]).
+- ``scaled_sum``: out[v] = r[v] * sum over edges u->v of l[u] x[u] + b, each of l, r, b optional:
+  GraphConv's aggregation with its degree normalisation and bias inside the operator.
 - ``gat_attention``: GAT's scores, leaky ReLU, edge softmax, dropout mask and weighted sum in one
   operator whose backward recomputes the attention from the scores.
 
@@ -119,3 +121,13 @@ def gat_attention(structure, x, el, er, negative_slope, mask=None):
     m = mask if mask is not None else _placeholder(x.context)
     return mx.nd.gs_gat_attention(x, el, er, m, *structure, slope=repr(float(negative_slope)),
                                   masked="1" if mask is not None else "0")
+
+
+def scaled_sum(structure, x, left=None, right=None, bias=None):
+    """``right[v] * sum over edges u->v of left[u] * x[u] + bias``: x (N_src, ...), left (N_src,)
+    or None, right (N_dst,) or None, bias (B,) or None with B dividing the row length (repeated
+    along it) -> (N_dst, ...). Differentiable in all four."""
+    ph = _placeholder(x.context)
+    return mx.nd.gs_scaled_sum(x, left if left is not None else ph, right if right is not None else ph,
+                               bias if bias is not None else ph, *structure, left=str(int(left is not None)),
+                               right=str(int(right is not None)), bias=str(int(bias is not None)))

@@ -42,6 +42,8 @@ std::string Get(const Attrs& a, const char* key, const char* fallback) {
   return it == a.end() ? std::string(fallback) : it->second;
 }
 
+bool Flag(const Attrs& a, const char* key) { return Get(a, key, "0") == "1"; }
+
 bool ParseOp(const std::string& s, Op* op) {
   static const std::unordered_map<std::string, Op> names = {
       {"add", kAdd}, {"sub", kSub}, {"mul", kMul}, {"div", kDiv}, {"dot", kDot},
@@ -654,15 +656,130 @@ void GatBackward(const float* dY, const float* X, const float* el, const float* 
 }
 
 // ---------------------------------------------------------------------------------------------
+// Scaled neighbour sum (GCN's aggregation with its degree normalisation folded in):
+// out[v] = r[v] * sum over edges u->v of l[u] * x[u] + b, with l (N_src), r (N_dst) and b (B, the
+// row length a multiple of B, b repeated along the row) each optional (attributes left, right,
+// bias = "1"; a placeholder of one element otherwise). Backward, with g[u] = sum over edges u->v
+// of r[v] dy[v]: dx[u] = l[u] g[u], dl[u] = <x[u], g[u]>, dr[v] = <dy[v], sum over edges u->v of
+// l[u] x[u]>, db = sum over rows of dy folded to B (fixed row blocks summed in order).
+template <typename I>
+void ScaledSumForward(const float* X, const float* l, const float* r, const float* bias, int64_t B,
+                      const I* indptr, const I* nbr, int64_t n, int64_t L, float* Y) {
+#pragma omp parallel for schedule(dynamic, 64)
+  for (int64_t v = 0; v < n; ++v) {
+    float* o = Y + v * L;
+    std::fill(o, o + L, 0.f);
+    const I k0 = indptr[v], k1 = indptr[v + 1];
+    for (I k = k0; k < k1; ++k) {
+      if (k + kAhead < k1) Prefetch(X + static_cast<int64_t>(nbr[k + kAhead]) * L, L);
+      const int64_t u = nbr[k];
+      const float* x = X + u * L;
+      if (l) {
+        const float s = l[u];
+        for (int64_t j = 0; j < L; ++j) o[j] += s * x[j];
+      } else {
+        for (int64_t j = 0; j < L; ++j) o[j] += x[j];
+      }
+    }
+    if (r) {
+      const float s = r[v];
+      for (int64_t j = 0; j < L; ++j) o[j] *= s;
+    }
+    if (bias)
+      for (int64_t j0 = 0; j0 < L; j0 += B)
+        for (int64_t j = 0; j < B; ++j) o[j0 + j] += bias[j];
+  }
+}
+
+template <typename I>
+void ScaledSumBackward(const float* dY, const float* X, const float* l, const float* r, int64_t B,
+                       const I* const* s, int64_t n_dst, int64_t n_src, int64_t L, float* dX, float* dl,
+                       float* dr, float* db) {
+  const I *indptr = s[0], *nbr = s[1], *rptr = s[3], *rnbr = s[4];
+  if (dX || dl) {
+#pragma omp parallel
+    {
+      std::vector<float> buf(L);
+#pragma omp for schedule(dynamic, 64)
+      for (int64_t u = 0; u < n_src; ++u) {
+        // g accumulates in dX's row when no left scale or inner product needs it apart
+        float* g = dX && !l ? dX + u * L : buf.data();
+        std::fill(g, g + L, 0.f);
+        for (I k = rptr[u]; k < rptr[u + 1]; ++k) {
+          if (k + kAhead < rptr[u + 1]) Prefetch(dY + static_cast<int64_t>(rnbr[k + kAhead]) * L, L);
+          const int64_t v = rnbr[k];
+          const float* dy = dY + v * L;
+          if (r) {
+            const float sc = r[v];
+            for (int64_t j = 0; j < L; ++j) g[j] += sc * dy[j];
+          } else {
+            for (int64_t j = 0; j < L; ++j) g[j] += dy[j];
+          }
+        }
+        if (dl) {
+          const float* x = X + u * L;
+          float acc = 0.f;
+          for (int64_t j = 0; j < L; ++j) acc += x[j] * g[j];
+          dl[u] = acc;
+        }
+        if (dX && l) {
+          float* d = dX + u * L;
+          const float sc = l[u];
+          for (int64_t j = 0; j < L; ++j) d[j] = sc * g[j];
+        }
+      }
+    }
+  }
+  if (dr) {
+#pragma omp parallel
+    {
+      std::vector<float> agg(L);
+#pragma omp for schedule(dynamic, 64)
+      for (int64_t v = 0; v < n_dst; ++v) {
+        std::fill(agg.begin(), agg.end(), 0.f);
+        for (I k = indptr[v]; k < indptr[v + 1]; ++k) {
+          const int64_t u = nbr[k];
+          const float* x = X + u * L;
+          const float sc = l ? l[u] : 1.f;
+          for (int64_t j = 0; j < L; ++j) agg[j] += sc * x[j];
+        }
+        const float* dy = dY + v * L;
+        float acc = 0.f;
+        for (int64_t j = 0; j < L; ++j) acc += dy[j] * agg[j];
+        dr[v] = acc;
+      }
+    }
+  }
+  if (db) {
+    // per block of rows, then the blocks in order: the same sum whatever the thread count
+    const int64_t kRows = 1024, blocks = (n_dst + kRows - 1) / kRows;
+    std::vector<float> part(static_cast<size_t>(std::max<int64_t>(blocks, 1) * B), 0.f);
+#pragma omp parallel for schedule(static)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      float* p = part.data() + blk * B;
+      const int64_t v1 = std::min(n_dst, (blk + 1) * kRows);
+      for (int64_t v = blk * kRows; v < v1; ++v) {
+        const float* dy = dY + v * L;
+        for (int64_t j0 = 0; j0 < L; j0 += B)
+          for (int64_t j = 0; j < B; ++j) p[j] += dy[j0 + j];
+      }
+    }
+    std::fill(db, db + B, 0.f);
+    for (int64_t blk = 0; blk < blocks; ++blk)
+      for (int64_t j = 0; j < B; ++j) db[j] += part[blk * B + j];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Glue to MXNet: attribute parsing, shapes, types and the dispatch on the index type.
 
 struct Kind {
-  enum { kSpmm, kSddmm, kSoftmax, kGat } which;
+  enum { kSpmm, kSddmm, kSoftmax, kGat, kScaled } which;
   int data;  // data inputs before the structure
 };
 
 const Kind kSpmmKind{Kind::kSpmm, 2}, kSddmmKind{Kind::kSddmm, 2}, kSoftmaxKind{Kind::kSoftmax, 1},
-    kGatKind{Kind::kGat, 4};
+    kGatKind{Kind::kGat, 4}, kScaledKind{Kind::kScaled, 4};
 
 template <const Kind* K>
 MXReturnValue ParseAttrs(const Attrs& attrs, int* num_in, int* num_out) {
@@ -720,6 +837,31 @@ MXReturnValue InferShape(const Attrs& attrs, Shapes* in, Shapes* out) {
   }
   if (K->which == Kind::kGat) {
     out->at(0) = {static_cast<unsigned>(n_dst), st[0][1], st[0][2]};
+    return MX_SUCCESS;
+  }
+  if (K->which == Kind::kScaled) {
+    const int64_t n_src = static_cast<int64_t>(st[K->data + 3][0]) - 1;
+    const int64_t L = Prod(RowShape(ToI64(st[0])));
+    const int64_t B = Prod(ToI64(st[3]));
+    if (static_cast<int64_t>(st[0][0]) != n_src) {
+      MX_ERROR_MSG << "scaled sum: features have " << st[0][0] << " rows for " << n_src << " source nodes";
+      return MX_FAIL;
+    }
+    if (Flag(attrs, "left") && Prod(ToI64(st[1])) != n_src) {
+      MX_ERROR_MSG << "scaled sum: the left scale needs one value per source node (" << n_src << ")";
+      return MX_FAIL;
+    }
+    if (Flag(attrs, "right") && Prod(ToI64(st[2])) != n_dst) {
+      MX_ERROR_MSG << "scaled sum: the right scale needs one value per destination node (" << n_dst << ")";
+      return MX_FAIL;
+    }
+    if (Flag(attrs, "bias") && (B == 0 || L % B != 0)) {
+      MX_ERROR_MSG << "scaled sum: the bias length " << B << " does not divide the row length " << L;
+      return MX_FAIL;
+    }
+    std::vector<unsigned int> o(st[0]);
+    o[0] = static_cast<unsigned>(n_dst);
+    out->at(0) = o;
     return MX_SUCCESS;
   }
   Op op = kAdd;
@@ -889,6 +1031,41 @@ MXReturnValue GatBwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vector
   return MX_SUCCESS;
 }
 
+template <typename I>
+MXReturnValue ScaledFwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out) {
+  // in: x, left, right, bias, structure x 8
+  const I* s[kStructure];
+  Structure<I>(in, 4, s);
+  MXTensor& x = in->at(0);
+  const int64_t N = Rows(x), L = N ? x.size() / N : Prod(RowShape(x.shape));
+  auto opt = [&](int i, const char* flag) { return Flag(attrs, flag) ? in->at(i).data<float>() : nullptr; };
+  ScaledSumForward<I>(x.data<float>(), opt(1, "left"), opt(2, "right"), opt(3, "bias"), in->at(3).size(), s[0],
+                      s[1], Rows(in->at(4)) - 1, L, out->at(0).data<float>());
+  return MX_SUCCESS;
+}
+
+template <typename I>
+MXReturnValue ScaledBwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out) {
+  // in: dY, x, left, right, bias, structure x 8, Y; out: dx, dleft, dright, dbias
+  const I* s[kStructure];
+  Structure<I>(in, 5, s);
+  MXTensor& x = in->at(1);
+  const int64_t N = Rows(x), L = N ? x.size() / N : Prod(RowShape(x.shape));
+  const char* flags[4] = {nullptr, "left", "right", "bias"};
+  float* d[4];
+  for (int i = 0; i < 4; ++i) {
+    d[i] = Bad(out->at(i)) ? nullptr : out->at(i).data<float>();
+    if (d[i] && i > 0 && !Flag(attrs, flags[i])) {   // a placeholder: zero gradient
+      std::memset(d[i], 0, sizeof(float) * out->at(i).size());
+      d[i] = nullptr;
+    }
+  }
+  auto opt = [&](int i, const char* flag) { return Flag(attrs, flag) ? in->at(i).data<float>() : nullptr; };
+  ScaledSumBackward<I>(in->at(0).data<float>(), x.data<float>(), opt(2, "left"), opt(3, "right"), in->at(4).size(),
+                       s, Rows(in->at(5)) - 1, Rows(in->at(8)) - 1, L, d[0], d[1], d[2], d[3]);
+  return MX_SUCCESS;
+}
+
 // Dispatch on the index type of the structure (input `first`).
 #define GS_DISPATCH(NAME, IMPL, FIRST)                                                               \
   MXReturnValue NAME(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out,    \
@@ -905,6 +1082,8 @@ GS_DISPATCH(SoftmaxFwd, SoftmaxFwdT, 1)
 GS_DISPATCH(SoftmaxBwd, SoftmaxBwdT, 2)
 GS_DISPATCH(GatFwd, GatFwdT, 4)
 GS_DISPATCH(GatBwd, GatBwdT, 5)
+GS_DISPATCH(ScaledFwd, ScaledFwdT, 4)
+GS_DISPATCH(ScaledBwd, ScaledBwdT, 5)
 
 }  // namespace
 
@@ -935,6 +1114,13 @@ REGISTER_OP(gs_gat_attention)
     .setParseAttrs(ParseAttrs<&kGatKind>)
     .setInferType(InferType<&kGatKind>)
     .setInferShape(InferShape<&kGatKind>);
+
+REGISTER_OP(gs_scaled_sum)
+    .setForward(ScaledFwd, "cpu")
+    .setBackward(ScaledBwd, "cpu")
+    .setParseAttrs(ParseAttrs<&kScaledKind>)
+    .setInferType(InferType<&kScaledKind>)
+    .setInferShape(InferShape<&kScaledKind>);
 
 MXReturnValue initialize(int version) {
   if (version < 10900) {

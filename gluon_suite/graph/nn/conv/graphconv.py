@@ -5,8 +5,16 @@ import mxnet as mx
 from mxnet import gluon
 
 from ... import function as fn
+from ... import native
 from ...base import GraphError
 from ..utils import check_in_degree, check_rows, expand_as_pair
+
+
+def _linear(x, weight, bias):
+    """x (N, *, in) @ weight (in, out) [+ bias (out,)] as one ``FullyConnected`` (its backward
+    sums the bias gradient without MXNet's generic broadcast reduction)."""
+    return mx.nd.FullyConnected(x, mx.nd.transpose(weight), bias, num_hidden=weight.shape[1],
+                                no_bias=bias is None, flatten=False)
 
 
 class GraphConv(gluon.Block):
@@ -35,7 +43,12 @@ class GraphConv(gluon.Block):
     def forward(self, graph, feat, weight=None):
         """Output (N_dst, *, out_feats) for node features (N_src, *, in_feats) or a (source,
         destination) pair; ``weight`` is an external (in_feats, out_feats) matrix for a layer
-        built with ``weight=False``."""
+        built with ``weight=False``.
+
+        With the compiled kernels, the degree normalisation (the graph's cached degree powers)
+        and, when nothing follows the aggregation, the bias run inside one scaled-sum operator;
+        the weight product and the bias after it are one ``FullyConnected`` (oneDNN on CPU). So
+        a layer makes two (N, F) tensors where a broadcast per factor made five."""
         check_in_degree(graph, self._allow_zero_in_degree, "GraphConv")
         with graph.local_scope():
             feat_src, feat_dst = expand_as_pair(feat, graph)
@@ -43,24 +56,33 @@ class GraphConv(gluon.Block):
             if weight is not None and self.weight is not None:
                 raise GraphError("GraphConv: an external weight was passed to a layer that has its own; "
                                  "build it with weight=False")
+            ctx = feat_src.context
             if weight is None and self.weight is not None:
-                weight = self.weight.data(feat_src.context)
-            if self._norm in ("both", "left"):
-                norm = graph._degree_power("out", -0.5 if self._norm == "both" else -1.0, feat_src.context)
-                feat_src = mx.nd.broadcast_mul(feat_src, norm.reshape((-1,) + (1,) * (feat_src.ndim - 1)))
+                weight = self.weight.data(ctx)
+            bias = self.bias.data(ctx) if self.bias is not None else None
+            power = -0.5 if self._norm == "both" else -1.0
+            left = graph._degree_power("out", power, ctx) if self._norm in ("both", "left") else None
+            right = graph._degree_power("in", power, ctx) if self._norm in ("both", "right") else None
             multiply_first = weight is not None and self._in_feats > self._out_feats
             if multiply_first:  # fewer columns to aggregate
-                feat_src = mx.nd.dot(feat_src, weight)
-            graph.srcdata["h"] = feat_src
-            graph.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
-            rst = graph.dstdata["h"]
-            if weight is not None and not multiply_first:
-                rst = mx.nd.dot(rst, weight)
-            if self._norm in ("both", "right"):
-                norm = graph._degree_power("in", -0.5 if self._norm == "both" else -1.0, rst.context)
-                rst = mx.nd.broadcast_mul(rst, norm.reshape((-1,) + (1,) * (rst.ndim - 1)))
-            if self.bias is not None:
-                rst = mx.nd.broadcast_add(rst, self.bias.data(rst.context))
+                feat_src = _linear(feat_src, weight, None)
+            last = not (weight is not None and not multiply_first)     # the aggregation ends the layer
+            if native.usable(feat_src, left, right, bias) and graph.num_edges() > 0:
+                rst = native.scaled_sum(graph._structure(ctx), feat_src,
+                                        None if left is None else left.reshape((-1,)),
+                                        None if right is None else right.reshape((-1,)), bias if last else None)
+            else:
+                if left is not None:
+                    feat_src = mx.nd.broadcast_mul(feat_src, left.reshape((-1,) + (1,) * (feat_src.ndim - 1)))
+                graph.srcdata["h"] = feat_src
+                graph.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
+                rst = graph.dstdata["h"]
+                if right is not None:   # a row scale: before the weight product as after it
+                    rst = mx.nd.broadcast_mul(rst, right.reshape((-1,) + (1,) * (rst.ndim - 1)))
+                if last and bias is not None:
+                    rst = mx.nd.broadcast_add(rst, bias)
+            if not last:
+                rst = _linear(rst, weight, bias)
             return self._activation(rst) if self._activation is not None else rst
 
     def __repr__(self):

@@ -1,0 +1,202 @@
+"""GraphConv's fused aggregation: the compiled scaled-sum operator (degree scales on both sides and
+a bias inside the neighbour sum) against a float64 per-edge loop, forward and gradients (central
+differences of the reference), on a graph with self-loops, parallel edges, a node without incoming
+edges and an isolated node, int32 and int64 structure, two CPU contexts; and GraphConv itself, on
+the compiled and on the Python kernels, against float64 NumPy formulas for every normalisation."""
+import zlib
+
+import mxnet as mx
+import numpy as np
+import pytest
+from mxnet import autograd
+
+import gluon_suite.graph as dgl
+from gluon_suite.graph import native
+from gluon_suite.graph.layout import topology
+from gluon_suite.graph.nn import GraphConv
+
+from .test_kernels import CTXS, IDTYPES, numeric_grads, run, small_graph
+
+H, F = 2, 3
+FLAGS = [(lft, rgt, b) for lft in (False, True) for rgt in (False, True) for b in (None, (F,), (H * F,))]
+
+
+def ref_scaled_sum(src, dst, n_dst, x, left, right, bias):
+    """out[v] = right[v] * sum over edges u->v of left[u] * x[u] + bias (bias repeated along the row)."""
+    out = np.zeros((n_dst,) + x.shape[1:])
+    for u, v in zip(src, dst):
+        out[v] += (left[u] if left is not None else 1.0) * x[u]
+    if right is not None:
+        out *= right.reshape((-1,) + (1,) * (x.ndim - 1))
+    if bias is not None:
+        out = out + np.tile(bias, out[0].size // bias.size).reshape(out.shape[1:])
+    return out
+
+
+def test_scaled_sum_is_loaded():
+    assert native.LOADED and hasattr(mx.nd, "gs_scaled_sum"), native.REASON
+
+
+@pytest.mark.parametrize("ctx", CTXS, ids=str)
+@pytest.mark.parametrize("idtype", IDTYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("use_left, use_right, bshape", FLAGS, ids=lambda c: str(c).replace(" ", ""))
+def test_scaled_sum_forward_and_gradients(use_left, use_right, bshape, idtype, ctx):
+    src, dst, n = small_graph()
+    rs = np.random.RandomState(zlib.crc32(repr((use_left, use_right, bshape)).encode()))
+    x = rs.normal(size=(n, H, F))
+    left = rs.uniform(0.2, 2.0, size=n) if use_left else None
+    right = rs.uniform(0.2, 2.0, size=n) if use_right else None
+    bias = rs.normal(size=bshape) if bshape else None
+    S = topology(src, dst, n, n).structure(ctx, idtype)
+    expect = ref_scaled_sum(src, dst, n, x, left, right, bias)
+    assert (expect[6] == (np.tile(bias, H * F // bias.size).reshape(H, F) if bias is not None else 0)).all()
+    w = rs.normal(size=expect.shape)
+    out, grads = run(lambda *a: native.scaled_sum(S, *a), [x, left, right, bias], ctx, w)
+    np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-5)
+    want = numeric_grads(lambda *a: ref_scaled_sum(src, dst, n, *a), [x, left, right, bias], w)
+    for got, ref in zip(grads, want):
+        if ref is not None:
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("idtype", IDTYPES, ids=lambda t: np.dtype(t).name)
+def test_scaled_sum_on_a_bipartite_structure_and_without_edges(idtype):
+    ctx = mx.cpu()
+    src, dst = np.array([0, 2, 2, 1, 2]), np.array([1, 1, 0, 1, 1])       # 2->1 twice
+    rs = np.random.RandomState(1)
+    x, left, right, bias = rs.normal(size=(3, 4)), rs.rand(3) + 0.5, rs.rand(2) + 0.5, rs.normal(size=4)
+    S = topology(src, dst, 3, 2).structure(ctx, idtype)
+    w = rs.normal(size=(2, 4))
+    out, grads = run(lambda *a: native.scaled_sum(S, *a), [x, left, right, bias], ctx, w)
+    np.testing.assert_allclose(out, ref_scaled_sum(src, dst, 2, x, left, right, bias), rtol=1e-5, atol=1e-6)
+    want = numeric_grads(lambda *a: ref_scaled_sum(src, dst, 2, *a), [x, left, right, bias], w)
+    for got, ref in zip(grads, want):
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+    E0 = topology(np.array([], np.int64), np.array([], np.int64), 4, 4).structure(ctx, idtype)
+    out, (gx, gl, gr, gb) = run(lambda *a: native.scaled_sum(E0, *a), [x[:1].repeat(4, 0), left[:1].repeat(4),
+                                                                      left[:1].repeat(4), bias], ctx, np.ones((4, 4)))
+    np.testing.assert_allclose(out, np.tile(bias, (4, 1)), rtol=1e-6)
+    assert (gx == 0).all() and (gl == 0).all() and (gr == 0).all()
+    np.testing.assert_allclose(gb, np.full(4, 4.0))
+
+
+def test_scaled_sum_refuses_scales_of_the_wrong_length():
+    src, dst, n = small_graph()
+    S = topology(src, dst, n, n).structure(mx.cpu(), np.int32)
+    x = mx.nd.ones((n, 4))
+    with pytest.raises(mx.base.MXNetError, match="left scale"):
+        native.scaled_sum(S, x, left=mx.nd.ones((n - 1,))).wait_to_read()
+    with pytest.raises(mx.base.MXNetError, match="bias length"):
+        native.scaled_sum(S, x, bias=mx.nd.ones((3,))).wait_to_read()
+
+
+# ---- GraphConv on the fused operator -----------------------------------------------------------
+SRC = np.array([0, 0, 1, 2, 2, 3, 3, 0, 5, 5, 1, 3, 2])     # parallel 0->1, self-loops on 2 and 3
+DST = np.array([1, 1, 2, 2, 3, 3, 4, 4, 0, 4, 0, 1, 4])     # 5 and 6 receive nothing, 6 sends nothing
+N = 7
+
+
+def ref_graphconv(x, W, b, norm, src=SRC, dst=DST, n_src=N, n_dst=N):
+    """act-free GraphConv in float64: diag(r) A diag(l) x W + b, degrees clipped at 1."""
+    a = np.zeros((n_dst, n_src))
+    np.add.at(a, (dst, src), 1.0)
+    power = -0.5 if norm == "both" else -1.0
+    dout = np.maximum(a.sum(0), 1) ** power if norm in ("both", "left") else np.ones(n_src)
+    din = np.maximum(a.sum(1), 1) ** power if norm in ("both", "right") else np.ones(n_dst)
+    h = np.einsum("vu,u...->v...", a, dout.reshape((-1,) + (1,) * (x.ndim - 1)) * x)
+    h = din.reshape((-1,) + (1,) * (x.ndim - 1)) * h
+    if W is not None:
+        h = h @ W
+    return h + b if b is not None else h
+
+
+def graphconv_grads(x, W, b, norm, w, **kw):
+    """Reference gradients of sum(GraphConv(x) * w) for x, W, b: the layer is linear in each."""
+    return numeric_grads(lambda *a: ref_graphconv(*a, norm, **kw), [x, W, b], w, h=1e-3)
+
+
+@pytest.fixture(params=["compiled", "python"])
+def kernels(request, monkeypatch):
+    """Run a test on the compiled kernels (and check that the fused operator ran) or on the
+    Python ones."""
+    calls = []
+    if request.param == "python":
+        monkeypatch.setattr(native, "usable", lambda *a: False)
+    else:
+        real = native.scaled_sum
+        monkeypatch.setattr(native, "scaled_sum", lambda *a, **k: calls.append(1) or real(*a, **k))
+    yield request.param, calls
+    if request.param == "compiled":
+        assert calls, "GraphConv did not run the fused scaled-sum operator"
+
+
+@pytest.mark.parametrize("ctx, idtype", [(c, t) for c in CTXS for t in ("int32", "int64")],
+                         ids=lambda c: str(c))
+@pytest.mark.parametrize("norm", ["both", "left", "right", "none"])
+@pytest.mark.parametrize("in_feats, out_feats, bias", [(3, 5, True), (5, 3, True), (5, 3, False), (4, 4, True)])
+def test_graphconv_matches_the_formula(in_feats, out_feats, bias, norm, ctx, idtype, kernels):
+    rs = np.random.RandomState(zlib.crc32(repr((in_feats, out_feats, bias, norm)).encode()))
+    g = dgl.graph((SRC, DST), num_nodes=N, idtype=idtype, device=ctx)
+    layer = GraphConv(in_feats, out_feats, norm=norm, bias=bias, allow_zero_in_degree=True)
+    layer.initialize(ctx=ctx)
+    W = rs.normal(size=(in_feats, out_feats))
+    layer.weight.set_data(mx.nd.array(W, ctx=ctx))
+    b = rs.normal(size=out_feats) if bias else None
+    if bias:
+        layer.bias.set_data(mx.nd.array(b, ctx=ctx))
+    x = rs.normal(size=(N, in_feats))
+    X = mx.nd.array(x, ctx=ctx)
+    X.attach_grad()
+    w = rs.normal(size=(N, out_feats))
+    with autograd.record():
+        out = layer(g, X)
+        loss = (out * mx.nd.array(w, ctx=ctx)).sum()
+    loss.backward()
+    assert out.context == ctx
+    np.testing.assert_allclose(out.asnumpy(), ref_graphconv(x, W, b, norm), rtol=1e-5, atol=1e-5)
+    gx, gW, gb = graphconv_grads(x, W, b, norm, w)
+    np.testing.assert_allclose(X.grad.asnumpy(), gx, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(layer.weight.grad(ctx).asnumpy(), gW, rtol=1e-4, atol=1e-4)
+    if bias:
+        np.testing.assert_allclose(layer.bias.grad(ctx).asnumpy(), gb, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("norm", ["both", "right"])
+def test_graphconv_multi_dimensional_features_external_weight_and_no_weight(norm, kernels):
+    rs = np.random.RandomState(7)
+    g = dgl.graph((SRC, DST), num_nodes=N).add_self_loop()
+    src, dst = (a.asnumpy() for a in g.edges())
+    x = rs.normal(size=(N, H, 4))
+    for layer, W in ((GraphConv(4, 4, norm=norm, weight=False), None),
+                     (GraphConv(4, 3, norm=norm, weight=False), rs.normal(size=(4, 3)))):
+        layer.initialize()
+        b = rs.normal(size=layer._out_feats)
+        layer.bias.set_data(mx.nd.array(b))
+        X = mx.nd.array(x)
+        X.attach_grad()
+        w = rs.normal(size=(N, H, layer._out_feats))
+        with autograd.record():
+            out = layer(g, X, mx.nd.array(W)) if W is not None else layer(g, X)
+            loss = (out * mx.nd.array(w)).sum()
+        loss.backward()
+        want = ref_graphconv(x, W, b, norm, src=src, dst=dst)
+        np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-5, atol=1e-5)
+        gx, _, gb = graphconv_grads(x, W, b, norm, w, src=src, dst=dst)
+        np.testing.assert_allclose(X.grad.asnumpy(), gx, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(layer.bias.grad().asnumpy(), gb, rtol=1e-4, atol=1e-4)
+
+
+def test_graphconv_on_a_block(kernels):
+    """A block with 4 sources and 2 destinations: the output has the destinations' rows, the
+    left scale uses the sources' out-degrees and the right one the destinations' in-degrees."""
+    src, dst = np.array([0, 1, 2, 3, 3, 1]), np.array([0, 0, 1, 1, 0, 1])
+    blk = dgl.create_block((src, dst), num_src_nodes=4, num_dst_nodes=2)
+    rs = np.random.RandomState(3)
+    x, W, b = rs.normal(size=(4, 5)), rs.normal(size=(5, 2)), rs.normal(size=2)
+    layer = GraphConv(5, 2)
+    layer.initialize()
+    layer.weight.set_data(mx.nd.array(W))
+    layer.bias.set_data(mx.nd.array(b))
+    out = layer(blk, mx.nd.array(x))
+    np.testing.assert_allclose(out.asnumpy(), ref_graphconv(x, W, b, "both", src=src, dst=dst, n_src=4, n_dst=2),
+                               rtol=1e-5, atol=1e-5)
