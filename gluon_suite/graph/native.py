@@ -123,11 +123,14 @@ def gat_attention(structure, x, el, er, negative_slope, mask=None):
                                   masked="1" if mask is not None else "0")
 
 
-def scaled_sum(structure, x, left=None, right=None, bias=None):
+def scaled_sum(structure, x, left=None, right=None, bias=None, scale_grad=True):
     """``right[v] * sum over edges u->v of left[u] * x[u] + bias``: x (N_src, ...), left (N_src,)
     or None, right (N_dst,) or None, bias (B,) or None with B dividing the row length (repeated
-    along it) -> (N_dst, ...). Differentiable in all four."""
+    along it) -> (N_dst, ...). Differentiable in all four; ``scale_grad=False`` declares the
+    scales constants (a graph's degree normalisers), whose gradients are then zero and cost
+    nothing (MXNet computes every input's gradient an operator offers)."""
     ph = _placeholder(x.context)
     return mx.nd.gs_scaled_sum(x, left if left is not None else ph, right if right is not None else ph,
                                bias if bias is not None else ph, *structure, left=str(int(left is not None)),
-                               right=str(int(right is not None)), bias=str(int(bias is not None)))
+                               right=str(int(right is not None)), bias=str(int(bias is not None)),
+                               scale_grad=str(int(bool(scale_grad))))

@@ -200,3 +200,18 @@ def test_graphconv_on_a_block(kernels):
     out = layer(blk, mx.nd.array(x))
     np.testing.assert_allclose(out.asnumpy(), ref_graphconv(x, W, b, "both", src=src, dst=dst, n_src=4, n_dst=2),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_constant_scales_get_zero_gradients_and_leave_the_others_alone():
+    src, dst, n = small_graph()
+    rs = np.random.RandomState(11)
+    x, left, right, bias = rs.normal(size=(n, 4)), rs.rand(n) + 0.5, rs.rand(n) + 0.5, rs.normal(size=4)
+    S = topology(src, dst, n, n).structure(mx.cpu(), np.int32)
+    w = rs.normal(size=(n, 4))
+    out, (gx, gl, gr, gb) = run(lambda *a: native.scaled_sum(S, *a, scale_grad=False), [x, left, right, bias],
+                                mx.cpu(), w)
+    np.testing.assert_allclose(out, ref_scaled_sum(src, dst, n, x, left, right, bias), rtol=1e-5, atol=1e-6)
+    want = numeric_grads(lambda *a: ref_scaled_sum(src, dst, n, *a), [x, left, right, bias], w)
+    np.testing.assert_allclose(gx, want[0], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gb, want[3], rtol=1e-4, atol=1e-4)
+    assert (gl == 0).all() and (gr == 0).all()

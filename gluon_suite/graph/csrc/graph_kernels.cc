@@ -661,7 +661,8 @@ void GatBackward(const float* dY, const float* X, const float* el, const float* 
 // row length a multiple of B, b repeated along the row) each optional (attributes left, right,
 // bias = "1"; a placeholder of one element otherwise). Backward, with g[u] = sum over edges u->v
 // of r[v] dy[v]: dx[u] = l[u] g[u], dl[u] = <x[u], g[u]>, dr[v] = <dy[v], sum over edges u->v of
-// l[u] x[u]>, db = sum over rows of dy folded to B (fixed row blocks summed in order).
+// l[u] x[u]>, db = sum over rows of dy folded to B (fixed row blocks summed in order). With
+// scale_grad = "0" the scales count as constants (zero gradient): dr alone costs a second pass.
 template <typename I>
 void ScaledSumForward(const float* X, const float* l, const float* r, const float* bias, int64_t B,
                       const I* indptr, const I* nbr, int64_t n, int64_t L, float* Y) {
@@ -702,8 +703,8 @@ void ScaledSumBackward(const float* dY, const float* X, const float* l, const fl
       std::vector<float> buf(L);
 #pragma omp for schedule(dynamic, 64)
       for (int64_t u = 0; u < n_src; ++u) {
-        // g accumulates in dX's row when no left scale or inner product needs it apart
-        float* g = dX && !l ? dX + u * L : buf.data();
+        // g accumulates in dX's row (scaled by l[u] in place at the end) when there is one
+        float* g = dX ? dX + u * L : buf.data();
         std::fill(g, g + L, 0.f);
         for (I k = rptr[u]; k < rptr[u + 1]; ++k) {
           if (k + kAhead < rptr[u + 1]) Prefetch(dY + static_cast<int64_t>(rnbr[k + kAhead]) * L, L);
@@ -723,9 +724,8 @@ void ScaledSumBackward(const float* dY, const float* X, const float* l, const fl
           dl[u] = acc;
         }
         if (dX && l) {
-          float* d = dX + u * L;
           const float sc = l[u];
-          for (int64_t j = 0; j < L; ++j) d[j] = sc * g[j];
+          for (int64_t j = 0; j < L; ++j) g[j] *= sc;
         }
       }
     }
@@ -1055,7 +1055,10 @@ MXReturnValue ScaledBwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vec
   float* d[4];
   for (int i = 0; i < 4; ++i) {
     d[i] = Bad(out->at(i)) ? nullptr : out->at(i).data<float>();
-    if (d[i] && i > 0 && !Flag(attrs, flags[i])) {   // a placeholder: zero gradient
+    // a placeholder, or a scale the caller declared constant (scale_grad=0; MXNet does not
+    // tell an operator which gradients are wanted): zero gradient, no work
+    const bool constant = (i == 1 || i == 2) && Get(attrs, "scale_grad", "1") == "0";
+    if (d[i] && i > 0 && (!Flag(attrs, flags[i]) || constant)) {
       std::memset(d[i], 0, sizeof(float) * out->at(i).size());
       d[i] = nullptr;
     }

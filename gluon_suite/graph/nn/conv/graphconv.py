@@ -70,7 +70,8 @@ class GraphConv(gluon.Block):
             if native.usable(feat_src, left, right, bias) and graph.num_edges() > 0:
                 rst = native.scaled_sum(graph._structure(ctx), feat_src,
                                         None if left is None else left.reshape((-1,)),
-                                        None if right is None else right.reshape((-1,)), bias if last else None)
+                                        None if right is None else right.reshape((-1,)), bias if last else None,
+                                        scale_grad=False)
             else:
                 if left is not None:
                     feat_src = mx.nd.broadcast_mul(feat_src, left.reshape((-1,) + (1,) * (feat_src.ndim - 1)))
