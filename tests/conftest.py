@@ -59,3 +59,12 @@ def horovod(tmp_path):
     def _run(script_text, np_=2, **kw):
         return run_horovod(script_text, np_=np_, tmp_path=tmp_path, **kw)
     return _run
+
+
+def max_param_diff(a, b):
+    """The largest absolute difference between two MXNet parameter files holding the same names."""
+    import mxnet as mx
+    import numpy as np
+    pa, pb = mx.nd.load(str(a)), mx.nd.load(str(b))
+    assert pa.keys() == pb.keys(), sorted(set(pa) ^ set(pb))
+    return max(float(np.abs(pa[k].asnumpy() - pb[k].asnumpy()).max()) for k in pa)

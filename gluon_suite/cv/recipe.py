@@ -6,9 +6,14 @@ optimizer, algorithm and compressor) -> per-update LR schedule with warm-up -> l
 mixup -> evaluation of the worker-averaged model -> JSON-lines log, ``summary.csv``, last + best
 checkpoints, exact resume, and optional publishing into a zoo store.
 
-Reproducibility: every epoch reseeds Python's, NumPy's and MXNet's generators from
-(seed, epoch, rank) and shuffles with a generator seeded by (seed, epoch) shared by all workers,
-so a run resumed from the checkpoint of epoch k continues exactly as the uninterrupted run.
+The job runs on the shared loop (``distributed.loop.fit``), with a fixed world or, with
+``elastic``, under Horovod Elastic: the same steps, logs, checkpoints and publishing. Every epoch's
+order is shuffled by (seed, epoch) on all workers alike and dealt out in global steps of
+``batch_size x workers``; the rate schedule runs over epochs (warm-up, cosine or steps) and is
+scaled by the global batch against ``ref_workers`` x ``batch_size`` (``ElasticRamp``: at the
+starting worker count by default, following a resize). Reproducibility: every step reseeds
+Python's, NumPy's and MXNet's generators from (seed, step, rank), so a run resumed from the
+checkpoint of epoch k continues exactly as the uninterrupted run.
 
 Devices (GluonCV's ``--gpus``/``--dtype``): the worker's batch is split over its contexts with
 ``split_and_load`` (one parameter copy per context, gradients summed by the trainer); float16
@@ -16,7 +21,6 @@ casts the network and keeps float32 master weights in the optimizer (``multi_pre
 """
 import os
 import random
-import time
 
 import mxnet as mx
 import numpy as np
@@ -24,10 +28,12 @@ from mxnet import autograd, gluon
 
 from ..distributed import DistributedTrainer, make_compressor
 from ..distributed.algorithms import cser_warmup_epochs
-from ..distributed.loop import RunFolder, resume_folder
-from ..optim import WarmupCosine, WarmupMultiStep, exclude_from_weight_decay
+from ..distributed.launch import require_elastic_launch
+from ..distributed.loop import RunFolder, fit, resume_folder
+from ..distributed.sampler import VIRTUAL_STEPS, EpochSampler, over_epochs
+from ..optim import ElasticRamp, WarmupCosine, WarmupMultiStep, exclude_from_weight_decay
 from ..model_zoo import get_model, resolve
-from ..utils import UserError, progress, write_json
+from ..utils import UserError, write_json
 from ..utils.devices import emulate_float16_kernels, resolve_devices
 from ..utils.fileio import atomic_path
 from .data import build_datasets
@@ -78,15 +84,13 @@ def check_config(cfg, comm):
     resume_folder(cfg["resume"], cfg["out"])  # none, auto or a run folder: checked before any work
     if not 0 <= float(cfg["label_smoothing"]) < 1 or float(cfg["mixup"]) < 0:
         raise UserError("label_smoothing must be in [0, 1) and mixup (the Beta alpha) >= 0")
-    if cfg["elastic"]:
-        from ..distributed.launch import require_elastic_launch
-        require_elastic_launch("scripts/cv/train_classification.py")
-        if cfg["global_batch_size"]:
-            raise UserError("--elastic keeps the per-worker batch fixed (the global batch follows the "
-                            "worker count); use --batch-size, not --global-batch-size")
-        for key in ("commit_every", "ramp_steps"):
-            if int(cfg[key]) < 1:
-                raise UserError(f"{key} must be >= 1, got {cfg[key]}")
+    require_elastic_launch("scripts/cv/train_classification.py", elastic=cfg["elastic"])
+    if cfg["elastic"] and cfg["global_batch_size"]:
+        raise UserError("--elastic keeps the per-worker batch fixed (the global batch follows the "
+                        "worker count); use --batch-size, not --global-batch-size")
+    for key in ("commit_every", "ramp_steps"):
+        if int(cfg[key]) < 1:
+            raise UserError(f"{key} must be >= 1, got {cfg[key]}")
     resolve(cfg["model"])  # unknown model: error with close matches now, not after loading data
     return per_worker
 
@@ -166,7 +170,8 @@ def _evaluate(net, test, comm, batch=256, ctx=None, dtype="float32"):
 
 def _forward_backward(net, loss_fn, x, y, classes, smooth, alpha, ctx=None, dtype="float32"):
     """Forward (with label smoothing and mixup when asked) and backward, the batch split over the
-    contexts ``ctx`` (default: where ``x`` is); returns (summed loss, correct predictions)."""
+    contexts ``ctx`` (default: where ``x`` is); returns (summed loss, correct predictions) as
+    one-element NDArrays on the CPU."""
     target = y
     if smooth or alpha:
         target = mx.nd.one_hot(y, classes, on_value=1 - smooth + smooth / classes, off_value=smooth / classes)
@@ -183,87 +188,90 @@ def _forward_backward(net, loss_fn, x, y, classes, smooth, alpha, ctx=None, dtyp
         outs = [net(a.astype(dtype, copy=False)).astype("float32", copy=False) for a in xs]
         losses = [loss_fn(o, t.astype(o.dtype, copy=False) if smooth or alpha else t) for o, t in zip(outs, ts)]
     autograd.backward(losses)
-    loss_sum = sum(float(loss.sum().asscalar()) for loss in losses)
-    correct = sum(float((o.argmax(axis=1) == b.astype(o.dtype)).sum().asscalar()) for o, b in zip(outs, ys))
+    cpu = mx.cpu()   # one-element sums, read at the next commit (nothing leaves the device here)
+    loss_sum = sum(loss.sum().as_in_context(cpu) for loss in losses)
+    correct = sum((o.argmax(axis=1) == b.astype(o.dtype)).sum().as_in_context(cpu) for o, b in zip(outs, ys))
     return loss_sum, correct
 
 
-def _train_elastic(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ctx, dtype):
-    """The elastic form of the recipe: workers may join, leave or die (``--elastic``).
-
-    The job state (model, optimizer, schedule, sample position, counters) is committed every
-    ``commit_every`` steps and at each epoch end and restored/broadcast on every resize. Whoever
-    is rank 0 at an epoch's end writes the log line and the checkpoint (``last.rank0.*`` and
-    ``state.json`` with ``"elastic": true``), which ``--resume`` accepts with any worker count.
-    """
-    from mxnet.gluon.data.dataloader import default_batchify_fn
-
-    from ..distributed.elastic import train_elastic
+def _train(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ctx, dtype):
+    """The recipe's training on the shared loop (fixed-size or elastic alike), from the model and
+    trainer to the result: every global step a batch of this worker's indices (read by a
+    ``DataLoader`` with ``num_workers``), every epoch an evaluation of the averaged model, the
+    record (log.jsonl, summary.csv), ``best.params`` on a new best, the checkpoint (every rank its
+    own, or one copy by whoever is rank 0 in an elastic run) and, at the end, ``publish``."""
     out = cfg["out"]
     smooth, alpha = float(cfg["label_smoothing"]), float(cfg["mixup"])
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=not (smooth or alpha))
-    counters = {"loss_sum": 0.0, "correct": 0.0, "seen": 0.0, "best_acc": -1.0, "history": [],
-                "sizes": []}
-    start = {}
-    run = RunFolder(out, cfg["resume"], trainer.communicator, elastic=True,
-                    required=("epoch", "step", "best_acc", "history"))
-    saved = run.restore(net, trainer, log)
-    if saved:
-        counters.update(best_acc=saved["best_acc"], history=saved["history"])
-        start = {"epoch": saved["epoch"], "step": saved["step"]}
-    run.start_fresh()
-    t_start = time.time()
+    grad_bytes = sum(int(np.prod(p.shape)) * 4 for p in net.collect_params().values() if p.grad_req != "null")
+    run = RunFolder(out, cfg["resume"], trainer.communicator, elastic=bool(cfg["elastic"]),
+                    required=("epoch", "best_acc", "history"))
 
-    def train_step(state, idx, step_size):
-        run.at(state.epoch + 1, state.step)
-        if not state.sizes or state.sizes[-1][1] != trainer.communicator.size:
-            state.sizes = state.sizes + [[state.step, trainer.communicator.size]]
-        _seed(cfg["seed"], state.step, trainer.communicator.rank)
-        x, y = default_batchify_fn([train[int(i)] for i in idx])
+    def load(plan, state):
+        def seeded():
+            # a batch is read (and augmented) before its step runs: reseed for that step first
+            first = state.step
+            for k, idx in enumerate(plan):
+                _seed(cfg["seed"], first + k, trainer.communicator.rank)
+                yield idx.tolist()
+        return gluon.data.DataLoader(train, batch_sampler=seeded(), num_workers=int(cfg["num_workers"]))
+
+    def step(state, batch, step_size):
+        comm = trainer.communicator
+        if not state.sizes or state.sizes[-1][1] != comm.size:
+            state.sizes = state.sizes + [[state.step, comm.size]]
+        _seed(cfg["seed"], state.step, comm.rank)
+        x, y = batch
         mix = alpha if state.epoch < int(cfg["epochs"]) - int(cfg["mixup_off_epochs"]) else 0
         loss_sum, correct = _forward_backward(net, loss_fn, x, y, classes, smooth, mix, ctx, dtype)
+        wire, sync = comm.stats.total_wire, trainer.sync_seconds
         trainer.step(step_size)
-        state.loss_sum += loss_sum
-        state.correct += correct
-        state.seen += len(idx)
+        return {"loss": loss_sum, "correct": correct, "seen": len(y), "wire": comm.stats.total_wire - wire,
+                "sync": trainer.sync_seconds - sync}
 
-    def end_epoch(state):
-        comm = trainer.communicator
-        bn = _bn_inputs(train, per_worker, comm.rank, comm.size, cfg["seed"], state.epoch, dtype)
+    def end_epoch(end):
+        comm, state = end.comm, end.state
+        bn = _bn_inputs(train, per_worker, comm.rank, comm.size, cfg["seed"], end.epoch - 1, dtype)
         with trainer.averaged(net, bn, bn_num_batches=int(cfg.get("averaged_bn_batches", 8))):
             acc = _evaluate(net, test, comm, ctx=ctx, dtype=dtype)
-        state.best_acc = max(state.best_acc, acc)
-        seen = comm.allreduce(mx.nd.array([state.loss_sum, state.correct, state.seen], dtype="float64"),
-                              average=False, name="elastic.epoch.stats").asnumpy()
-        rec = {"epoch": state.epoch + 1, "train_loss": seen[0] / max(seen[2], 1),
-               "train_acc": seen[1] / max(seen[2], 1), "test_acc": acc, "best_acc": state.best_acc,
-               "lr": trainer.learning_rate, "workers": comm.size, "global_batch": per_worker * comm.size,
-               "step": state.step, "elapsed_s": round(time.time() - t_start, 3)}
-        state.history = state.history + [rec]
-        state.loss_sum = state.correct = state.seen = 0.0
-        if comm.rank == 0 and acc >= state.best_acc:
-            with atomic_path(os.path.join(out, "best.params")) as tmp:
-                net.save_parameters(tmp)
-        run.save(net, trainer, {"epoch": state.epoch + 1, "step": state.step, "best_acc": state.best_acc,
-                                "history": state.history}, tag=state.epoch)
+            if acc > state.best_acc:
+                state.best_acc = acc
+                if comm.rank == 0:
+                    with atomic_path(os.path.join(out, "best.params")) as tmp:
+                        net.save_parameters(tmp)
+        tot, mine = end.totals, end.sums
+        train_time, wire = mine["time_s"], mine.get("wire", 0.0)
+        rec = {"epoch": end.epoch, "train_loss": tot["loss"] / max(tot["seen"], 1),
+               "train_acc": tot["correct"] / max(tot["seen"], 1), "test_acc": acc, "best_acc": state.best_acc,
+               "lr": trainer.learning_rate, "epoch_time_s": round(train_time, 3),
+               "samples_per_s": round(tot["seen"] / max(train_time, 1e-9), 1), "wire_bytes": wire,
+               "dense_wire_bytes": 2.0 * (comm.size - 1) / comm.size * grad_bytes * mine["steps"],
+               "workers": comm.size, "global_batch": per_worker * comm.size, "step": end.step,
+               "elapsed_s": end.elapsed_s}
+        if cfg["profile_comm"]:
+            sync = mine.get("sync", 0.0)
+            rec["sync_s"] = round(sync, 4)
+            rec["measured_scaling_factor"] = round((train_time - sync) / max(train_time, 1e-9), 4)
+            if cfg["link_mbit"]:  # bytes this worker's link carried while synchronising, vs its rate
+                rec["link_utilisation"] = round(wire / max(sync, 1e-9) / (float(cfg["link_mbit"]) * 1e6 / 8), 4)
         if comm.rank == 0:
-            run.logger(state.history).close()
-            run.summary(state.history)
-            log(f"epoch {rec['epoch']:3d}  loss {rec['train_loss']:.4f}  test {acc:.4f}  lr {rec['lr']:.4g}  "
-                f"{comm.size} worker(s), global batch {rec['global_batch']}")
+            log(f"epoch {end.epoch:3d}  loss {rec['train_loss']:.4f}  train {rec['train_acc']:.4f}  "
+                f"test {acc:.4f}  lr {rec['lr']:.4g}  {rec['samples_per_s']:.0f} img/s  "
+                f"wire {wire / 1e6:.2f} MB  {comm.size} worker(s), global batch {rec['global_batch']}")
+        return rec
 
-    if start:
-        sampler.set_epoch(start["epoch"])
-    with run:
-        state = train_elastic(net, trainer, len(train), per_worker, int(cfg["epochs"]), train_step, end_epoch,
-                              seed=int(cfg["seed"]), commit_every=int(cfg["commit_every"]),
-                              counters=counters, sampler=sampler, start=start)
+    state = fit(run, net, trainer, sampler, per_worker, int(cfg["epochs"]), step, end_epoch,
+                stats=("loss", "correct", "seen"), elastic=bool(cfg["elastic"]), commit_every=int(cfg["commit_every"]),
+                stop_after=cfg["stop_after_epochs"], log=log, counters={"best_acc": -1.0, "sizes": []},
+                summary=True, show_progress=bool(cfg["progress"]), load=load)
+    comm = trainer.communicator   # an elastic job's world may have changed since the start
     result = {"best_acc": state.best_acc, "final_acc": state.history[-1]["test_acc"] if state.history else None,
               "history": state.history, "out": out, "published": None, "sizes": state.sizes,
-              "rank": trainer.communicator.rank, "workers": trainer.communicator.size}
-    if trainer.communicator.rank == 0 and cfg["publish"]:
-        result["published"] = publish_run(cfg, state.best_acc, trainer.communicator.size, test, log)
+              "rank": comm.rank, "workers": comm.size}
+    if comm.rank == 0 and cfg["publish"]:
+        result["published"] = publish_run(cfg, state.best_acc, comm.size, test, log)
         log(f"published {result['published']['file_name']} into {cfg['publish']}")
+    comm.barrier(name="done")
     return result
 
 
@@ -286,9 +294,6 @@ def train_classification(config, comm, log=print, ctx=None, flags=(), source="th
             log(f"note: {note}")
     found, dtype = resolve_devices(cfg["gpus"], cfg["dtype"], cpu_float16=True)
     ctx = list(ctx or found)
-    if cfg["elastic"] and len(ctx) > 1:
-        raise UserError("--elastic trains one device per worker; give one --gpus id (horovodrun "
-                        "starts one worker per GPU)")
     out, rank, size = cfg["out"], comm.rank, comm.size
     os.makedirs(out, exist_ok=True)
     train, test, classes, channels = build_datasets(cfg["dataset"], cfg["data_dir"], cfg["image_size"])
@@ -313,19 +318,12 @@ def train_classification(config, comm, log=print, ctx=None, flags=(), source="th
             emulate_float16_kernels(net)
     if not cfg["wd_on_bn_bias"]:
         exclude_from_weight_decay(net.collect_params())
-    steps_per_epoch = len(train) // (per_worker * size)
-    sampler = None
-    if cfg["elastic"]:
-        # Dynamic SGD: the schedule runs over epochs (the same on every worker whatever their
-        # number) and is scaled by global batch / reference batch, ramping over K steps on a resize
-        from ..distributed.elastic import VIRTUAL_STEPS, ElasticSampler, over_epochs
-        from ..optim import ElasticRamp
-        sampler = ElasticSampler(len(train), seed=int(cfg["seed"]))
-        sched = ElasticRamp(over_epochs(_schedule(cfg, VIRTUAL_STEPS), sampler),
-                            ref_batch=per_worker * int(cfg["ref_workers"] or size),
-                            ramp_steps=int(cfg["ramp_steps"]), global_batch=per_worker * size)
-    else:
-        sched = _schedule(cfg, steps_per_epoch)
+    # the schedule runs over epochs (the same on every worker whatever their number) and is scaled by
+    # global batch / reference batch, ramping over K steps when an elastic job grows (Dynamic SGD)
+    sampler = EpochSampler(len(train), seed=int(cfg["seed"]))
+    sched = ElasticRamp(over_epochs(_schedule(cfg, VIRTUAL_STEPS), sampler),
+                        ref_batch=per_worker * int(cfg["ref_workers"] or size),
+                        ramp_steps=int(cfg["ramp_steps"]), global_batch=per_worker * size)
     opt_params = {"lr_scheduler": sched, "wd": float(cfg["wd"])}
     if dtype != "float32":
         opt_params["multi_precision"] = True   # float32 master weights
@@ -338,77 +336,7 @@ def train_classification(config, comm, log=print, ctx=None, flags=(), source="th
         warmup_steps=int(cfg["compress_warmup"]), seed=int(cfg["seed"]), communicator=comm,
         profile_comm=bool(cfg["profile_comm"]))
     net.hybridize(static_alloc=True)
-    if cfg["elastic"]:
-        return _train_elastic(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ctx, dtype)
-
-    run = RunFolder(out, cfg["resume"], comm, required=("epoch", "best_acc", "history"))
-    saved = run.restore(net, trainer, log)
-    start_epoch, best_acc, history = (saved["epoch"], saved["best_acc"], saved["history"]) if saved \
-        else (0, -1.0, [])
-    run.start_fresh()
-    smooth, alpha = float(cfg["label_smoothing"]), float(cfg["mixup"])
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=not (smooth or alpha))
-    logger, summary = run.logger(history), run.summary(history)
-    dense_per_step = 2.0 * (size - 1) / size * sum(
-        int(np.prod(p.shape)) * 4 for p in net.collect_params().values() if p.grad_req != "null")
-    t_start = time.time()
-    for epoch in run.epochs(start_epoch, int(cfg["epochs"]), trainer):
-        _seed(cfg["seed"], epoch, rank)
-        sampler = _ShardBatches(len(train), per_worker, rank, size, cfg["seed"], epoch)
-        loader = gluon.data.DataLoader(train, batch_sampler=sampler, num_workers=int(cfg["num_workers"]))
-        mix = alpha > 0 and epoch < int(cfg["epochs"]) - int(cfg["mixup_off_epochs"])
-        wire0, t0, sync0 = comm.stats.total_wire, time.time(), trainer.sync_seconds
-        loss_sum = correct = seen = 0.0
-        for x, y in progress(loader, total=len(sampler), desc=f"epoch {epoch + 1}/{cfg['epochs']}",
-                             enabled=bool(cfg["progress"]) and rank == 0):
-            batch_loss, batch_correct = _forward_backward(net, loss_fn, x, y, classes, smooth,
-                                                          alpha if mix else 0, ctx, dtype)
-            trainer.step(per_worker)
-            loss_sum += batch_loss
-            correct += batch_correct
-            seen += len(y)
-        train_time = time.time() - t0
-        wire = comm.stats.total_wire - wire0
-        bn = _bn_inputs(train, per_worker, rank, size, cfg["seed"], epoch, dtype)
-        with trainer.averaged(net, bn, bn_num_batches=int(cfg.get("averaged_bn_batches", 8))):
-            acc = _evaluate(net, test, comm, ctx=ctx, dtype=dtype)
-            is_best = acc > best_acc
-            if is_best:
-                best_acc = acc
-                if rank == 0:
-                    with atomic_path(os.path.join(out, "best.params")) as tmp:
-                        net.save_parameters(tmp)
-        rec = {"epoch": epoch + 1, "train_loss": loss_sum / max(seen, 1),
-               "train_acc": correct / max(seen, 1), "test_acc": acc, "best_acc": best_acc,
-               "lr": trainer.learning_rate, "epoch_time_s": round(train_time, 3),
-               "samples_per_s": round(seen * size / max(train_time, 1e-9), 1),
-               "wire_bytes": wire, "dense_wire_bytes": dense_per_step * len(sampler),
-               "elapsed_s": round(time.time() - t_start, 3)}
-        if cfg["profile_comm"]:
-            sync = trainer.sync_seconds - sync0
-            rec["sync_s"] = round(sync, 4)
-            rec["measured_scaling_factor"] = round((train_time - sync) / max(train_time, 1e-9), 4)
-            if cfg["link_mbit"]:  # bytes this worker's link carried while synchronising, vs its rate
-                rec["link_utilisation"] = round(wire / max(sync, 1e-9) / (float(cfg["link_mbit"]) * 1e6 / 8), 4)
-        history.append(rec)
-        # the resumable checkpoint: every rank its own model and trainer state, then rank 0 commits
-        run.save(net, trainer, {"epoch": epoch + 1, "best_acc": best_acc, "history": history}, tag=epoch)
-        if rank == 0:
-            logger.log(**rec)
-            summary.add(**rec)
-            log(f"epoch {epoch + 1:3d}  loss {rec['train_loss']:.4f}  train {rec['train_acc']:.4f}  "
-                f"test {acc:.4f}  lr {rec['lr']:.4g}  {rec['samples_per_s']:.0f} img/s  "
-                f"wire {wire / 1e6:.2f} MB")
-        if cfg["stop_after_epochs"] and epoch + 1 >= int(cfg["stop_after_epochs"]):
-            break
-    logger.close()
-    result = {"best_acc": best_acc, "final_acc": history[-1]["test_acc"] if history else None,
-              "history": history, "out": out, "published": None}
-    if rank == 0 and cfg["publish"]:
-        result["published"] = publish_run(cfg, best_acc, size, test, log)
-        log(f"published {result['published']['file_name']} into {cfg['publish']}")
-    comm.barrier(name="done")
-    return result
+    return _train(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ctx, dtype)
 
 
 def evaluation_settings(name, dataset=None, image_size=None, source=None, warn=None):

@@ -27,6 +27,7 @@ import numpy as np
 from horovod.common.elastic import State, run_fn
 from horovod.common.exceptions import HorovodInternalError
 
+from .sampler import VIRTUAL_STEPS, over_epochs, progress_of  # noqa: F401  (first defined here)
 from .sampler import EpochSampler as ElasticSampler  # noqa: F401  (the name it had here first)
 
 
@@ -208,21 +209,6 @@ def run(func):
             # a peer died: MXNet surfaces Horovod's shutdown as its own error
             raise _internal_error(exc) from None
     return run_fn(translated, _reset)
-
-
-def progress_of(sampler):
-    """Training progress in epochs (``epoch + processed / n``): the same on every worker whatever
-    their number, so a schedule of it (cosine over epochs, warm-up) needs no step count."""
-    return sampler.epoch + sampler.processed / max(sampler.n, 1)
-
-
-VIRTUAL_STEPS = 1000  # a schedule over epochs is written for this many steps per epoch
-
-
-def over_epochs(schedule, sampler):
-    """``schedule`` (written for ``VIRTUAL_STEPS`` steps per epoch) as a function of the training
-    progress, whatever the worker count and hence the real number of steps per epoch."""
-    return lambda t: schedule(int(progress_of(sampler) * VIRTUAL_STEPS) + 1)
 
 
 def train_elastic(net, trainer, num_samples, batch_size, epochs, train_step, end_epoch=None,

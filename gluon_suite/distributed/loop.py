@@ -20,6 +20,7 @@ supplies only its step and what to evaluate and record at the end of an epoch. T
   checkpoint is being committed (then right after it), so nothing is left half-written and the
   last committed checkpoint always matches its ``state.json``.
 """
+import collections
 import contextlib
 import json
 import os
@@ -243,9 +244,10 @@ class RunFolder:
             write_records(path, history)
         return JsonLinesLogger(path, mode="a")
 
-    def summary(self, history=()):
-        """Rank 0's ``summary.csv`` (one row per epoch), rebuilt from the resumed ``history``."""
-        path = os.path.join(self.out, "summary.csv") if self.comm.rank == 0 else None
+    def summary(self, history=(), comm=None):
+        """Rank 0's (of ``comm``, default the run's) ``summary.csv`` (one row per epoch), rebuilt
+        from ``history``."""
+        path = os.path.join(self.out, "summary.csv") if (comm or self.comm).rank == 0 else None
         if path:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
@@ -320,7 +322,7 @@ def world_totals(state, names, comm):
 
 
 def train_loop(net, trainer, sampler, batch_size, epochs, train_step, end_epoch=None, commit_every=20,
-               max_steps=None, counters=None, start=None, elastic=False, show_progress=False):
+               max_steps=None, counters=None, start=None, elastic=False, show_progress=False, load=None):
     """Train ``net`` for ``epochs`` epochs (or ``max_steps`` global steps) over ``sampler``'s
     order; returns the state.
 
@@ -333,6 +335,9 @@ def train_loop(net, trainer, sampler, batch_size, epochs, train_step, end_epoch=
     is committed, and also every ``commit_every`` steps. ``counters`` (JSON-ready) become
     attributes of the state, beside ``epoch``, ``step`` and ``sums``; ``start`` (``{"epoch": e,
     "step": s}``) continues a resumed run. ``show_progress``: a progress bar per epoch on rank 0.
+    ``load(plan, state)``: turns the iterator of this worker's index lists into an iterator of
+    batches (e.g. a ``DataLoader`` with it as ``batch_sampler``, whose workers may read ahead; the
+    first comes for step ``state.step``); ``train_step`` then receives the batch instead.
 
     ``elastic=True``: the state is a ``GluonState`` committed and restored through the trainer's
     public state, and the loop runs under ``elastic.run`` (launch with ``gluon-suite launch
@@ -355,12 +360,17 @@ def train_loop(net, trainer, sampler, batch_size, epochs, train_step, end_epoch=
         _flush(state, pending)
         state.commit()
 
-    def batches():
-        while not done():
-            idx, count = sampler.next_batch(batch_size)
+    def plan(counts):
+        # this worker's indices step after step, from a cursor of its own, so that a loader may
+        # read ahead of the steps taken (a resize restarts the loop, and with it the plan)
+        position = sampler.processed
+        while True:
+            idx, count = sampler.next_batch(batch_size, position)
             if idx is None:
                 return
-            yield idx, count
+            position += count
+            counts.append(count)
+            yield idx
 
     @wrap
     def loop(state):
@@ -368,10 +378,15 @@ def train_loop(net, trainer, sampler, batch_size, epochs, train_step, end_epoch=
         while not done():
             if sampler.epoch != state.epoch:
                 sampler.set_epoch(state.epoch)
-            bar = progress(batches(), total=sampler.steps_left(batch_size), desc=f"epoch {state.epoch + 1}/{epochs}",
+            counts = collections.deque()
+            batches = load(plan(counts), state) if load else plan(counts)
+            bar = progress(batches, total=sampler.steps_left(batch_size), desc=f"epoch {state.epoch + 1}/{epochs}",
                            enabled=show_progress and trainer.communicator.rank == 0)
-            for idx, count in bar:
-                _add(pending, train_step(state, idx, sampler.step_size(count)))
+            for batch in bar:
+                if done():
+                    break
+                count = counts.popleft()
+                _add(pending, train_step(state, batch, sampler.step_size(count)))
                 sampler.advance(count)
                 state.step += 1
                 if commit_every and state.step % int(commit_every) == 0:
@@ -393,46 +408,67 @@ def train_loop(net, trainer, sampler, batch_size, epochs, train_step, end_epoch=
 
 class EpochEnd:
     """What a recipe's ``end_epoch`` is told by :func:`fit`: ``epoch`` (1-based, just trained),
-    ``step`` (global steps so far), ``totals`` (the epoch's step sums over all workers),
-    ``comm`` (the world now) and ``elapsed_s`` (the run's time, resumed parts included)."""
+    ``step`` (global steps so far), ``totals`` (the epoch's ``stats`` sums over all workers),
+    ``sums`` (this worker's own sums, with ``time_s``: its wall time between the epoch's start and
+    its last step, data loading included, and ``steps``), ``comm`` (the world now), ``state`` and
+    ``elapsed_s`` (the run's time, resumed parts included)."""
 
-    def __init__(self, epoch, step, totals, comm, elapsed_s):
-        self.epoch, self.step, self.totals, self.comm, self.elapsed_s = epoch, step, totals, comm, elapsed_s
+    def __init__(self, epoch, step, totals, sums, comm, state, elapsed_s):
+        self.epoch, self.step, self.totals, self.sums = epoch, step, totals, sums
+        self.comm, self.state, self.elapsed_s = comm, state, elapsed_s
 
 
 def fit(run, net, trainer, sampler, batch_size, epochs, step, end_epoch, stats=(), elastic=False,
-        commit_every=20, stop_after=None, log=print):
+        commit_every=20, stop_after=None, log=print, counters=None, summary=False, show_progress=False,
+        load=None):
     """A whole run of :func:`train_loop` in the run folder ``run``, fixed-size or elastic; returns
     the state (``state.history``: the records).
 
-    Resumes from ``run``'s checkpoint (model, trainer state, history, position) or starts fresh.
-    ``step(state, idx, step_size)`` is the recipe's global step (returning sums named in ``stats``);
+    Resumes from ``run``'s checkpoint (model, trainer state, history, position, ``counters``) or
+    starts fresh with ``counters`` (JSON-ready values the recipe keeps across epochs, e.g. the best
+    accuracy; committed with the state and written into every checkpoint). ``step(state, batch,
+    step_size)`` is the recipe's global step (returning sums, ``stats`` among them);
     ``end_epoch(EpochEnd)`` evaluates and returns the epoch's record (or None: nothing to record
-    this epoch). Each record is appended to the history and ``log.jsonl`` is rewritten from it by
-    rank 0; then every epoch ends with a checkpoint (``state.json``: epoch, step, history,
-    elapsed_s). Training stops after ``epochs`` epochs, or after ``stop_after`` of them."""
+    this epoch). Each record is appended to the history and rank 0 rewrites ``log.jsonl`` (and
+    with ``summary``, ``summary.csv``) from it; then every epoch ends with a checkpoint
+    (``state.json``: epoch, step, history, elapsed_s and the counters). Training stops after
+    ``epochs`` epochs, or after ``stop_after`` of them. ``show_progress`` and ``load``: see
+    :func:`train_loop`."""
     saved = run.restore(net, trainer, log)
     start = {"epoch": saved["epoch"], "step": saved.get("step", trainer.optimizer.num_update)} if saved else {}
     t0 = time.time() - float((saved or {}).get("elapsed_s", 0.0))
+    kept = {k: (saved or {}).get(k, v) for k, v in (counters or {}).items()}
     history = list(saved["history"]) if saved else []
     run.start_fresh()
     run.write_log(history)
+    if summary:
+        run.summary(history)
+    clock = [time.time()]   # the end of the last step, or the start of the epoch
 
-    def train_step(state, idx, step_size):
+    def train_step(state, batch, step_size):
         run.at(state.epoch + 1, state.step)
-        return step(state, idx, step_size)
+        sums = dict(step(state, batch, step_size) or {})
+        now = time.time()
+        sums.update(time_s=now - clock[0], steps=1)
+        clock[0] = now
+        return sums
 
     def end(state):
         comm = trainer.communicator   # an elastic job's world may have changed since the start
         elapsed = round(time.time() - t0, 3)
-        rec = end_epoch(EpochEnd(state.epoch + 1, state.step, world_totals(state, stats, comm), comm, elapsed))
+        rec = end_epoch(EpochEnd(state.epoch + 1, state.step, world_totals(state, stats, comm), dict(state.sums),
+                                 comm, state, elapsed))
         if rec is not None:
             state.history = state.history + [rec]
             run.write_log(state.history, comm)
+            if summary:
+                run.summary(state.history, comm)
         run.save(net, trainer, {"epoch": state.epoch + 1, "step": state.step, "history": state.history,
-                                "elapsed_s": elapsed}, tag=state.epoch)
+                                "elapsed_s": elapsed, **{k: getattr(state, k) for k in kept}}, tag=state.epoch)
+        clock[0] = time.time()
 
     last = min(int(epochs), int(stop_after)) if stop_after else int(epochs)
     with run:
         return train_loop(net, trainer, sampler, batch_size, last, train_step, end, commit_every=commit_every,
-                          counters={"history": history}, start=start, elastic=elastic)
+                          counters={**kept, "history": history}, start=start, elastic=elastic,
+                          show_progress=show_progress, load=load)

@@ -42,11 +42,12 @@ class EpochSampler:
             self._perm_epoch = self.epoch
         return self._perm
 
-    def next_batch(self, batch_size):
+    def next_batch(self, batch_size, position=None):
         """This worker's indices for the next global step, and the global step's sample count;
         ``(None, 0)`` when the epoch is done. Step the trainer with ``step_size(count)`` and call
-        ``advance(count)`` after the step."""
-        rest = self.order()[self.processed:self.per_epoch]
+        ``advance(count)`` after the step. ``position`` (default: the samples processed so far)
+        asks for a later step, for a loader that reads ahead."""
+        rest = self.order()[self.processed if position is None else position:self.per_epoch]
         if len(rest) < self.size:
             # fewer samples left than workers (possible only when the job grew near the end of
             # the epoch): not one for everyone, so the epoch ends here (at most size-1 unseen)
@@ -85,3 +86,18 @@ class EpochSampler:
     def load_state_dict(self, d):
         """Restore the position."""
         self.epoch, self.processed, self.skipped = int(d["epoch"]), int(d["processed"]), 0
+
+
+def progress_of(sampler):
+    """Training progress in epochs (``epoch + processed / per_epoch``): the same on every worker
+    whatever their number, so a schedule of it (cosine over epochs, warm-up) needs no step count."""
+    return sampler.epoch + sampler.processed / max(sampler.per_epoch, 1)
+
+
+VIRTUAL_STEPS = 1000  # a schedule over epochs is written for this many steps per epoch
+
+
+def over_epochs(schedule, sampler):
+    """``schedule`` (written for ``VIRTUAL_STEPS`` steps per epoch) as a function of the training
+    progress, whatever the worker count and hence the real number of steps per epoch."""
+    return lambda t: schedule(int(progress_of(sampler) * VIRTUAL_STEPS) + 1)

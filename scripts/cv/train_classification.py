@@ -120,8 +120,7 @@ def check_inputs(config):
     if cfg["dataset"] not in EMBEDDED and not cfg["data_dir"]:
         raise UserError(f"dataset {cfg['dataset']} reads from a local path: give --data-dir (or data_dir in "
                         "the config)")
-    elastic = bool(cfg["elastic"])
-    keys = ("epoch", "step", "best_acc", "history") if elastic else ("epoch", "best_acc", "history", "workers")
+    keys = ("epoch", "best_acc", "history", "workers")
     folder = check_resume(cfg["resume"], cfg["out"], keys, ("last.rank0.params", "last.rank0.states"),
                           model=cfg["model"])
     if folder:
@@ -149,17 +148,16 @@ def main(argv=None):
     with output_folder(config.get("out") or DEFAULTS["out"]):   # a run that saved nothing leaves nothing
         res = train_classification(config, comm, log=log, flags=set(args),
                                    source=f"--config {config_path}" if config_path is not None else "the defaults")
-    if elastic:
-        if res["rank"] == 0:
-            sizes = " -> ".join(str(n) for _, n in res["sizes"])
-            print(f"workers over the run: {sizes}; best test accuracy {res['best_acc']:.4f}")
+    if res["rank"] != 0:   # the rank at the end (an elastic job's may have changed)
         return 0
-    if comm.rank == 0:
-        last = res["history"][-1] if res["history"] else None
-        if last and comm.size > 1:
-            from gluon_suite.distributed.comm import traffic_line
-            print(traffic_line(sum(h["wire_bytes"] for h in res["history"]),
-                               sum(h["dense_wire_bytes"] for h in res["history"])))
+    if res["history"] and res["workers"] > 1:
+        from gluon_suite.distributed.comm import traffic_line
+        print(traffic_line(sum(h["wire_bytes"] for h in res["history"]),
+                           sum(h["dense_wire_bytes"] for h in res["history"])))
+    if elastic:
+        sizes = " -> ".join(str(n) for _, n in res["sizes"])
+        print(f"workers over the run: {sizes}; best test accuracy {res['best_acc']:.4f}")
+    else:
         print(f"best test accuracy {res['best_acc']:.4f}")
     return 0
 

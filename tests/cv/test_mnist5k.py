@@ -103,4 +103,6 @@ def test_the_recipe_trains_on_mnist5k(tmp_path):
     assert "on mnist5k" in p.stdout
     import json
     line = json.loads((tmp_path / "run" / "log.jsonl").read_text().splitlines()[0])
-    assert line["test_acc"] > 0.5   # chance is 0.1: images and labels line up
+    # chance is 0.1: images and labels line up (one epoch, all of it warm-up: 0.46-0.58 over sample
+    # orders; labels out of line with their images stay near 0.1)
+    assert line["test_acc"] > 0.3
