@@ -136,3 +136,25 @@ def test_horovod_broadcast_is_an_allreduce_with_zeros_off_the_root_never_horovod
         comm.broadcast_(x, root_rank=0, name="w")
         assert comm._hvd.calls == [("allreduce_", "bcast.w", "sum", want_sent)]
         assert comm.stats.wire_bytes["broadcast"] == 8  # ring estimate 2(n-1)/n * 8 bytes, each worker
+
+
+def test_no_code_calls_horovods_own_broadcasts():
+    """hvd.broadcast_, hvd.broadcast, broadcast_parameters and broadcast_object of horovod.mxnet
+    all reach the racing broadcast operation (see HorovodCommunicator._broadcast); every broadcast
+    goes through the communicator instead."""
+    import os
+    import re
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    pattern = re.compile(r"\b_?hvd\.(broadcast_?|broadcast_parameters|broadcast_object)\s*\(")
+    here = os.path.abspath(__file__)
+    hits = []
+    for top in ("gluon_suite", "scripts", "bench", "examples", "tests"):
+        for d, _, files in os.walk(os.path.join(root, top)):
+            for f in files:
+                path = os.path.join(d, f)
+                if f.endswith(".py") and path != here:
+                    with open(path, encoding="utf-8") as fh:
+                        for n, line in enumerate(fh, 1):
+                            if pattern.search(line.split("#")[0]):
+                                hits.append(f"{os.path.relpath(path, root)}:{n}: {line.strip()}")
+    assert not hits, "\n".join(hits)
