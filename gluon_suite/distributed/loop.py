@@ -140,7 +140,22 @@ def resume_folder(resume, out):
     return resume
 
 
-class RunFolder:
+class _Guarded:
+    """A run's SIGINT/SIGTERM handling (``self.interruption``), installed while ``with`` runs."""
+
+    def __enter__(self):
+        self.interruption.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.interruption.__exit__(*exc)
+
+    def at(self, epoch, step=None, unit="epoch"):
+        """Record the training position for the message of an interruption."""
+        self.interruption.at(epoch, step, unit)
+
+
+class RunFolder(_Guarded):
     """A run's output folder: where it resumes from, its checkpoints and its log (see the module
     docstring). ``required`` lists the keys ``state.json`` must hold to be resumed."""
 
@@ -153,17 +168,6 @@ class RunFolder:
         self.interruption = interruption or Interruption()
         os.makedirs(out, exist_ok=True)
         self.folder = resume_folder(resume, out)
-
-    def __enter__(self):
-        self.interruption.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return self.interruption.__exit__(*exc)
-
-    def at(self, epoch, step=None, unit="epoch"):
-        """Record the training position for the message of an interruption."""
-        self.interruption.at(epoch, step, unit)
 
     def epochs(self, start, end, trainer=None):
         """``range(start, end)`` with SIGINT/SIGTERM handled while the loop runs (see
@@ -406,6 +410,31 @@ def train_loop(net, trainer, sampler, batch_size, epochs, train_step, end_epoch=
     return state
 
 
+class NoFolder(_Guarded):
+    """The run folder of a job that keeps no checkpoints and no log: :func:`fit` with ``run=None``
+    trains from scratch and only handles SIGINT/SIGTERM (``hint``: what to say instead of "resume
+    with --resume auto")."""
+
+    def __init__(self, hint=None):
+        self.interruption = Interruption(hint=hint)
+
+    def restore(self, net, trainer=None, log=print, what=None):
+        """Nothing to resume from."""
+        return None
+
+    def start_fresh(self):
+        """Nothing to clear."""
+
+    def write_log(self, history, comm=None):
+        """No log kept."""
+
+    def summary(self, history=(), comm=None):
+        """No summary kept."""
+
+    def save(self, net, trainer, record, tag):
+        """No checkpoint kept."""
+
+
 class EpochEnd:
     """What a recipe's ``end_epoch`` is told by :func:`fit`: ``epoch`` (1-based, just trained),
     ``step`` (global steps so far), ``totals`` (the epoch's ``stats`` sums over all workers),
@@ -421,8 +450,9 @@ class EpochEnd:
 def fit(run, net, trainer, sampler, batch_size, epochs, step, end_epoch, stats=(), elastic=False,
         commit_every=20, stop_after=None, log=print, counters=None, summary=False, show_progress=False,
         load=None):
-    """A whole run of :func:`train_loop` in the run folder ``run``, fixed-size or elastic; returns
-    the state (``state.history``: the records).
+    """A whole run of :func:`train_loop` in the run folder ``run`` (a :class:`RunFolder`, or None
+    for no checkpoints and no log), fixed-size or elastic; returns the state (``state.history``:
+    the records).
 
     Resumes from ``run``'s checkpoint (model, trainer state, history, position, ``counters``) or
     starts fresh with ``counters`` (JSON-ready values the recipe keeps across epochs, e.g. the best
@@ -434,6 +464,7 @@ def fit(run, net, trainer, sampler, batch_size, epochs, step, end_epoch, stats=(
     (``state.json``: epoch, step, history, elapsed_s and the counters). Training stops after
     ``epochs`` epochs, or after ``stop_after`` of them. ``show_progress`` and ``load``: see
     :func:`train_loop`."""
+    run = run or NoFolder()
     saved = run.restore(net, trainer, log)
     start = {"epoch": saved["epoch"], "step": saved.get("step", trainer.optimizer.num_update)} if saved else {}
     t0 = time.time() - float((saved or {}).get("elapsed_s", 0.0))

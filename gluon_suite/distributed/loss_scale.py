@@ -110,6 +110,9 @@ class DynamicLossScaler:
     def load_counters(self, obj):
         """Take the state from the attributes (or keys) ``counters()`` names."""
         get = obj.get if isinstance(obj, dict) else lambda k: getattr(obj, k)
+        if isinstance(get("loss_scale"), dict):   # a checkpoint that kept the scale as one state_dict()
+            self.load_state_dict(get("loss_scale"))
+            return
         self.load_state_dict({"scale": get("loss_scale"), "good_steps": get("loss_scale_good_steps"),
                               "skipped": get("loss_scale_skipped")})
 

@@ -3,7 +3,8 @@ SQuAD v1.1 JSON (the tasks themselves are in ``tasks``).
 
 The backbone is a GluonNLP ``BERTModel`` without the pretraining heads, initialised from a
 pretraining output (``ckpt.rank0.params`` + ``vocab.txt``) or a zoo checkpoint. Training runs on
-the shared loop skeleton: per-epoch resumable checkpoints in ``out``, SIGINT/SIGTERM handled.
+the shared loop (``distributed.loop.fit``), fixed-size or under Horovod Elastic alike: per-epoch
+resumable checkpoints in ``out``, SIGINT/SIGTERM handled.
 """
 import json
 
@@ -73,148 +74,77 @@ def _zoo_backbone(model, max_length, dropout, use_pooler):
 
 def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log, eval_fn, elastic=None,
                 out=None, resume="none", ctx=None, dtype="float32"):
-    """Data-parallel fine-tuning for ``epochs`` epochs, evaluating after each. With ``out``, every
-    epoch ends with a resumable checkpoint and a ``log.jsonl`` line, and ``resume`` ('none',
-    'auto' or a run folder) continues a stopped run exactly (epochs are reseeded). ``ctx``: the
-    worker's contexts (default: the current one); each batch is split over them. ``dtype``
-    float16: the network is cast (``loss_of`` computes its loss in float32), the optimizer keeps
-    float32 master weights and a dynamic loss scale guards the float16 gradients."""
+    """Data-parallel fine-tuning for ``epochs`` epochs on the shared loop (``distributed.loop.fit``),
+    evaluating after each; with ``elastic`` (a dict of ``ramp_steps``, ``commit_every``,
+    ``ref_workers``) under Horovod Elastic, the same loop. The schedule (warm-up over the first
+    tenth, then linear decay) runs over epochs and is scaled by the global batch against ``batch x
+    ref_workers`` (default: the starting count), ramping over ``ramp_steps`` steps on a resize.
+    With ``out``, every epoch ends with a resumable checkpoint and a ``log.jsonl`` line, and
+    ``resume`` ('none', 'auto' or a run folder) continues a stopped run exactly (steps are
+    reseeded). ``ctx``: the worker's contexts (default: the current one); each batch is split over
+    them. ``dtype`` float16: the network is cast (``loss_of`` computes its loss in float32), the
+    optimizer keeps float32 master weights and a dynamic loss scale guards the float16 gradients
+    (its state is kept with the rest: committed, checkpointed, restored)."""
     from ..distributed import DistributedTrainer
-    from ..distributed.loop import Interruption, RunFolder, epochs as interruptible
-    from ..optim import WarmupConstantDecay, exclude_from_weight_decay
+    from ..distributed.launch import require_elastic_launch
+    from ..distributed.loop import RunFolder, fit
+    from ..distributed.sampler import VIRTUAL_STEPS, EpochSampler, over_epochs
+    from ..optim import ElasticRamp, WarmupConstantDecay, exclude_from_weight_decay
+    settings = {"ramp_steps": 50, "commit_every": 20, "ref_workers": None, **(elastic or {})}
+    require_elastic_launch("scripts/nlp/<script>", elastic=elastic is not None)
     ctx = list(ctx or [mx.current_context()])
-    if elastic is not None and len(ctx) > 1:
-        raise UserError("--elastic trains one device per worker; give one --gpus id (horovodrun "
-                        "starts one worker per GPU)")
     if batch < len(ctx):
         raise UserError(f"--batch-size {batch} is smaller than the {len(ctx)} devices it is split "
                         "over; raise it or give fewer --gpus")
     if len(ctx) > 1:
         net.collect_params().reset_ctx(ctx)   # one copy per context (split_and_load below)
-    if elastic is not None:
-        return _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log,
-                                   eval_fn, dtype=dtype, **elastic)
     n = len(arrays[0])
-    glob = batch * comm.size
-    steps_per_epoch = max(1, n // glob)
-    total = steps_per_epoch * epochs
+    sampler = EpochSampler(n, seed=seed)
+    total = epochs * VIRTUAL_STEPS
+    sched = ElasticRamp(over_epochs(WarmupConstantDecay(lr, total, max(1, total // 10), 0), sampler),
+                        ref_batch=batch * (settings["ref_workers"] or comm.size), ramp_steps=settings["ramp_steps"],
+                        global_batch=batch * comm.size)
     params = net.collect_params()
+    loss_of([mx.nd.array(a[:1], dtype=a.dtype).as_in_context(ctx[0]) for a in arrays])  # deferred shapes
     exclude_from_weight_decay(params)
-    sched = WarmupConstantDecay(lr, total, max(1, total // 10), 0)
     # weight decay only where it is decoupled from the adaptive scaling (LANS, LAMB): with Adam an
     # L2 term is normalised like a gradient and shrinks small weights by about lr every step
     wd = 0.01 if optimizer in ("lans", "lamb") else 0.0
     opt_params, scaler = loss_scale.for_dtype({"lr_scheduler": sched, "wd": wd}, dtype)
     trainer = DistributedTrainer(params, optimizer, opt_params, communicator=comm, prefix="finetune.")
-    history, start, run = [], 0, None
-    if out:
-        run = RunFolder(out, resume, comm, required=("epoch", "history"))
-        loss_of([mx.nd.array(a[:1], dtype=a.dtype) for a in arrays])  # finish deferred initialisation
-        saved = run.restore(net, trainer, log)
-        if saved:
-            start, history = saved["epoch"], saved["history"]
-            if scaler and saved.get("loss_scale"):
-                scaler.load_state_dict(saved["loss_scale"])
-        run.start_fresh()
-        logger = run.logger(history)
-        epoch_range = run.epochs(start, epochs, trainer)
-    else:  # no checkpoints: a signal still ends in one line
-        epoch_range = interruptible(Interruption(), 0, epochs, trainer)
-    for epoch in epoch_range:
-        perm = np.random.RandomState(seed + epoch).permutation(n)
-        mx.random.seed(seed * 131 + epoch * 7 + comm.rank)
-        tot = 0.0
-        for k in range(steps_per_epoch):
-            sel = perm[k * glob:(k + 1) * glob][comm.rank::comm.size]
-            batch_arrays = [mx.nd.array(a[sel], dtype=a.dtype) for a in arrays]
-            parts = zip(*[gluon.utils.split_and_load(b, ctx, even_split=False) for b in batch_arrays])
-            with mx.autograd.record():
-                losses = [loss_of(list(part)) for part in parts]
-                scaled = [loss * scaler.scale for loss in losses] if scaler else losses
-            mx.autograd.backward(scaled)
-            if scaler:
-                scaler.step(trainer, len(sel))
-            else:
-                trainer.step(len(sel))
-            tot += (float(losses[0].mean().asscalar()) if len(losses) == 1
-                    else sum(float(loss.sum().asscalar()) for loss in losses) / len(sel))
-        with trainer.averaged():
-            metrics = eval_fn()
-        rec = {"epoch": epoch + 1, "train_loss": tot / steps_per_epoch, **metrics}
-        if scaler:
-            rec.update(loss_scale=scaler.scale, loss_scale_skipped=scaler.skipped)
-        history.append(rec)
-        if run:
-            state = {"epoch": epoch + 1, "history": history}
-            if scaler:
-                state["loss_scale"] = scaler.state_dict()
-            run.save(net, trainer, state, tag=f"finetune.{epoch}")
-            logger.log(**rec)
-        log(" ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in rec.items()))
-    if run:
-        logger.close()
-    return history
-
-
-def _train_loop_elastic(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log, eval_fn,
-                        ramp_steps=50, commit_every=20, ref_workers=None, dtype="float32"):
-    """``_train_loop`` under Horovod Elastic: the schedule runs over epochs, is scaled by the
-    global batch against ``batch x ref_workers`` (default: the starting count) and ramps over
-    ``ramp_steps`` steps on a resize; whoever is rank 0 at an epoch's end logs it."""
-    from ..distributed import DistributedTrainer
-    from ..distributed.elastic import VIRTUAL_STEPS, ElasticSampler, over_epochs, train_elastic
-    from ..distributed.launch import require_elastic_launch
-    from ..optim import ElasticRamp, WarmupConstantDecay, exclude_from_weight_decay
-    require_elastic_launch("scripts/nlp/<script>")
-    n = len(arrays[0])
-    sampler = ElasticSampler(n, seed=seed)
-    total = epochs * VIRTUAL_STEPS
-    sched = ElasticRamp(over_epochs(WarmupConstantDecay(lr, total, max(1, total // 10), 0), sampler),
-                        ref_batch=batch * (ref_workers or comm.size), ramp_steps=ramp_steps,
-                        global_batch=batch * comm.size)
-    params = net.collect_params()
-    loss_of([mx.nd.array(a[:1], dtype=a.dtype) for a in arrays])  # finish deferred initialisation
-    exclude_from_weight_decay(params)
-    wd = 0.01 if optimizer in ("lans", "lamb") else 0.0
-    opt_params, scaler = loss_scale.for_dtype({"lr_scheduler": sched, "wd": wd}, dtype)
-    trainer = DistributedTrainer(params, optimizer, opt_params, communicator=comm, prefix="finetune.")
+    run = RunFolder(out, resume, comm, elastic=elastic is not None, required=("epoch", "history")) if out else None
 
     def step(state, idx, step_size):
         mx.random.seed((seed * 131 + state.step * 7 + trainer.communicator.rank) % 2 ** 31)
         batch_arrays = [mx.nd.array(a[idx], dtype=a.dtype) for a in arrays]
-        if scaler:   # the scale is elastic state: committed, restored and synced with the rest
+        parts = zip(*[gluon.utils.split_and_load(b, ctx, even_split=False) for b in batch_arrays])
+        if scaler:   # the scale is state: committed, restored and synced with the rest
             scaler.load_counters(state)
         with mx.autograd.record():
-            loss = loss_of(batch_arrays)
-            scaled = loss * scaler.scale if scaler else loss
-        scaled.backward()
+            losses = [loss_of(list(part)) for part in parts]
+            scaled = [loss * scaler.scale for loss in losses] if scaler else losses
+        mx.autograd.backward(scaled)
         if scaler:
             scaler.step(trainer, step_size)
             scaler.store_counters(state)
         else:
             trainer.step(step_size)
-        state.loss_sum += float(loss.sum().asscalar())
-        state.seen += len(idx)
+        return {"loss": sum(loss.sum().as_in_context(mx.cpu()) for loss in losses), "seen": len(idx)}
 
-    def end_epoch(state):
-        c = trainer.communicator
+    def end_epoch(end):
         with trainer.averaged():
             metrics = eval_fn()
-        tot = c.allreduce(mx.nd.array([state.loss_sum, state.seen], dtype="float64"), average=False,
-                          name="finetune.epoch.loss").asnumpy()
-        rec = {"epoch": state.epoch + 1, "train_loss": float(tot[0] / max(tot[1], 1)), **metrics,
-               "workers": c.size}
+        rec = {"epoch": end.epoch, "train_loss": end.totals["loss"] / max(end.totals["seen"], 1), **metrics,
+               "workers": end.comm.size}
         if scaler:
-            rec.update(loss_scale=state.loss_scale, loss_scale_skipped=state.loss_scale_skipped)
-        state.history = state.history + [rec]
-        state.loss_sum, state.seen = 0.0, 0
-        if c.rank == 0:
+            rec.update(loss_scale=end.state.loss_scale, loss_scale_skipped=end.state.loss_scale_skipped)
+        if end.comm.rank == 0:
             log(" ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in rec.items()))
+        return rec
 
-    state = train_elastic(net, trainer, n, batch, epochs, step, end_epoch, seed=seed,
-                          commit_every=commit_every, sampler=sampler,
-                          counters={"loss_sum": 0.0, "seen": 0, "history": [],
-                                    **(scaler.counters() if scaler else {})})
+    state = fit(run, net, trainer, sampler, batch, epochs, step, end_epoch, stats=("loss", "seen"),
+                elastic=elastic is not None, commit_every=settings["commit_every"], log=log,
+                counters=scaler.counters() if scaler else None)
     return state.history
 
 

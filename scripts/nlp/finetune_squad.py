@@ -55,12 +55,10 @@ def build_parser():
 def main(argv=None):
     from gluon_suite.nlp.inputs import check_init_folder, check_squad_files
     from gluon_suite.nlp.tasks import check_squad_lengths
-    from gluon_suite.utils.devices import resolve_devices, single_device
+    from gluon_suite.utils.devices import resolve_devices
     p = build_parser()
     a = p.parse_args(argv)
     ctx, dtype = resolve_devices(a.gpus, a.dtype, cpu_float16=True)
-    if a.elastic:   # elastic workers train on one device each
-        single_device(ctx, "finetune_squad.py --elastic")
     if bool(a.init) == bool(a.pretrained) or (a.model and not a.pretrained):
         p.error("start from either --init FOLDER or --model NAME --pretrained")
     check_squad_lengths(a.max_len, a.max_query_length, a.doc_stride)
@@ -77,7 +75,7 @@ def main(argv=None):
     with ctx[0], output_folder(a.out):   # the worker's first device as the recipe's default context
         finetune_squad(a.train, a.dev, a.init, a.max_len, a.epochs, a.batch_size, a.lr, a.optimizer,
                        a.seed, comm=comm, log=log, elastic=elastic,
-                       out=None if a.elastic else a.out, resume=a.resume, model=a.model,
+                       out=a.out, resume=a.resume, model=a.model,
                        pretrained=a.pretrained, ctx=ctx, dtype=dtype, max_query=a.max_query_length,
                        doc_stride=a.doc_stride)
     return 0

@@ -130,8 +130,10 @@ def test_finetune_scripts_elastic(pretrained, tmp_path):
         (tmp_path / f"{name}.tsv").write_text("\n".join(rows) + "\n")
     stdout = elastic(discovery_of(tmp), "nlp/finetune_classification.py", "--init", str(out), "--train",
                      str(tmp_path / "train.tsv"), "--dev", str(tmp_path / "dev.tsv"), "--max-len", "16",
-                     "--epochs", "2", "--batch-size", "8")
+                     "--epochs", "2", "--batch-size", "8", "--out", str(tmp_path / "cls"))
     assert stdout.count("dev_accuracy") == 2 and "workers 2" in stdout
+    log = lines(tmp_path / "cls" / "log.jsonl")   # the elastic run keeps the fixed-size run's log and checkpoint
+    assert [r["epoch"] for r in log] == [1, 2] and json.load(open(tmp_path / "cls" / "state.json"))["elastic"]
     paras = [{"context": f"the code is {w} .", "qas": [{"id": f"q{i}", "question": "what is the code ?",
               "answers": [{"text": w, "answer_start": 12}]}]} for i, w in enumerate(["alpha", "bravo"] * 16)]
     for name in ("train", "dev"):
@@ -139,7 +141,7 @@ def test_finetune_scripts_elastic(pretrained, tmp_path):
                                                                                     "paragraphs": paras}]}))
     stdout = elastic(discovery_of(tmp), "nlp/finetune_squad.py", "--init", str(out), "--train",
                      str(tmp_path / "train.json"), "--dev", str(tmp_path / "dev.json"), "--max-len", "24",
-                     "--max-query-length", "8", "--epochs", "2", "--batch-size", "8")
+                     "--max-query-length", "8", "--epochs", "2", "--batch-size", "8", "--out", str(tmp_path / "squad"))
     assert stdout.count("dev_exact_match") == 2
 
 
@@ -190,5 +192,35 @@ def test_float16_bert_elastic(pretrained, tmp_path):
         (tmp_path / f"{name}.tsv").write_text("\n".join(rows) + "\n")
     stdout = elastic(discovery_of(tmp), "nlp/finetune_classification.py", "--init", str(out), "--train",
                      str(tmp_path / "train.tsv"), "--dev", str(tmp_path / "dev.tsv"), "--max-len", "16",
-                     "--epochs", "2", "--batch-size", "8", "--dtype", "float16", env=env)
+                     "--epochs", "2", "--batch-size", "8", "--dtype", "float16", "--out", str(tmp_path / "cls16"), env=env)
     assert stdout.count("dev_accuracy") == 2 and stdout.count("loss_scale 1024") == 2
+
+
+def test_finetune_classification_is_the_same_fixed_size_and_elastic(pretrained, tmp_path):
+    """Fine-tuning runs one loop: the same 2-worker job with horovodrun and under an elastic launch
+    that never resizes logs the same epochs and ends with the same checkpoint."""
+    from ..conftest import HOROVODRUN, max_param_diff
+    tmp, out, _ = pretrained
+    rows = ["sentence\tlabel"] + [f"the film was {'good' if i % 3 else 'bad'} today\t{int(i % 3 > 0)}"
+                                  for i in range(48)]
+    for name in ("train", "dev"):
+        (tmp_path / f"{name}.tsv").write_text("\n".join(rows) + "\n")
+    args = ["--init", str(out), "--train", str(tmp_path / "train.tsv"), "--dev", str(tmp_path / "dev.tsv"),
+            "--max-len", "16", "--epochs", "2", "--batch-size", "8", "--seed", "3"]
+    a, b = tmp_path / "fixed", tmp_path / "elastic"
+    p = subprocess.run([HOROVODRUN, "-np", "2", "-H", "localhost:2", "--gloo", sys.executable,
+                        os.path.join(REPO, "scripts", "nlp", "finetune_classification.py"), *args, "--out", str(a)],
+                       capture_output=True, text=True, timeout=400,
+                       env=dict(os.environ, PYTHONPATH=REPO, OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1"))
+    assert p.returncode == 0, job_output(p)
+    elastic(discovery_of(tmp), "nlp/finetune_classification.py", *args, "--out", str(b))
+    la, lb = lines(a / "log.jsonl"), lines(b / "log.jsonl")
+    assert [r["epoch"] for r in la] == [r["epoch"] for r in lb] == [1, 2]
+    for ra, rb in zip(la, lb):
+        assert set(ra) == set(rb) and ra["workers"] == rb["workers"] == 2
+        for key in ("train_loss", "dev_accuracy", "dev_f1"):
+            assert rb[key] == pytest.approx(ra[key], rel=1e-4, abs=1e-6), key
+    sa, sb = json.load(open(a / "state.json")), json.load(open(b / "state.json"))
+    # 48 sentences, 16 per global step: 3 steps per epoch
+    assert (sa["epoch"], sa["step"]) == (sb["epoch"], sb["step"]) == (2, 6) and sb["elastic"]
+    assert max_param_diff(a / "last.rank0.params", b / "last.rank0.params") <= 1e-5
