@@ -29,3 +29,9 @@ def check_rows(graph, feat_src, layer):
     if feat_src.shape[0] != graph.num_src_nodes():
         raise GraphError(f"{layer}: features have {feat_src.shape[0]} rows but the graph has "
                          f"{graph.num_src_nodes()} (source) nodes; give one row per node")
+
+
+def maybe_dropout(block, rate, x):
+    """``block(x)`` for a dropout rate above 0, else ``x`` itself: Gluon's ``Dropout(0)`` returns a
+    copy, one more (N, F) tensor forward and backward for nothing."""
+    return block(x) if rate > 0 else x

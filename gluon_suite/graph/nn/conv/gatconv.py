@@ -10,7 +10,7 @@ from mxnet.gluon.contrib.nn import Identity
 from ... import function as fn
 from ...gat_attention import gat_attention
 from ...ops import edge_softmax
-from ..utils import check_in_degree, check_rows
+from ..utils import check_in_degree, check_rows, maybe_dropout
 
 
 def _xavier():
@@ -34,7 +34,7 @@ class GATConv(nn.Block):
         super().__init__()
         self._num_heads, self._out_feats, self._in_feats = num_heads, out_feats, in_feats
         self._in_src_feats, self._in_dst_feats = in_feats if isinstance(in_feats, tuple) else (in_feats, in_feats)
-        self._slope, self._attn_rate = negative_slope, attn_drop
+        self._slope, self._attn_rate, self._feat_rate = negative_slope, attn_drop, feat_drop
         self._allow_zero_in_degree, self.activation = allow_zero_in_degree, activation
         with self.name_scope():
             dense = lambda n: nn.Dense(out_feats * num_heads, use_bias=False,  # noqa: E731
@@ -78,12 +78,12 @@ class GATConv(nn.Block):
         check_in_degree(graph, self._allow_zero_in_degree, "GATConv")
         H, F, num_dst = self._num_heads, self._out_feats, graph.num_dst_nodes()
         if isinstance(feat, (tuple, list)):
-            h_src, h_dst = self.feat_drop(feat[0]), self.feat_drop(feat[1])
+            h_src, h_dst = (maybe_dropout(self.feat_drop, self._feat_rate, f) for f in feat)
             fc_src, fc_dst = (self.fc_src, self.fc_dst) if hasattr(self, "fc_src") else (self.fc, self.fc)
             ft_src, ft_dst = fc_src(h_src).reshape((-1, H, F)), fc_dst(h_dst).reshape((-1, H, F))
             el, er = self._scores(ft_src, ft_dst, num_dst)
         else:
-            h_src = h_dst = self.feat_drop(feat)
+            h_src = h_dst = maybe_dropout(self.feat_drop, self._feat_rate, feat)
             ft_src = self.fc(h_src).reshape((-1, H, F))
             if graph.is_block:
                 h_dst = h_dst[:num_dst]

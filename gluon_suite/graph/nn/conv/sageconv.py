@@ -6,7 +6,7 @@ from mxnet.gluon import nn
 
 from ... import function as fn
 from ...base import GraphError
-from ..utils import check_rows
+from ..utils import check_rows, maybe_dropout
 
 
 def _dense(units, in_units, bias):
@@ -27,7 +27,7 @@ class SAGEConv(nn.Block):
         if aggregator_type not in ("mean", "gcn", "pool"):
             raise GraphError(f"SAGEConv(aggregator_type={aggregator_type!r}): choose 'mean', 'gcn' or 'pool'")
         self._in_src_feats, self._in_dst_feats = in_feats if isinstance(in_feats, tuple) else (in_feats, in_feats)
-        self._out_feats, self._aggre_type = out_feats, aggregator_type
+        self._out_feats, self._aggre_type, self._feat_rate = out_feats, aggregator_type, feat_drop
         with self.name_scope():
             self.norm, self.activation = norm, activation
             self.feat_drop = nn.Dropout(feat_drop)
@@ -42,9 +42,9 @@ class SAGEConv(nn.Block):
         destination) pair."""
         with graph.local_scope():
             if isinstance(feat, (tuple, list)):
-                feat_src, feat_dst = self.feat_drop(feat[0]), self.feat_drop(feat[1])
+                feat_src, feat_dst = (maybe_dropout(self.feat_drop, self._feat_rate, f) for f in feat)
             else:
-                feat_src = feat_dst = self.feat_drop(feat)
+                feat_src = feat_dst = maybe_dropout(self.feat_drop, self._feat_rate, feat)
                 if graph.is_block:
                     feat_dst = feat_src[:graph.num_dst_nodes()]
             check_rows(graph, feat_src, "SAGEConv")
