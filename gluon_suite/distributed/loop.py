@@ -19,6 +19,10 @@ supplies only its step and what to evaluate and record at the end of an epoch. T
 - :class:`Interruption`: SIGINT/SIGTERM raise :class:`Interrupted` at once, except while a
   checkpoint is being committed (then right after it), so nothing is left half-written and the
   last committed checkpoint always matches its ``state.json``.
+- :class:`NoFolder`: the same interface for a job that keeps no checkpoints (``fit(run=None)``).
+- :class:`FixedState`: a fixed world's state (the elastic one is ``elastic.GluonState``).
+- :func:`train_loop`, :func:`world_totals`, :class:`EpochEnd`, :func:`fit`: the loop itself, the
+  epoch's sums over the workers, what ``end_epoch`` is told, and the whole run around the loop.
 """
 import collections
 import contextlib
