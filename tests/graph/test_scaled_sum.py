@@ -13,7 +13,7 @@ from mxnet import autograd
 import gluon_suite.graph as dgl
 from gluon_suite.graph import native
 from gluon_suite.graph.layout import topology
-from gluon_suite.graph.nn import GraphConv
+from gluon_suite.graph.nn import GraphConv, SAGEConv
 
 from .test_kernels import CTXS, IDTYPES, numeric_grads, run, small_graph
 
@@ -215,3 +215,40 @@ def test_constant_scales_get_zero_gradients_and_leave_the_others_alone():
     np.testing.assert_allclose(gx, want[0], rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(gb, want[3], rtol=1e-4, atol=1e-4)
     assert (gl == 0).all() and (gr == 0).all()
+
+
+def ref_sage_mean(x, ws, bs, wn, bn):
+    """SAGEConv(mean) in float64: x Ws^T + bs + mean over edges u->v of x_u Wn^T + bn (mean 0 for
+    a node without incoming edges)."""
+    agg = np.zeros_like(x)
+    np.add.at(agg, DST, x[SRC])
+    agg /= np.maximum(np.bincount(DST, minlength=N), 1)[:, None]
+    return x @ ws.T + bs + agg @ wn.T + bn
+
+
+@pytest.mark.parametrize("ctx", CTXS, ids=str)
+def test_sageconv_mean_projects_before_aggregating_when_it_narrows(ctx, kernels):
+    """in_feats > out_feats: W_neigh before the mean, its bias inside the scaled sum; nodes 5 and
+    6 (no incoming edge) get W_self x + b_self + b_neigh, as when the mean comes first."""
+    rs = np.random.RandomState(21)
+    layer = SAGEConv(5, 3, "mean")
+    layer.initialize(ctx=ctx)
+    params = [rs.normal(size=p.shape) for p in (layer.fc_self.weight, layer.fc_self.bias, layer.fc_neigh.weight,
+                                                layer.fc_neigh.bias)]
+    for p, v in zip((layer.fc_self.weight, layer.fc_self.bias, layer.fc_neigh.weight, layer.fc_neigh.bias), params):
+        p.set_data(mx.nd.array(v, ctx=ctx))
+    g = dgl.graph((SRC, DST), num_nodes=N, device=ctx)
+    x = rs.normal(size=(N, 5))
+    X = mx.nd.array(x, ctx=ctx)
+    X.attach_grad()
+    w = rs.normal(size=(N, 3))
+    with autograd.record():
+        out = layer(g, X)
+        loss = (out * mx.nd.array(w, ctx=ctx)).sum()
+    loss.backward()
+    np.testing.assert_allclose(out.asnumpy(), ref_sage_mean(x, *params), rtol=1e-5, atol=1e-5)
+    want = numeric_grads(lambda *a: ref_sage_mean(*a), [x] + params, w, h=1e-3)
+    got = [X.grad] + [p.grad(ctx) for p in (layer.fc_self.weight, layer.fc_self.bias, layer.fc_neigh.weight,
+                                            layer.fc_neigh.bias)]
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.asnumpy(), b, rtol=1e-4, atol=1e-4)

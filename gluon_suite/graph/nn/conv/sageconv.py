@@ -5,6 +5,7 @@ import mxnet as mx
 from mxnet.gluon import nn
 
 from ... import function as fn
+from ... import native
 from ...base import GraphError
 from ..utils import check_rows, maybe_dropout
 
@@ -48,6 +49,21 @@ class SAGEConv(nn.Block):
                 if graph.is_block:
                     feat_dst = feat_src[:graph.num_dst_nodes()]
             check_rows(graph, feat_src, "SAGEConv")
+            lin_first = self._aggre_type == "mean" and self._in_src_feats > self._out_feats
+            if lin_first and native.usable(feat_src) and graph.num_edges() > 0:
+                # fewer columns to aggregate: W_neigh before the mean, its bias after it, the mean's
+                # 1/in-degree and the bias inside one scaled sum (a node without edges gets the bias,
+                # as W_neigh 0 + b)
+                ctx = feat_src.context
+                w = self.fc_neigh.weight.data(ctx)
+                b = self.fc_neigh.bias.data(ctx) if self.fc_neigh.bias is not None else None
+                h = mx.nd.FullyConnected(feat_src, w, num_hidden=self._out_feats, no_bias=True, flatten=False)
+                rst = native.scaled_sum(graph._structure(ctx), h, None,
+                                        graph._degree_power("in", -1.0, ctx).reshape((-1,)), b, scale_grad=False)
+                rst = self.fc_self(feat_dst) + rst
+                if self.activation is not None:
+                    rst = self.activation(rst)
+                return self.norm(rst) if self.norm is not None else rst
             if self._aggre_type == "mean":
                 graph.srcdata["h"] = feat_src
                 graph.update_all(fn.copy_u("h", "m"), fn.mean("m", "neigh"))
