@@ -29,6 +29,11 @@ def shipped_file():
     return os.path.join(REPO, "model_zoo", "store", rec["file_name"])
 
 
+def shipped_hash():
+    """The first 8 hex digits of the shipped checkpoint's SHA-256, as `zoo list` shows them."""
+    return os.path.basename(shipped_file()).rsplit("-", 1)[1][:8]
+
+
 def card_accuracy():
     return json.load(open(CARD))["metric"]["value"]
 
@@ -111,9 +116,9 @@ def test_local_publish_under_a_shipped_name_is_visible_explicit_and_reversible(h
     p = cli("publish", str(home["damaged"]), "--name", NAME, "--card", str(home["card"]),
             "--store", str(home["store"]), "--replace", env=env)
     assert p.returncode == 0 and "shadows the shipped" in p.stdout and "zoo remove" in p.stdout, p.stdout + p.stderr
-    listing = cli("list", env=env).stdout
-    assert re.search(rf"{NAME}\s+shipped\s+a5e86e76\s+shadowed", listing), listing
-    assert re.search(rf"{NAME}\s+local\s+\w{{8}}\s+in use, replaces shipped a5e86e76", listing), listing
+    listing, sha = cli("list", env=env).stdout, shipped_hash()
+    assert re.search(rf"{NAME}\s+shipped\s+{sha}\s+shadowed", listing), listing
+    assert re.search(rf"{NAME}\s+local\s+\w{{8}}\s+in use, replaces shipped {sha}", listing), listing
     assert same_as_file(get_model(NAME, pretrained=True), home["damaged"])
     acc, _ = evaluate("--pretrained", env=env)
     assert acc == pytest.approx(damaged_accuracy(), abs=1e-4)
@@ -121,11 +126,11 @@ def test_local_publish_under_a_shipped_name_is_visible_explicit_and_reversible(h
 
     # the undo restores the shipped checkpoint
     p = cli("remove", NAME, env=env)
-    assert p.returncode == 0 and "shipped checkpoint (a5e86e76) is used again" in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 0 and f"shipped checkpoint ({sha}) is used again" in p.stdout, p.stdout + p.stderr
     assert same_as_file(get_model(NAME, pretrained=True), shipped_file())
     acc, _ = evaluate("--pretrained", env=env)
     assert acc == pytest.approx(card_accuracy(), abs=1e-4)
-    assert re.search(rf"{NAME}\s+shipped\s+a5e86e76\s+in use", cli("list", env=env).stdout)
+    assert re.search(rf"{NAME}\s+shipped\s+{sha}\s+in use", cli("list", env=env).stdout)
     p = cli("remove", NAME, env=env)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "no local record" in p.stderr
 
