@@ -258,16 +258,17 @@ class GRBSCompressor(Compressor):
     def _block_pattern(self, shape, block, ctx):
         """Flat offsets (int64, on ``ctx``) of a ``block``-shaped slab of a C-order tensor of
         ``shape``, relative to the slab's first element, in the slab's own C order: added to the
-        slab's origin they index it in the bucket's flat vector. Cached per shape, block and device
-        (a handful per tensor: only the last block along an axis can be shorter)."""
+        slab's origin they index it in the bucket's flat vector. Built on the device (aranges and
+        broadcast sums, nothing uploaded from the host) and cached per shape, block and device (a
+        handful per tensor: only the last block along an axis can be shorter)."""
         key = (shape, block, str(ctx))
         pat = self._patterns.get(key)
         if pat is None:
             strides = np.cumprod((shape[1:] + (1,))[::-1])[::-1]
-            offs = np.zeros((), dtype=np.int64)
             for n, st in zip(block, strides):
-                offs = np.add.outer(offs, np.arange(n, dtype=np.int64) * int(st))
-            pat = self._patterns[key] = mx.nd.array(offs.reshape(-1), ctx=ctx, dtype="int64")
+                axis = mx.nd.arange(0, int(n) * int(st), int(st), ctx=ctx, dtype="int64")
+                pat = axis if pat is None else (pat.reshape((-1, 1)) + axis.reshape((1, -1))).reshape((-1,))
+            self._patterns[key] = pat
         return pat
 
     def _compress_tensors(self, v, layout, step):
