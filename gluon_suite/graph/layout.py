@@ -9,6 +9,7 @@ v*H + h holds v's incoming edges for head h, so all heads are one sparse product
 heads, no E x F tensor) and per-destination reductions are 1-D ``reduceat`` calls over contiguous
 rows. Products are split by rows over a small thread pool (SciPy and NumPy release the GIL).
 """
+import atexit
 import functools
 import itertools
 import os
@@ -257,6 +258,21 @@ def _parallel(fn, n):
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=_threads())
     list(_POOL.map(fn, range(n)))
+
+
+def _finish_pending_work():
+    """Wait for every queued MXNet operation before MXNet shuts its engine down at exit. The
+    Python kernels are MXNet custom operators; one still queued when the interpreter exits can
+    leave MXNet's shutdown hanging or aborting ("terminate called without an active exception"),
+    as about one run in five of a short script that ends right after a message-passing call did.
+    Registered after MXNet's own exit handler, so it runs first."""
+    try:
+        mx.nd.waitall()
+    except Exception:  # noqa: BLE001 - an error of the user's last operation was theirs to see
+        pass
+
+
+atexit.register(_finish_pending_work)
 
 
 class _GraphOp(mx.operator.CustomOp):
