@@ -4,7 +4,10 @@ kernels and on its Python kernels, DGL and PyTorch Geometric, side by side in on
 synthetic graph (100k nodes, 1M random edges plus self-loops, 64 features, hidden 64 for GCN and
 GraphSAGE-mean, 8 heads x 8 for GAT, 16 classes, Adam, full graph), CPU, same thread count; plus
 one kernel micro-bench (forward + backward) per built-in: copy_u+sum, u_mul_e+sum, edge softmax,
-u_dot_v.
+u_dot_v. Beside them, the newer layers against their DGL (PyTorch) counterparts with the same
+constructor arguments and sizes (``LAYERS``: GINConv, SGConv, TAGConv, APPNPConv, ChebConv,
+GatedGraphConv, EdgeConv, AGNNConv, RelGraphConv), ours and DGL only (``--layer-epochs`` and
+``--layer-repeats`` may shorten them).
 
 DGL and PyG run from their own virtual environments, so the suite's pins stay untouched. DGL 2.1.0
 (the newest on the registry for Python 3.11) ships its graphbolt library, which ``import dgl``
@@ -39,6 +42,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 N, E, F, HID, C, HEADS = 100_000, 1_000_000, 64, 64, 16, 8
 FRAMEWORKS = ("ours", "ours_python", "dgl", "pyg")
+RELS, BASES, STEPS = 4, 2, 2        # RelGraphConv relations and bases, GatedGraphConv steps and edge types
+# the newer layers: model name -> what the model is (the same on both sides)
+LAYERS = {
+    "gin": "GINConv(Linear(F, HID), 'sum'), ReLU, GINConv(Linear(HID, C), 'sum')",
+    "sgc": "SGConv(F, C, k=2)",
+    "tag": "TAGConv(F, HID, k=2), ReLU, TAGConv(HID, C, k=2)",
+    "appnp": "Linear(F, HID), ReLU, Linear(HID, C), APPNPConv(k=10, alpha=0.1)",
+    "cheb": "ChebConv(F, HID, k=3), ReLU, ChebConv(HID, C, k=3), lambda_max 2",
+    "ggnn": f"GatedGraphConv(F, HID, n_steps={STEPS}, n_etypes={RELS}), Linear(HID, C)",
+    "edgeconv": "EdgeConv(F, HID), ReLU, EdgeConv(HID, C)",
+    "agnn": "Linear(F, HID), ReLU, AGNNConv(), AGNNConv(), Linear(HID, C)",
+    "rgcn": f"RelGraphConv(F, HID, {RELS}, 'basis', num_bases={BASES}), ReLU, RelGraphConv(HID, C, {RELS}, "
+            f"'basis', num_bases={BASES})",
+}
 
 
 def make_graph(seed=0):
@@ -48,6 +65,12 @@ def make_graph(seed=0):
     x = rs.normal(size=(N, F)).astype(np.float32)
     y = rs.randint(0, C, N)
     return src, dst, x, y
+
+
+def edge_types(num_edges, seed=1):
+    """Edge types for the typed-edge layers, one per edge of the graph with its self-loops."""
+    import numpy as np
+    return np.random.RandomState(seed).randint(0, RELS, num_edges)
 
 
 def rss_mb():
@@ -86,6 +109,10 @@ def run_ours(model, epochs, threads, base):
     del x
     if model == "kernels":
         return base, kernels_ours(g, X, epochs)
+    if model in LAYERS:
+        net = layer_net_ours(model, g)
+    else:
+        net = None
 
     class Net(gluon.Block):
         def __init__(self):
@@ -103,7 +130,7 @@ def run_ours(model, epochs, threads, base):
             h = self.l1(g, h).reshape((N, -1))
             return self.l2(g, h).reshape((N, -1))
 
-    net = Net()
+    net = Net() if net is None else net
     net.initialize(mx.init.Xavier())
     tr = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": 0.01})
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
@@ -116,6 +143,108 @@ def run_ours(model, epochs, threads, base):
     res = {}
     res["epoch_s"] = timed(step, epochs, mx.nd.waitall, cpu=res)
     return base, res
+
+
+def layer_net_ours(model, g):
+    """One of ``LAYERS`` on gluon_suite.graph.nn, as a block ``forward(g, x)`` -> (N, C)."""
+    import mxnet as mx
+    from mxnet import gluon
+    from mxnet.gluon import nn as gnn
+    from gluon_suite.graph import nn as gn
+    types = mx.nd.array(edge_types(g.num_edges()), dtype="int64")
+    relu = mx.nd.relu
+
+    class Net(gluon.Block):
+        def __init__(self):
+            super().__init__()
+            with self.name_scope():
+                if model == "gin":
+                    self.l1 = gn.GINConv(gnn.Dense(HID, in_units=F), "sum")
+                    self.l2 = gn.GINConv(gnn.Dense(C, in_units=HID), "sum")
+                elif model == "sgc":
+                    self.l1 = gn.SGConv(F, C, k=2)
+                elif model == "tag":
+                    self.l1, self.l2 = gn.TAGConv(F, HID, k=2), gn.TAGConv(HID, C, k=2)
+                elif model == "appnp":
+                    self.d1, self.d2 = gnn.Dense(HID, in_units=F), gnn.Dense(C, in_units=HID)
+                    self.l1 = gn.APPNPConv(10, 0.1)
+                elif model == "cheb":
+                    self.l1, self.l2 = gn.ChebConv(F, HID, 3), gn.ChebConv(HID, C, 3)
+                elif model == "ggnn":
+                    self.l1, self.d2 = gn.GatedGraphConv(F, HID, STEPS, RELS), gnn.Dense(C, in_units=HID)
+                elif model == "edgeconv":
+                    self.l1, self.l2 = gn.EdgeConv(F, HID), gn.EdgeConv(HID, C)
+                elif model == "agnn":
+                    self.d1, self.d2 = gnn.Dense(HID, in_units=F), gnn.Dense(C, in_units=HID)
+                    self.l1, self.l2 = gn.AGNNConv(), gn.AGNNConv()
+                elif model == "rgcn":
+                    self.l1 = gn.RelGraphConv(F, HID, RELS, "basis", BASES)
+                    self.l2 = gn.RelGraphConv(HID, C, RELS, "basis", BASES)
+
+        def forward(self, g, h):
+            if model in ("gin", "tag", "edgeconv"):
+                return self.l2(g, relu(self.l1(g, h)))
+            if model == "sgc":
+                return self.l1(g, h)
+            if model == "appnp":
+                return self.l1(g, self.d2(relu(self.d1(h))))
+            if model == "cheb":
+                return self.l2(g, relu(self.l1(g, h, [2.0])), [2.0])
+            if model == "ggnn":
+                return self.d2(self.l1(g, h, types))
+            if model == "agnn":
+                return self.d2(self.l2(g, self.l1(g, relu(self.d1(h)))))
+            return self.l2(g, relu(self.l1(g, h, types)), types)
+    return Net()
+
+
+def layer_net_dgl(model, g):
+    """One of ``LAYERS`` on dgl.nn.pytorch, as a module ``forward(x)`` -> (N, C) over ``g``."""
+    import torch
+    import dgl.nn.pytorch as dn
+    lin = torch.nn.Linear
+    types = torch.tensor(edge_types(g.num_edges()))
+    relu = torch.relu
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            if model == "gin":
+                self.l1, self.l2 = dn.GINConv(lin(F, HID), "sum"), dn.GINConv(lin(HID, C), "sum")
+            elif model == "sgc":
+                self.l1 = dn.SGConv(F, C, k=2)
+            elif model == "tag":
+                self.l1, self.l2 = dn.TAGConv(F, HID, k=2), dn.TAGConv(HID, C, k=2)
+            elif model == "appnp":
+                self.d1, self.d2, self.l1 = lin(F, HID), lin(HID, C), dn.APPNPConv(10, 0.1)
+            elif model == "cheb":   # DGL's PyTorch layer applies ReLU inside by default; ours has none
+                self.l1, self.l2 = dn.ChebConv(F, HID, 3, activation=None), dn.ChebConv(HID, C, 3, activation=None)
+            elif model == "ggnn":
+                self.l1, self.d2 = dn.GatedGraphConv(F, HID, STEPS, RELS), lin(HID, C)
+            elif model == "edgeconv":
+                self.l1, self.l2 = dn.EdgeConv(F, HID), dn.EdgeConv(HID, C)
+            elif model == "agnn":
+                self.d1, self.d2, self.l1, self.l2 = lin(F, HID), lin(HID, C), dn.AGNNConv(), dn.AGNNConv()
+            elif model == "rgcn":
+                self.l1 = dn.RelGraphConv(F, HID, RELS, "basis", BASES)
+                self.l2 = dn.RelGraphConv(HID, C, RELS, "basis", BASES)
+
+        def forward(self, h):
+            lam = torch.tensor([2.0])
+            if model in ("gin", "tag", "edgeconv"):
+                return self.l2(g, relu(self.l1(g, h)))
+            if model == "sgc":
+                return self.l1(g, h)
+            if model == "appnp":
+                return self.l1(g, self.d2(relu(self.d1(h))))
+            if model == "cheb":
+                return self.l2(g, relu(self.l1(g, h, lam)), lam)
+            if model == "ggnn":
+                return self.d2(self.l1(g, h, types))
+            if model == "agnn":
+                return self.d2(self.l2(g, self.l1(g, relu(self.d1(h)))))
+            return self.l2(g, relu(self.l1(g, h, types)), types)
+    return Net()
 
 
 def kernels_ours(g, X, epochs):
@@ -173,6 +302,8 @@ def run_torch(fw, model, epochs, threads, base):
         g = dgl.add_self_loop(dgl.graph((torch.tensor(src), torch.tensor(dst)), num_nodes=N))
         if model == "kernels":
             return base, kernels_dgl(dgl, g, X, epochs)
+    elif model in LAYERS:
+        raise SystemExit(f"{model}: only ours and DGL run the newer layers")
     else:
         ei = torch.tensor(np.stack([src, dst]), dtype=torch.long)
 
@@ -200,7 +331,7 @@ def run_torch(fw, model, epochs, threads, base):
             h = self.l2(g, h) if fw == "dgl" else self.l2(h, ei)
             return h.reshape(N, -1)
 
-    net = Net()
+    net = layer_net_dgl(model, g) if model in LAYERS else Net()
     opt = torch.optim.Adam(net.parameters(), lr=0.01)
 
     def step():
@@ -278,7 +409,10 @@ def main():
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3, help="runs of each (framework, model), interleaved")
-    ap.add_argument("--models", default="gcn,gat,sage,kernels")
+    ap.add_argument("--layer-epochs", type=int, help="epochs for the newer layers (default: --epochs)")
+    ap.add_argument("--layer-repeats", type=int, help="repeats for the newer layers (default: --repeats)")
+    ap.add_argument("--models", default="gcn,gat,sage,kernels," + ",".join(LAYERS),
+                    help="any of gcn, gat, sage, kernels, " + ", ".join(LAYERS))
     ap.add_argument("--frameworks", default=",".join(FRAMEWORKS))
     ap.add_argument("--dgl-python", default=os.path.join(REPO, ".cache", "dgl-venv", "bin", "python"))
     ap.add_argument("--pyg-python", default=os.path.join(REPO, ".cache", "pyg-venv", "bin", "python"))
@@ -287,10 +421,14 @@ def main():
     ap.add_argument("--nodes", type=int, default=N, help=argparse.SUPPRESS)
     ap.add_argument("--edges", type=int, default=E, help=argparse.SUPPRESS)
     ap.add_argument("--worker", choices=FRAMEWORKS, help=argparse.SUPPRESS)
-    ap.add_argument("--model", choices=["gcn", "gat", "sage", "kernels"], help=argparse.SUPPRESS)
+    ap.add_argument("--model", choices=["gcn", "gat", "sage", "kernels", *LAYERS], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         return worker(args)
+    models = args.models.split(",")
+    unknown = [m for m in models if m not in ("gcn", "gat", "sage", "kernels", *LAYERS)]
+    if unknown:
+        ap.error(f"unknown model(s) {', '.join(unknown)}")
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MXNET_CPU_WORKER_NTHREADS=str(args.threads),
                MKL_NUM_THREADS=str(args.threads), MXNET_STORAGE_FALLBACK_LOG_VERBOSE="0")
     pythons = {"ours": sys.executable, "ours_python": sys.executable, "dgl": args.dgl_python,
@@ -300,18 +438,26 @@ def main():
         if fw in pythons and not os.path.exists(pythons[fw]):
             print(f"skipping {fw}: {pythons[fw]} not found (see the module docstring)")
             del pythons[fw]
-    runs, failures = {}, {}
-    for model in args.models.split(","):
-        for rep in range(args.repeats):
-            order = list(pythons)
-            order = order[rep % len(order):] + order[:rep % len(order)]
+    runs, failures, skipped, plan = {}, {}, {}, {}
+    for model in models:
+        fws = list(pythons)
+        if model == "kernels":
+            fws = [f for f in fws if f != "pyg"]
+        if model in LAYERS:
+            fws = [f for f in fws if f in ("ours", "dgl")]
+            left = [f for f in pythons if f not in fws]
+            if left:
+                skipped[model] = {f: "not run: the newer layers are compared with DGL's only" for f in left}
+        epochs = args.layer_epochs or args.epochs if model in LAYERS else args.epochs
+        repeats = args.layer_repeats or args.repeats if model in LAYERS else args.repeats
+        plan[model] = {"epochs": epochs, "repeats": repeats}
+        for rep in range(repeats):
+            order = fws[rep % len(fws):] + fws[:rep % len(fws)] if fws else []
             for fw in order:
-                if model == "kernels" and fw == "pyg":
-                    continue
                 load = os.getloadavg()[0]
                 fenv = dict(env, GLUON_SUITE_GRAPH_KERNELS="off") if fw == "ours_python" else env
                 p = subprocess.run([pythons[fw], os.path.abspath(__file__), "--worker", fw, "--model", model,
-                                    "--epochs", str(args.epochs), "--threads", str(args.threads)],
+                                    "--epochs", str(epochs), "--threads", str(args.threads)],
                                    capture_output=True, text=True, env=fenv)
                 if p.returncode != 0:
                     failures.setdefault(model, {})[fw] = p.stderr.strip().splitlines()[-1:] or ["failed"]
@@ -335,6 +481,7 @@ def main():
             large.setdefault(model, {})[fw] = r
             print(f"large {model} {fw}: {r}", flush=True)
     results = {"large_graph_1M_nodes_10M_edges": large} if large else {}
+    today = time.strftime("%Y-%m-%d")
     for model, by_fw in runs.items():
         res = results[model] = {}
         for fw, rs in by_fw.items():
@@ -343,21 +490,41 @@ def main():
             res[fw]["runs"] = rs
         for num, den in (("ours", "dgl"), ("ours", "pyg"), ("ours", "ours_python"), ("ours_python", "dgl")):
             ratios(res, num, den, by_fw)
-    out = {"benchmark": "graph", "date": time.strftime("%Y-%m-%d"), "nodes": N, "edges": E,
+        loads = [r["load_before"] for rs in by_fw.values() for r in rs]
+        res["load_before_range"] = [min(loads), max(loads)]
+        res["date"], res["epochs_measured"], res["repeats"] = today, plan[model]["epochs"], plan[model]["repeats"]
+        if model in LAYERS:
+            res["model"] = LAYERS[model]
+        if model in skipped:
+            res["skipped"] = skipped[model]
+    # models not run this time keep their last measured entry (each entry carries its own date)
+    previous = {}
+    if os.path.exists(args.out):
+        with open(args.out) as f:
+            previous = json.load(f)
+    merged = dict(previous.get("results", {}))
+    merged.update(results)
+    old_failures = {k: v for k, v in previous.get("failures", {}).items() if k not in runs and k not in results}
+    out = {**previous, "benchmark": "graph", "date": today, "nodes": N, "edges": E,
            "features": F, "hidden": HID, "classes": C, "gat_heads": HEADS, "threads": args.threads,
-           "epochs_measured": args.epochs, "repeats": args.repeats, "results": results, "failures": failures}
+           "epochs_measured": args.epochs, "repeats": args.repeats, "results": merged,
+           "failures": {**old_failures, **failures}}
     sys.path.insert(0, REPO)
     from gluon_suite.utils import write_json
     write_json(args.out, out)
-    print(f"\n{N} nodes, {E} edges (+ self-loops), {F} features, {args.threads} threads, "
-          f"median of {args.repeats} repeat(s) of {args.epochs} epochs; memory: peak above import, MB")
+    print(f"\n{N} nodes, {E} edges (+ self-loops), {F} features, {args.threads} threads; medians over repeats "
+          f"(each the median of its epochs); memory: peak above import, MB; load: 1-minute load average "
+          f"before each run")
     nan = float("nan")
     fws = [fw for fw in FRAMEWORKS if fw in pythons]
-    print(f"{'model':<22}" + "".join(f"{fw:>12}" for fw in fws) + f"{'ours/dgl':>10}{'range':>12}{'ours/old':>10}")
+    print(f"{'model':<26}" + "".join(f"{fw:>12}" for fw in fws) + f"{'ours/dgl':>10}{'range':>12}"
+          f"{'ours/old':>10}{'load':>12}{'reps x ep':>10}")
     for model, r in results.items():
         if model.startswith("large"):
             continue
         keys = [k for k in r.get("ours", r.get("dgl", {})) if k.endswith("_s")]
+        lo, hi = r["load_before_range"]
+        reps = f"{r['repeats']}x{r['epochs_measured']}"
         for key in keys + (["peak_above_import_mb"] if model != "kernels" else []):
             vs = r.get("ours_over_dgl", {}).get(key[:-2], {})
             old = r.get("ours_over_ours_python", {}).get(key[:-2], {})
@@ -365,8 +532,11 @@ def main():
                 vs = {"ratio": r.get("ours_over_dgl", {}).get("memory_above_import", nan), "per_repeat": [nan, nan]}
                 old = {"ratio": r.get("ours_over_ours_python", {}).get("memory_above_import", nan)}
             per = vs.get("per_repeat", [nan, nan])
-            print(f"{model + ' ' + key:<22}" + "".join(f"{r.get(fw, {}).get(key, nan):>12.3f}" for fw in fws)
-                  + f"{vs.get('ratio', nan):>10.2f}{f'{per[0]:.2f}-{per[1]:.2f}':>12}{old.get('ratio', nan):>10.2f}")
+            print(f"{model + ' ' + key:<26}" + "".join(f"{r.get(fw, {}).get(key, nan):>12.3f}" for fw in fws)
+                  + f"{vs.get('ratio', nan):>10.2f}{f'{per[0]:.2f}-{per[1]:.2f}':>12}{old.get('ratio', nan):>10.2f}"
+                  + f"{f'{lo:.1f}-{hi:.1f}':>12}{reps:>10}")
+    for model, f in failures.items():
+        print(f"failed: {model}: {f}")
     print(f"results: {os.path.relpath(args.out, REPO)}")
 
 
