@@ -199,7 +199,13 @@ def min_ratio(profile, workers, bandwidth, target_sf, latency=5e-6, fusion_bytes
               max_ratio=4096.0, **cluster):
     """The smallest compression ratio (to 1%) whose predicted scaling factor reaches ``target_sf``,
     or None when even ``max_ratio`` does not (latency-bound). ``cluster``: ``gpus_per_host``,
-    ``intra_bandwidth``, ``topology`` as for ``predict``."""
+    ``intra_bandwidth``, ``topology`` as for ``predict``.
+
+    A faster link never needs more: at a fixed ratio the predicted scaling factor does not fall as
+    the bandwidth rises (every transfer gets shorter), so the bisection, which only compares the
+    scaling factor at its midpoints with the target, can only branch lower at a higher bandwidth.
+    The bisection assumes the scaling factor rises with the ratio, which fusion of compressed
+    tensors can break (docs/whatif.md), so the answer may overstate the least sufficient ratio."""
     if not 0 < target_sf <= 1:
         raise UserError(f"target scaling factor must be in (0, 1], got {target_sf}")
     sf = lambda c: predict(profile, workers, bandwidth, latency, c, fusion_bytes, **cluster)["scaling_factor"]  # noqa
