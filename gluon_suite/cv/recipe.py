@@ -43,8 +43,8 @@ DEFAULTS = {
     "epochs": 10, "batch_size": 32, "global_batch_size": None,
     "optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "wd": 1e-4,
     "lr_mode": "cosine", "warmup_epochs": "auto", "lr_milestones": [], "lr_decay": 0.1,
-    "label_smoothing": 0.0, "mixup": 0.0, "mixup_off_epochs": 0, "wd_on_bn_bias": False,
-    "last_gamma": False,
+    "label_smoothing": 0.0, "mixup": 0.0, "mixup_off_epochs": 0, "wd_on_bn_bias": True,
+    "last_gamma": False, "use_pretrained": False, "pretrained_root": None, "pretrained_tag": None,
     "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
     "compressor2": None, "ratio2": None, "min_size": 0, "compress_warmup": 0,
     "seed": 0, "out": "runs/classification", "resume": "none", "num_workers": 0,
@@ -56,8 +56,10 @@ DEFAULTS = {
 }
 
 
-def check_config(cfg, comm):
-    """Validate a merged config before any work; returns the per-worker batch size."""
+def check_config(cfg, comm, devices=1):
+    """Validate a merged config before any work; returns the per-worker batch size: ``batch_size``
+    per device times the worker's ``devices`` (GluonCV's ``--batch-size``), or the worker's share
+    of ``global_batch_size``."""
     unknown = sorted(set(cfg) - set(DEFAULTS))
     if unknown:
         raise UserError(f"unknown config key(s): {', '.join(unknown)}; valid keys: {', '.join(sorted(DEFAULTS))}")
@@ -78,7 +80,7 @@ def check_config(cfg, comm):
                             f"multiple of {comm.size} or --batch-size per worker")
         per_worker = g // comm.size
     else:
-        per_worker = int(cfg["batch_size"])
+        per_worker = int(cfg["batch_size"]) * int(devices)
     if cfg["lr_mode"] not in ("cosine", "step"):
         raise UserError(f"lr_mode must be cosine or step, got {cfg['lr_mode']!r}")
     resume_folder(cfg["resume"], cfg["out"])  # none, auto or a run folder: checked before any work
@@ -92,6 +94,11 @@ def check_config(cfg, comm):
         if int(cfg[key]) < 1:
             raise UserError(f"{key} must be >= 1, got {cfg[key]}")
     resolve(cfg["model"])  # unknown model: error with close matches now, not after loading data
+    if not cfg["use_pretrained"]:
+        for key in ("pretrained_root", "pretrained_tag"):
+            if cfg[key]:
+                raise UserError(f"--{key.replace('_', '-')} is given but --use-pretrained is not; add "
+                                "--use-pretrained (or drop the flag)")
     return per_worker
 
 
@@ -288,12 +295,12 @@ def train_classification(config, comm, log=print, ctx=None, flags=(), source="th
     from ..utils.config import settle_compression
     cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None or k not in DEFAULTS}}
     cfg, notes = settle_compression(cfg, flags, comm.size, elastic=bool(cfg["elastic"]), source=source)
-    per_worker = check_config(cfg, comm)
+    found, dtype = resolve_devices(cfg["gpus"], cfg["dtype"], cpu_float16=True)
+    ctx = list(ctx or found)
+    per_worker = check_config(cfg, comm, devices=len(ctx))
     if comm.rank == 0:
         for note in notes:
             log(f"note: {note}")
-    found, dtype = resolve_devices(cfg["gpus"], cfg["dtype"], cpu_float16=True)
-    ctx = list(ctx or found)
     out, rank, size = cfg["out"], comm.rank, comm.size
     os.makedirs(out, exist_ok=True)
     train, test, classes, channels = build_datasets(cfg["dataset"], cfg["data_dir"], cfg["image_size"])
@@ -302,7 +309,9 @@ def train_classification(config, comm, log=print, ctx=None, flags=(), source="th
                         "images; use a smaller batch")
     if rank == 0:
         write_json(os.path.join(out, "config.json"), {**cfg, "workers": size})
-        log(f"{cfg['model']} on {cfg['dataset']}: {size} worker(s) x batch {per_worker} = "
+        split = f"{len(ctx)} device(s) x {per_worker // len(ctx)}" if per_worker % len(ctx) == 0 \
+            else f"{per_worker} split over {len(ctx)} device(s)"
+        log(f"{cfg['model']} on {cfg['dataset']}: {size} worker(s) x batch {per_worker} ({split}) = "
             f"global batch {per_worker * size}; {cfg['algorithm']} / {cfg['compressor']}")
 
     _seed(cfg["seed"], -1, 0)  # identical initial weights everywhere (rank 0's are broadcast anyway)
@@ -312,6 +321,13 @@ def train_classification(config, comm, log=print, ctx=None, flags=(), source="th
     net = get_model(cfg["model"], **kwargs)
     net.initialize(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2), ctx=ctx)
     net(mx.nd.array(train[0][0], ctx=ctx[0]).expand_dims(0))  # finish deferred initialisation
+    if cfg["use_pretrained"]:   # GluonCV's fine-tuning: pretrained features, the fresh head kept
+        from ..model_zoo.finetune import start_from_pretrained
+        got = start_from_pretrained(net, resolve(cfg["model"]).name, classes, cfg["pretrained_root"],
+                                    cfg["pretrained_tag"])
+        if rank == 0:
+            log(f"pretrained: {len(got['loaded'])} parameters from {got['path']} ({got['how']}); new "
+                f"{got['head']} layer for {classes} classes, freshly initialised")
     if dtype != "float32":
         net.cast(dtype)
         if all(c.device_type == "cpu" for c in ctx):   # GLUON_SUITE_EMULATE_FLOAT16=1 (resolve_devices)

@@ -28,9 +28,9 @@ def build_parser():
     from gluon_suite.distributed.launch import add_elastic_arguments
     from gluon_suite.model_zoo.registry import model_name
     from gluon_suite.utils.devices import add_device_arguments
-    from gluon_suite.utils.validate import (ArgumentParser, choice_of, existing_path, float_range, fraction,
-                                            nonneg_float, nonneg_int, output_dir, output_file, positive_float,
-                                            positive_int, ratio, retype, run_folder, url)
+    from gluon_suite.utils.validate import (ArgumentParser, choice_of, existing_dir, existing_path, float_range,
+                                            fraction, nonneg_float, nonneg_int, output_dir, output_file,
+                                            positive_float, positive_int, ratio, retype, run_folder, url)
     p = ArgumentParser(description=__doc__.split("\n")[0],
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                        argument_default=argparse.SUPPRESS)
@@ -40,10 +40,21 @@ def build_parser():
     g.add_argument("--dataset", choices=["digits", "mnist5k", "cifar10", "cifar100", "rec", "folder"])
     g.add_argument("--data-dir", type=existing_path, help="local path of the data set (not needed for digits, mnist5k)")
     g.add_argument("--image-size", "--input-size", type=positive_int)
+    g.add_argument("--use-pretrained", action="store_true",
+                   help="start from GluonCV's weights for --model (GluonCV's store format, sha1-checked) with a "
+                        "new output layer for the data's classes")
+    g.add_argument("--pretrained-root", type=existing_dir, metavar="DIR",
+                   help="folder of GluonCV-format weights ({model}-{sha1[:8]}.params, e.g. ~/.mxnet/models); "
+                        "default $MXNET_HOME/models if set, else download into the zoo cache")
+    g.add_argument("--pretrained-tag", type=sha1_prefix, metavar="HEX",
+                   help="weights of your own: the file {model}-HEX.params, whose sha1 starts with HEX "
+                        "(GluonCV's pretrained='HEX')")
     g = p.add_argument_group("optimisation")
     g.add_argument("--epochs", "--num-epochs", type=positive_int)
-    g.add_argument("--batch-size", type=positive_int, help="per worker (default 32)")
-    g.add_argument("--global-batch-size", type=positive_int, help="total over workers; must divide by their number")
+    g.add_argument("--batch-size", type=positive_int,
+                   help="per device, as GluonCV's: a worker's batch is this x its --gpus (default 32)")
+    g.add_argument("--global-batch-size", type=positive_int,
+                   help="total over all workers and devices; must divide by the worker count")
     g.add_argument("--optimizer", type=choice_of(optimizer_names, "optimizer"),
                    help="any MXNet optimizer name, incl. lans, lamb, adaalter (default sgd)")
     g.add_argument("--lr", type=positive_float, help="peak learning rate (default 0.1)")
@@ -59,9 +70,10 @@ def build_parser():
     g.add_argument("--mixup", type=nonneg_float, nargs="?", const=0.2,
                    help="Beta(alpha, alpha) of mixup; 0 is off (bare flag: 0.2, GluonCV's alpha)")
     g.add_argument("--mixup-off-epochs", type=nonneg_int, help="last epochs trained without mixup")
-    g.add_argument("--wd-on-bn-bias", action="store_true", help="also decay BN/LN and biases")
+    g.add_argument("--wd-on-bn-bias", action="store_true",
+                   help="weight decay on every parameter, BN/LN and biases included (the default, as GluonCV's)")
     g.add_argument("--no-wd", dest="wd_on_bn_bias", action="store_false",
-                   help="GluonCV's flag: no weight decay on BN/LN and biases (this recipe's default)")
+                   help="GluonCV's flag: no weight decay on BN/LN gamma and beta and on biases")
     g.add_argument("--last-gamma", action="store_true", help="zero-init each block's last BN gamma")
     g = p.add_argument_group("distributed")
     g.add_argument("--algorithm", type=choice_of(ALGORITHMS, "algorithm"),
@@ -100,6 +112,16 @@ def build_parser():
     g.add_argument("--card", type=output_file, help="where to write the model card (default OUT/NAME.json)")
     g.add_argument("--stop-after-epochs", type=positive_int, help=argparse.SUPPRESS)
     return p
+
+
+def sha1_prefix(text):
+    """An argparse type: 8 to 40 hex digits, the start of a file's sha1 (GluonCV's hash tags)."""
+    from gluon_suite.model_zoo.finetune import TAG
+    key = str(text).strip().lower()
+    if not TAG.match(key):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a sha1 prefix; give 8 to 40 hex digits, the start "
+                                          "of the file's sha1 (sha1sum FILE | cut -c1-8)")
+    return key
 
 
 def optimizer_names():
