@@ -14,6 +14,8 @@ and its momentum stays local (never reduced).
   e_i <- p_i - C(p_i). One global model.
 - ``local``: every worker updates its own model; every H steps the models are averaged.
 - ``local_adaalter``: Local AdaAlter (docs/methods.md), with the ``adaalter`` optimizer (``local_adaalter.py``).
+- ``auto``: synchronous SGD while measuring the job, then the least compression that reaches a
+  target scaling factor (``auto.py``).
 - ``cser``: CSER (docs/methods.md). Local models x_i = x̂ + e_i. Each step
   x_i <- x_before - allreduce_mean(C1(u_i)) - (u_i - C1(u_i)), e_i <- e_i - (u_i - C1(u_i));
   every H steps the error is partially synchronised with C2:
@@ -97,6 +99,15 @@ class Algorithm:
         for kind in self.state_kinds:
             setattr(self, kind, [b.zeros() for b in self.buckets])
         self._where = {i: (k, j) for k, b in enumerate(self.buckets) for j, i in enumerate(b.indices)}
+
+    def adopt(self, other):
+        """Continue from ``other``'s binding: the same parameters, communicator and buckets (their
+        gradients stay where backward writes them); this algorithm's per-bucket state starts at
+        zero. The layouts must agree (the same compressors' ``min_size``)."""
+        self.params, self.comm, self.buckets = other.params, other.comm, other.buckets
+        for kind in self.state_kinds:
+            setattr(self, kind, [b.zeros() for b in self.buckets])
+        self._where = other._where
 
     def snapshot(self):
         """The weights of every bucket, concatenated (one flat copy per bucket, in the bucket's
@@ -397,6 +408,9 @@ def make_algorithm(name="sync", compressor="none", ratio=None, period=None, comp
     if isinstance(name, Algorithm):
         return name
     key = str(name).lower()
+    if key == "auto":
+        return _make_auto(compressor, ratio, period, compressor2, ratio2, min_size, warmup_steps, seed,
+                          c1_operand, reset_step)
     if key not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {name!r}; choose one of: {', '.join(ALGORITHMS)}")
     if ratio is not None and not float(ratio) >= 1:
@@ -438,3 +452,24 @@ def make_algorithm(name="sync", compressor="none", ratio=None, period=None, comp
             compressor2 = "none"
     c2 = comp(compressor2, ratio2, 7919)
     return CSER(c1, c2, period, c1_operand=c1_operand, reset_step=reset_step)
+
+
+def _make_auto(compressor, ratio, period, compressor2, ratio2, min_size, warmup_steps, seed, c1_operand,
+               reset_step):
+    """``auto`` picks the compressor itself: a ratio pins CSER's first ratio, a period its period."""
+    if str(compressor).lower() != "none" or compressor2 is not None or ratio2 is not None:
+        raise ValueError(f"algorithm 'auto' chooses the compressor itself (got compressor {compressor!r}); "
+                         "leave it at none, or name an algorithm and compressor")
+    if (c1_operand, reset_step) != ("update", "both"):
+        raise ValueError("c1_operand and reset_step are options of algorithm 'cser', not 'auto'")
+    kw = {"min_size": min_size, "warmup_steps": warmup_steps, "seed": seed}
+    if ratio is not None:
+        kw["cser_ratios"] = (float(ratio),)
+    if period is not None:
+        kw["period"] = period
+    return AutoAlgorithm(**kw)
+
+
+from .auto import AutoAlgorithm  # noqa: E402 (it builds on Algorithm and make_algorithm above)
+
+ALGORITHMS["auto"] = AutoAlgorithm

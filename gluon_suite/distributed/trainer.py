@@ -39,7 +39,9 @@ class DistributedTrainer(gluon.Trainer):
     """``gluon.Trainer`` with a pluggable synchronisation algorithm and compressor.
 
     Arguments as ``gluon.Trainer`` (no kvstore), plus ``algorithm`` (``sync``, ``ef``, ``local``,
-    ``cser`` or an ``Algorithm``), ``compressor``/``ratio``/``period``/``compressor2``/``ratio2``/
+    ``cser``, ``local_adaalter``, ``auto`` (measure the first steps, then switch once to the least
+    compression that reaches a scaling factor of 0.9: ``auto.py``; ``AutoAlgorithm(...)`` for other
+    options) or an ``Algorithm``), ``compressor``/``ratio``/``period``/``compressor2``/``ratio2``/
     ``min_size``/``warmup_steps``/``seed``/``c1_operand``/``reset_step`` (see ``make_algorithm``) and ``communicator`` (default:
     Horovod under ``horovodrun``, else single-process) and ``bucket_mb`` (size of the flat
     gradient buckets, default 25 MB; 0: one bucket per tensor; see ``buckets.py``). Bad names or values raise ValueError here,
@@ -92,6 +94,9 @@ class DistributedTrainer(gluon.Trainer):
         """float16 weights with float32 master copies (``multi_precision``): the optimizer writes
         the weights from its master copy, so an algorithm that changes the weights after the
         update (ef, cser, local averaging) would be undone at the next step."""
+        if hasattr(self._algo, "restrict") and getattr(self._optimizer, "multi_precision", False) and any(
+                np.dtype(p.dtype) == np.float16 for p in self._params):
+            self._algo.restrict(("sync", "fp16"))    # auto: only choices that leave the weights alone
         writes = self._algo.needs_update or self._algo.local_models
         if writes and getattr(self._optimizer, "multi_precision", False) and any(
                 np.dtype(p.dtype) == np.float16 for p in self._params):
@@ -350,6 +355,8 @@ class DistributedTrainer(gluon.Trainer):
             arrays = per_parameter(meta, arrays, source)
         meta, arrays = to_network_order(meta, arrays, source, self._network_position,
                                         [list(p.shape) if p.shape else None for p in self._params])
+        if "arrays" in state and hasattr(self._algo, "restore"):
+            self._algo.restore(meta.get("algorithm"))   # auto: the algorithm it had chosen, before its state
         if "arrays" in state:
             updater = self.updater
             for key, spec in meta["opt_layout"].items():

@@ -15,49 +15,15 @@ The choice is the candidate of the smallest overall ratio whose scaling factor r
 (ties go to the earlier candidate: sync, then fp16, then CSER); when none does, the one with the
 highest scaling factor, marked as not reaching it. Compression's own compute time is not counted
 unless ``compress_s_per_byte`` is given.
+
+The candidates and the rule are those of the trainer's ``algorithm="auto"``
+(``distributed/auto.py``), which applies them to what it measures in the first steps of a job.
 """
 from dataclasses import replace
 
+from ..distributed.auto import CANDIDATE_KINDS, candidate_list, choose, cser_cycle, overall_ratio  # noqa: F401
 from ..utils.errors import UserError
 from .model import predict
-
-CANDIDATE_KINDS = ("sync", "fp16", "cser")
-
-
-def cser_cycle(r1, period):
-    """Per-step ratios of one CSER cycle: ``period - 1`` steps at ``r1``, then one that also sends
-    the error at ``r1 / period`` (dense when that is <= 1)."""
-    r2 = max(1.0, float(r1) / period)
-    return [float(r1)] * (period - 1) + [1.0 / (1.0 / r1 + 1.0 / r2)]
-
-
-def candidate_list(kinds=CANDIDATE_KINDS, grad_dtype="float32", ratios=(4, 8, 16, 32, 64, 128, 256), period=8):
-    """The candidates of ``kinds`` as ``[{'name', 'cycle', 'algorithm', 'flags'}]``: ``algorithm``
-    holds the keyword arguments of ``distributed.algorithms.make_algorithm`` and ``flags`` the
-    training scripts' flags for the same choice."""
-    out = []
-    for kind in kinds:
-        if kind not in CANDIDATE_KINDS:
-            raise UserError(f"unknown candidate {kind!r}; use some of {', '.join(CANDIDATE_KINDS)}")
-        if kind == "sync":
-            out.append({"name": "sync", "cycle": [1.0], "algorithm": {"name": "sync"},
-                        "flags": "--algorithm sync"})
-        elif kind == "fp16" and grad_dtype == "float32":
-            out.append({"name": "fp16", "cycle": [2.0], "algorithm": {"name": "sync", "compressor": "fp16"},
-                        "flags": "--algorithm sync --compressor fp16"})
-        elif kind == "cser":
-            if int(period) != period or period < 1:
-                raise UserError(f"CSER's period must be an integer >= 1, got {period}")
-            for r in sorted(set(float(x) for x in ratios)):
-                if not r >= 1:
-                    raise UserError(f"CSER ratios must be >= 1, got {r}")
-                out.append({"name": f"cser R1={r:g} H={period}", "cycle": cser_cycle(r, period),
-                            "algorithm": {"name": "cser", "compressor": "grbs", "ratio": r, "period": period},
-                            "flags": f"--algorithm cser --compressor grbs --ratio {r:g} --period {period}"})
-    if not out:
-        raise UserError("no candidate left to choose from (fp16 alone cannot compress float16 gradients); "
-                        "add sync or cser")
-    return out
 
 
 def evaluate(profile, workers, bandwidth, candidate, **cluster):
@@ -69,7 +35,7 @@ def evaluate(profile, workers, bandwidth, candidate, **cluster):
                      **cluster)["step_s"] for c in candidate["cycle"]]
     mean = sum(steps) / len(steps)
     base = profile.forward_s + profile.backward_s + profile.optimizer_s
-    overall = len(candidate["cycle"]) / sum(1.0 / c for c in candidate["cycle"])
+    overall = overall_ratio(candidate["cycle"])
     return {"name": candidate["name"], "ratio": overall, "step_s": mean,
             "scaling_factor": base / mean if mean else 1.0, "algorithm": candidate["algorithm"],
             "flags": candidate["flags"]}
@@ -83,11 +49,7 @@ def advise(profile, workers, bandwidth, target_sf=0.9, candidates=None, **cluste
         raise UserError(f"target scaling factor must be in (0, 1], got {target_sf}")
     cands = candidates if candidates is not None else candidate_list()
     rows = [evaluate(profile, workers, bandwidth, c, **cluster) for c in cands]
-    order = sorted(range(len(rows)), key=lambda k: (rows[k]["ratio"], k))
-    ok = [k for k in order if rows[k]["scaling_factor"] >= target_sf]
-    if ok:
-        choice, reached = rows[ok[0]], True
-    else:
-        choice, reached = max(rows, key=lambda r: (r["scaling_factor"], -r["ratio"])), False
+    index, reached = choose(rows, target_sf)
+    choice = rows[index]
     return {"workers": workers, "bandwidth": bandwidth, "target_sf": target_sf, "reached": reached,
             "choice": choice, "candidates": rows}
