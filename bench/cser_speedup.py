@@ -63,7 +63,11 @@ VARIANTS_RESNET = {
     f"cser 64x c1={c1} reset={rs}": dict(_CSER64, c1_operand=c1, reset_step=rs)
     for c1 in ("update", "model") for rs in ("both", "c2_only")
 }
-CONFIGS = {**CONFIGS_MLP, **CONFIGS_RESNET, **VARIANTS_RESNET}
+# the trainer's own choice (gluon_suite/distributed/auto.py): sync while it measures the first steps,
+# then the least compression whose predicted scaling factor reaches 0.9. Its runs go to
+# cser_speedup_<model>_auto[_<rate>mbit].json, beside the fixed configurations run or reused there
+CONFIGS_AUTO = {"auto": dict(algorithm="auto")}
+CONFIGS = {**CONFIGS_MLP, **CONFIGS_RESNET, **VARIANTS_RESNET, **CONFIGS_AUTO}
 
 
 def resets_per_coordinate(cfg, steps):
@@ -136,7 +140,8 @@ def worker(model, cfg, epochs, seed, out):
     comm.barrier()
     if comm.rank == 0:
         with open(out, "w") as f:
-            json.dump({"curve": rec, "final": final, "steps": steps * epochs}, f)
+            json.dump({"curve": rec, "final": final, "steps": steps * epochs,
+                       "auto": getattr(tr.algorithm, "decision", None)}, f)
 
 
 def final_metrics(tr, net, xtr, xte, yte, perm, steps, B):
@@ -199,6 +204,12 @@ def summarise(curves, target):
             rows[name]["local_distance_from_average"] = [f["local_distance_from_average"] for f in finals]
             cfg = CONFIGS[name]
             rows[name]["resets_per_coordinate"] = resets_per_coordinate(cfg, runs[0]["steps"])
+        decisions = [c.get("auto") for c in runs if isinstance(c, dict) and c.get("auto")]
+        if decisions:
+            rows[name]["auto_choices"] = [auto_summary(d) for d in decisions]
+        loads = [c.get("load_avg_1min") for c in runs if isinstance(c, dict) and c.get("load_avg_1min") is not None]
+        if loads:
+            rows[name]["load_avg_1min"] = {"min": min(loads), "max": max(loads)}
     base = rows.get("sync")
     for name, r in rows.items():
         if not base or name == "sync":
@@ -216,7 +227,29 @@ def summarise(curves, target):
         r["vs_sync"] = verdicts
         t, tb = r["time_to_target_s"]["mean"], base["time_to_target_s"]["mean"]
         r["speedup_to_target_vs_sync"] = (tb / t) if t and tb else None
+    if "auto" in rows:   # auto against the fastest fixed configuration to the target
+        fixed = {k: v["time_to_target_s"]["mean"] for k, v in rows.items()
+                 if k != "auto" and v["time_to_target_s"]["mean"] is not None}
+        a = rows["auto"]["time_to_target_s"]
+        if fixed and a["mean"] is not None:
+            best = min(fixed, key=fixed.get)
+            b = rows[best]["time_to_target_s"]
+            rows["auto"]["vs_best_fixed"] = {
+                "best": best, "time_ratio": a["mean"] / b["mean"],
+                "verdict": ("within noise" if abs(a["mean"] - b["mean"]) <= max(a["std"], b["std"]) else
+                            ("slower" if a["mean"] > b["mean"] else "faster") + " beyond the spread")}
     return rows
+
+
+def auto_summary(d):
+    """The parts of an auto decision a table needs."""
+    pred = {c["name"]: c["scaling_factor"] for c in d.get("candidates", [])}
+    return {"choice": d["choice"], "step": d.get("step"), "reached": d.get("reached"),
+            "predicted_sf": pred.get(d["choice"]), "predicted_sf_sync": pred.get("sync"),
+            "link_mbit": d.get("link", {}).get("mbit"),
+            "per_collective_ms": 1e3 * d.get("link", {}).get("per_collective_s", 0.0),
+            "compute_ms": 1e3 * (d.get("measured", {}).get("compute_s", 0.0) + d.get("measured", {}).get("optimizer_s", 0.0)),
+            "allreduce_ms": 1e3 * d.get("measured", {}).get("allreduce_s", 0.0)}
 
 
 def plot(curves, path, title, target):
@@ -255,6 +288,9 @@ def main():
                     help="add these runs to the results already in the JSON (same epochs, hosts, rate, target)")
     ap.add_argument("--configs", default=None,
                     help="comma-separated subset of the configurations to run (default: all of the model's)")
+    ap.add_argument("--reuse", default=None,
+                    help="a result file under bench/results whose runs of the configurations not run here "
+                         "enter this file's comparison (same epochs, hosts, rate and target)")
     ap.add_argument("--variants", action="store_true",
                     help="resnet only: CSER 64x's four variants (C1 operand x reset step) instead of the "
                          "algorithm comparison; results in cser_speedup_resnet_variants.json")
@@ -278,6 +314,8 @@ def main():
         configs, stem = VARIANTS_RESNET, stem + "_variants"
     if args.configs:
         wanted = [c.strip() for c in args.configs.split(",") if c.strip()]
+        if "auto" in wanted and not args.variants:
+            configs, stem = {**configs, **CONFIGS_AUTO}, stem + "_auto"
         unknown = [c for c in wanted if c not in configs]
         if unknown:
             ap.error(f"--configs: unknown {', '.join(map(repr, unknown))}; choose from {', '.join(map(repr, configs))}")
@@ -294,6 +332,19 @@ def main():
                      f"({', '.join(f'{k} {old.get(k)}' for k in mine)}); run without --append to start afresh")
         for name, runs in old["curves"].items():
             curves.setdefault(name, []).extend(runs)
+    reused = {}
+    if args.reuse:
+        path = os.path.join(HERE, "results", os.path.basename(args.reuse))
+        with open(path) as f:
+            other = json.load(f)
+        mine = {"epochs": epochs, "hosts": args.hosts, "rate_mbit": args.rate_mbit, "target_acc": target}
+        if any(other.get(k) != v for k, v in mine.items()):
+            ap.error(f"--reuse: {args.reuse} was run with other settings "
+                     f"({', '.join(f'{k} {other.get(k)}' for k in mine)})")
+        for name, runs in other["curves"].items():
+            if name not in configs and name in CONFIGS:
+                curves[name] = list(runs)
+                reused[name] = os.path.basename(path)
     jobs = [(seed, name) for seed in range(args.seed_start, args.seed_start + args.seeds) for name in configs]
 
     def write(curves):
@@ -302,7 +353,7 @@ def main():
         write_json(stem + ".json",
                    {"benchmark": "cser_speedup", "date": time.strftime("%Y-%m-%d"), "hosts": args.hosts,
                     "rate_mbit": args.rate_mbit, "target_acc": target, "epochs": epochs,
-                    "seeds_run": {k: len(v) for k, v in curves.items()},
+                    "seeds_run": {k: len(v) for k, v in curves.items()}, "reused": reused,
                     "seeds": max(map(len, curves.values()), default=0), "model": spec["desc"], "results": rows, "curves": curves})
         plot(curves, stem + ".png", f"{args.model}: {args.hosts} hosts at {args.rate_mbit:g} Mbit/s", target)
         return rows
@@ -327,6 +378,8 @@ def main():
                 curves[name].append(c)
                 last = c["curve"][-1]
                 extra = "".join(f"  {k} {v:.4f}" for k, v in c["final"].items() if k.startswith("averaged_acc"))
+                if c.get("auto"):
+                    extra += f"  auto: {c['auto']['choice']} (link {c['auto']['link']['mbit']:.0f} Mbit/s)"
                 print(f"seed {seed} {name:<30} final acc {last['test_acc']:.4f}  total {last['time_s']:.1f} s{extra}",
                       flush=True)
                 write(curves)      # partial results survive an interrupted bench
