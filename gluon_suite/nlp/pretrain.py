@@ -7,18 +7,19 @@ fresh schedule (docs/methods.md, "LANS and LAMB": a phase restart resets both). 
 the run resumable at any point, phase boundaries included.
 """
 import os
-import time
 
 import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 
 from ..distributed import DistributedTrainer
+from ..distributed.launch import require_elastic_launch
 from ..distributed.loss_scale import for_dtype
-from ..distributed.loop import RunFolder
-from ..optim import WarmupConstantDecay, exclude_from_weight_decay
+from ..distributed.loop import RunFolder, fit
+from ..distributed.sampler import EpochSampler
+from ..optim import ElasticRamp, WarmupConstantDecay, exclude_from_weight_decay
 from ..model_zoo import get_model
-from ..utils import JsonLinesLogger, UserError, progress, write_json
+from ..utils import UserError, write_json
 from ..utils.devices import float16_network
 from ..utils.config import settle_compression
 from ..utils.fileio import atomic_write
@@ -138,20 +139,18 @@ def pretrain_bert(config, comm, log=print, ctx=None, flags=()):
     ``flags``: the keys the command line set; the algorithm/compressor pair is settled as in
     ``settle_compression`` (on one worker, no compression).
     ``ctx``: the worker's contexts (default: the current one); each batch is split over them
-    (``split_and_load``, one parameter copy per context, gradients summed by the trainer)."""
+    (``split_and_load``, one parameter copy per context, gradients summed by the trainer).
+    ``elastic``: the same loop under Horovod Elastic (``distributed.loop.fit``), one phase per
+    launch."""
     cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None}}
     ctx = list(ctx or [mx.current_context()])
     bad = set(cfg) - set(DEFAULTS)
     if bad:
         raise UserError(f"unknown config key(s): {', '.join(sorted(bad))}")
-    workers = int(cfg["ref_workers"] or comm.size) if cfg["elastic"] else comm.size
-    phases = check_phases(phase_batches(cfg["phases"], workers))
+    phases = check_phases(phase_batches(cfg["phases"], int(cfg["ref_workers"] or comm.size)))
     dtype = str(cfg["dtype"])
     if dtype not in ("float32", "float16"):
         raise UserError(f"unknown dtype {dtype!r}; use float32 or float16")
-    if len(ctx) > 1 and cfg["elastic"]:
-        raise UserError("--elastic trains one device per worker; give one --gpus id (horovodrun "
-                        "starts one worker per GPU)")
     small = min(int(p["batch_size"]) for p in phases)
     if small < len(ctx):
         raise UserError(f"a phase's batch_size {small} is smaller than the {len(ctx)} devices it is "
@@ -162,11 +161,11 @@ def pretrain_bert(config, comm, log=print, ctx=None, flags=()):
         log(f"note: {note}")
     if cfg["resume"] not in ("none", "auto"):
         raise UserError(f"--resume takes none or auto (continue OUT), got {cfg['resume']!r}")
+    require_elastic_launch("scripts/nlp/pretrain_bert.py", elastic=bool(cfg["elastic"]))
     run = RunFolder(out, cfg["resume"], comm, prefix="ckpt", elastic=bool(cfg["elastic"]),
                     required=("phase", "step", "history"))
     state = run.read_state()
-    resume = state is not None
-    docs, vocab = prepare_text({**cfg, "resume": "auto" if resume else "none"}, out, rank, log)
+    docs, vocab = prepare_text({**cfg, "resume": "none" if state is None else "auto"}, out, rank, log)
     max_len = int(cfg["max_length"])  # position embeddings: fixed for all phases (phase 2 is longer)
     longest = max(int(p["seq_len"]) for p in phases)
     if longest > max_len:
@@ -177,25 +176,24 @@ def pretrain_bert(config, comm, log=print, ctx=None, flags=()):
     net.initialize(mx.init.Normal(0.02), ctx=ctx)
     float16_network(net, dtype, ctx)
     loss_fn = BertPretrainLoss(len(vocab), dtype)
-    start_phase, start_step, history = 0, 0, []
-    if resume:
-        start_phase, start_step, history = state["phase"], state["step"], state["history"]
+    start = dict(state or {"phase": 0, "step": 0, "history": []})
+    if state is not None:
         net.load_parameters(run.paths()[0], cast_dtype=True, dtype_source="current")
         if rank == 0:
-            log(f"resumed from {out}: phase {start_phase + 1}, step {start_step}")
-    if cfg["elastic"]:
-        from ..distributed.launch import require_elastic_launch
-        require_elastic_launch("scripts/nlp/pretrain_bert.py")
-        if start_phase >= len(phases):
-            raise UserError(f"{out} has finished all {len(phases)} phase(s); nothing left to train")
+            log(f"resumed from {out}: phase {start['phase'] + 1}, step {start['step']}")
     if rank == 0:
         write_json(os.path.join(out, "config.json"), {**cfg, "workers": size, "vocab_size": len(vocab)})
     run.start_fresh()
-    logger = run.logger([h for h in history if (h["step"] % int(cfg["log_every"]) == 0)])
+    # float16: float32 master weights in each phase's optimizer and one dynamic loss scale for all
+    # phases (kept in the checkpoints, so that a resumed run scales as the uninterrupted one would)
+    _, scaler = for_dtype({}, dtype)
+    if scaler and start["history"] and "loss_scale" in start["history"][-1]:
+        scaler.load_counters(start["history"][-1])
+    history = start["history"]
     with run:
-        history = _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, docs, vocab,
-                          logger, comm, log, ctx)
-    logger.close()
+        for pi in run.stages(start["phase"], len(phases), log):
+            resumed = {**start, "history": history} if pi == start["phase"] and start["step"] else {"history": history}
+            history = _phase(cfg, run, pi, phases[pi], net, loss_fn, docs, vocab, comm, log, ctx, scaler, resumed)
     published = _publish(cfg, run, history, comm, log) if cfg["publish"] and rank == 0 else None
     return {"history": history, "vocab": vocab, "net": net, "published": published}
 
@@ -216,148 +214,67 @@ def _publish(cfg, run, history, comm, log):
     return record
 
 
-def _phases(cfg, run, phases, start_phase, start_step, history, net, loss_fn, docs, vocab, logger, comm, log,
-            ctx):
-    """The phases from ``start_phase`` (its step ``start_step``) on; returns the step history."""
-    rank, size = comm.rank, comm.size
-    # float16: float32 master weights in each phase's optimizer and one dynamic loss scale for all
-    # phases (kept in the checkpoints, so that a resumed run scales as the uninterrupted one would)
-    _, scaler = for_dtype({}, cfg["dtype"])
-    if scaler and history and "loss_scale" in history[-1]:
-        scaler.load_counters(history[-1])
-    for pi in range(start_phase, len(phases)):
-        ph = phases[pi]
-        L, B, acc, steps = int(ph["seq_len"]), int(ph["batch_size"]), int(ph["accumulate"]), int(ph["steps"])
-        glob = B * size * acc
-        data = create_instances(docs, vocab, L, seed=int(cfg["seed"]) + 1000 * pi,
-                                max_predictions=ph.get("max_predictions"))
-        n = len(data["nsp_labels"])
-        if n < glob:
-            raise UserError(f"phase {pi + 1}: global batch {glob} exceeds the {n} instances of the corpus "
-                            f"at sequence length {L}; use a smaller batch or a bigger corpus")
-        if rank == 0:
-            log(f"phase {pi + 1}: seq {L}, {n} instances, global batch {glob} = {B} per worker x "
-                f"{size} workers x {acc} accumulation, {steps} steps, lr {ph['lr']}")
-        sched = WarmupConstantDecay(float(ph["lr"]), steps, int(ph["warmup"] * steps),
-                                    int(ph["constant"] * steps))
-        params = net.collect_params()
-        exclude_from_weight_decay(params)
-        for p in params.values():
-            if p.grad_req != "null":
-                p.grad_req = "add" if acc > 1 else "write"
-        opt_params, _ = for_dtype({"lr_scheduler": sched, "wd": float(cfg["wd"])}, cfg["dtype"])
-        trainer = DistributedTrainer(params, cfg["optimizer"], opt_params,
-                                     algorithm=cfg["algorithm"], compressor=cfg["compressor"],
-                                     ratio=cfg["ratio"], period=cfg["period"], seed=int(cfg["seed"]),
-                                     communicator=comm, prefix=f"phase{pi}.")
-        if cfg["elastic"]:
-            history = _phase_elastic(cfg, run, pi, phases, net, loss_fn, data, trainer, comm, history,
-                                     start_step if pi == start_phase else 0, log, scaler)
-            if pi + 1 < len(phases) and trainer.communicator.rank == 0:
-                log(f"phase {pi + 1} done; an elastic launch trains one phase: launch again with "
-                    "--resume auto for the next")
-            break
-        first = 0
-        if pi == start_phase and start_step:
-            trainer.load_states(run.paths()[1])
-            first = start_step
-        per_epoch = n // glob
-        t0 = time.time()
-        for step in progress(range(first, steps), total=steps - first, desc=f"phase {pi + 1}",
-                             enabled=bool(cfg["progress"]) and rank == 0):
-            run.at(pi + 1, step, unit="phase")
-            epoch, k = divmod(step, per_epoch)
-            perm = np.random.RandomState((int(cfg["seed"]) * 31 + pi * 1009 + epoch) % 2 ** 31).permutation(n)
-            chunk = perm[k * glob:(k + 1) * glob]
-            mx.random.seed((int(cfg["seed"]) * 7919 + pi * 104729 + step * 13 + rank) % 2 ** 31)
-            tot = {}
-            for a in range(acc):
-                sel = chunk[(a * size + rank) * B:(a * size + rank + 1) * B]
-                batch = [mx.nd.array(data[key][sel], dtype=data[key].dtype) for key in (
-                    "input_ids", "token_types", "valid_length", "masked_positions", "masked_ids",
-                    "masked_weights", "nsp_labels")]
-                parts = zip(*[gluon.utils.split_and_load(b, ctx, even_split=False) for b in batch])
-                with autograd.record():
-                    outs = [loss_fn(net, list(part)) for part in parts]
-                    losses = [loss * (scaler.scale / acc) if scaler else loss / acc for loss, _ in outs]
-                autograd.backward(losses)
-                for _, stats in outs:
-                    for key, v in stats.items():
-                        tot[key] = tot.get(key, 0.0) + float(v.asscalar())
-            if scaler:
-                scaler.step(trainer, B)
-            else:
-                trainer.step(B)
-            if acc > 1:
-                for p in params.values():
-                    if p.grad_req != "null":
-                        p.zero_grad()
-            counts = comm.allreduce(mx.nd.array([tot[k] for k in sorted(tot)], dtype="float64"),
-                                    average=False, name="pretrain.stats").asnumpy()
-            t = dict(zip(sorted(tot), counts))
-            inst = B * acc * size
-            rec = {"phase": pi + 1, "step": step + 1, "seq_len": L, "global_batch": glob,
-                   "mlm_loss": t["mlm_loss_sum"] / inst, "nsp_loss": t["nsp_loss_sum"] / inst,
-                   "mlm_acc": t["mlm_correct"] / max(t["mlm_count"], 1), "nsp_acc": t["nsp_correct"] / inst,
-                   "lr": trainer.learning_rate, "elapsed_s": round(time.time() - t0, 3)}
-            rec["loss"] = rec["mlm_loss"] + rec["nsp_loss"]
-            if scaler:
-                rec.update(scaler.counters())
-            history.append(rec)
-            if rank == 0 and (step + 1) % int(cfg["log_every"]) == 0:
-                logger.log(**rec)
-            last = step + 1 == steps
-            if (step + 1) % int(cfg["ckpt_every"]) == 0 or last:
-                run.save(net, trainer, {"phase": pi + (1 if last else 0), "step": 0 if last else step + 1,
-                                        "history": history}, tag=f"{pi}.{step}")
-        if rank == 0:
-            log(f"phase {pi + 1} done: mlm loss {history[-1]['mlm_loss']:.4f}, "
-                f"mlm acc {history[-1]['mlm_acc']:.4f}, nsp acc {history[-1]['nsp_acc']:.4f}")
-    return history
+KEYS = ("input_ids", "token_types", "valid_length", "masked_positions", "masked_ids", "masked_weights",
+        "nsp_labels")
 
 
-def _phase_elastic(cfg, run, pi, phases, net, loss_fn, data, trainer, comm, history, start_step, log,
-                   scaler=None):
-    """One phase under Horovod Elastic: each global step takes ``batch x accumulate`` samples per
-    worker from the epoch's order (``ElasticSampler``), the schedule (over steps) is scaled by the
-    global batch against the starting one (or ``ref_workers``) and ramps on a resize; whoever is
-    rank 0 writes the log and ``ckpt.rank0.*`` + ``state.json`` every ``ckpt_every`` steps."""
-    from ..distributed.elastic import train_elastic
-    from ..optim import ElasticRamp
-    ph = phases[pi]
+def _phase(cfg, run, pi, ph, net, loss_fn, docs, vocab, comm, log, ctx, scaler, start):
+    """Phase ``pi`` (its settings ``ph``) on the shared loop, from ``start`` (the checkpoint's record
+    when the phase was under way, else ``{"history": ...}``); returns the step history.
+
+    Each global step takes ``batch_size x accumulate`` instances per worker from the phase's order
+    (``EpochSampler``, reshuffled every pass over the instances), summed in ``accumulate``
+    micro-batches, each split over ``ctx``. The schedule (over steps) is scaled by the global batch
+    against the one of ``ref_workers`` (default: the starting count) and ramps on a resize. Every
+    step adds a record; ``log.jsonl`` keeps every ``log_every``-th; a checkpoint is written every
+    ``ckpt_every`` steps and at the phase's end."""
+    rank, size, seed = comm.rank, comm.size, int(cfg["seed"])
     L, B, acc, steps = int(ph["seq_len"]), int(ph["batch_size"]), int(ph["accumulate"]), int(ph["steps"])
-    base = trainer.optimizer.lr_scheduler
-    trainer.optimizer.lr_scheduler = ElasticRamp(
-        base, ref_batch=B * acc * int(cfg["ref_workers"] or comm.size), ramp_steps=int(cfg["ramp_steps"]),
-        global_batch=B * acc * comm.size)
-    out, seed, n = cfg["out"], int(cfg["seed"]), len(data["nsp_labels"])
-    keys = ("input_ids", "token_types", "valid_length", "masked_positions", "masked_ids",
-            "masked_weights", "nsp_labels")
-    loss_fn(net, [mx.nd.array(data[key][:1], dtype=data[key].dtype) for key in keys])  # deferred init
-    if start_step:
-        trainer.load_states(run.paths()[1])
-    t0 = time.time()
+    glob = B * size * acc
+    data = create_instances(docs, vocab, L, seed=seed + 1000 * pi, max_predictions=ph.get("max_predictions"))
+    n = len(data["nsp_labels"])
+    if n < glob:
+        raise UserError(f"phase {pi + 1}: global batch {glob} exceeds the {n} instances of the corpus "
+                        f"at sequence length {L}; use a smaller batch or a bigger corpus")
+    if rank == 0:
+        log(f"phase {pi + 1}: seq {L}, {n} instances, global batch {glob} = {B} per worker x "
+            f"{size} workers x {acc} accumulation, {steps} steps, lr {ph['lr']}")
+    sched = ElasticRamp(WarmupConstantDecay(float(ph["lr"]), steps, int(ph["warmup"] * steps),
+                                            int(ph["constant"] * steps)),
+                        ref_batch=B * acc * int(cfg["ref_workers"] or size), ramp_steps=int(cfg["ramp_steps"]),
+                        global_batch=B * acc * size)
     params = net.collect_params()
+    exclude_from_weight_decay(params)
+    for p in params.values():
+        if p.grad_req != "null":
+            p.grad_req = "add" if acc > 1 else "write"
+    opt_params, _ = for_dtype({"lr_scheduler": sched, "wd": float(cfg["wd"])}, cfg["dtype"])
+    trainer = DistributedTrainer(params, cfg["optimizer"], opt_params,
+                                 algorithm=cfg["algorithm"], compressor=cfg["compressor"],
+                                 ratio=cfg["ratio"], period=cfg["period"], seed=seed,
+                                 communicator=comm, prefix=f"phase{pi}.")
+    loss_fn(net, [mx.nd.array(data[key][:1], dtype=data[key].dtype) for key in KEYS])  # shapes before the state
+    if start.get("step"):
+        trainer.load_states(run.paths()[1])
+    if scaler:   # the scale carried over from the last phase (or the checkpoint)
+        start = {**scaler.counters(), **start}
 
     def step(state, idx, step_size):
-        c = trainer.communicator
-        run.at(pi + 1, state.step, unit="phase")
-        if scaler:   # the committed scale after a reset (restore, or rank 0's for a new worker)
+        mx.random.seed((seed * 7919 + pi * 104729 + state.step * 13 + trainer.communicator.rank) % 2 ** 31)
+        if scaler:   # the scale is state: committed, restored and synced with the rest
             scaler.load_counters(state)
-        mx.random.seed((seed * 7919 + pi * 104729 + state.step * 13 + c.rank) % 2 ** 31)
-        tot = {}
-        for chunk in np.array_split(idx, acc):
-            if len(chunk) == 0:
-                continue
-            batch = [mx.nd.array(data[key][chunk], dtype=data[key].dtype) for key in keys]
+        sums = {}
+        for chunk in (c for c in np.array_split(idx, acc) if len(c)):   # (a grown world's last step may be tiny)
+            batch = [mx.nd.array(data[key][chunk], dtype=data[key].dtype) for key in KEYS]
+            parts = zip(*[gluon.utils.split_and_load(b, ctx[:len(chunk)], even_split=False) for b in batch])
             with autograd.record():
-                loss, stats = loss_fn(net, batch)
-                if scaler:
-                    loss = loss * scaler.scale
-            loss.backward()
-            for key, v in stats.items():
-                tot[key] = tot.get(key, 0.0) + float(v.asscalar())
-        if scaler:   # the scale is elastic state: committed, restored and synced with the rest
+                outs = [loss_fn(net, list(part)) for part in parts]
+                losses = [loss * scaler.scale if scaler else loss for loss, _ in outs]
+            autograd.backward(losses)
+            for _, stats in outs:
+                for key, v in stats.items():
+                    sums[key] = sums.get(key, 0.0) + float(v.asscalar())
+        if scaler:
             scaler.step(trainer, step_size)
             scaler.store_counters(state)
         else:
@@ -366,30 +283,27 @@ def _phase_elastic(cfg, run, pi, phases, net, loss_fn, data, trainer, comm, hist
             for p in params.values():
                 if p.grad_req != "null":
                     p.zero_grad()
-        counts = c.allreduce(mx.nd.array([tot[k] for k in sorted(tot)] + [len(idx)], dtype="float64"),
-                             average=False, name="pretrain.stats").asnumpy()
-        t, inst = dict(zip(sorted(tot), counts)), counts[-1]
-        rec = {"phase": pi + 1, "step": state.step + 1, "seq_len": L, "global_batch": int(inst),
-               "workers": c.size, "mlm_loss": t["mlm_loss_sum"] / inst, "nsp_loss": t["nsp_loss_sum"] / inst,
+        return {**sums, "instances": len(idx)}
+
+    def end_step(end):
+        t, inst = end.totals, end.totals["instances"]
+        rec = {"phase": pi + 1, "step": end.step, "seq_len": L, "global_batch": int(inst), "workers": end.comm.size,
+               "mlm_loss": t["mlm_loss_sum"] / inst, "nsp_loss": t["nsp_loss_sum"] / inst,
                "mlm_acc": t["mlm_correct"] / max(t["mlm_count"], 1), "nsp_acc": t["nsp_correct"] / inst,
-               "lr": trainer.learning_rate, "elapsed_s": round(time.time() - t0, 3)}
+               "lr": trainer.learning_rate, "elapsed_s": end.elapsed_s}
         rec["loss"] = rec["mlm_loss"] + rec["nsp_loss"]
         if scaler:
             rec.update(scaler.counters())
-        history[:] = [h for h in history if (h["phase"], h["step"]) < (pi + 1, rec["step"])] + [rec]
-        if c.rank == 0 and rec["step"] % int(cfg["log_every"]) == 0:  # whoever is rank 0 now
-            lg = JsonLinesLogger(os.path.join(out, "log.jsonl"), mode="a")
-            lg.log(**rec)
-            lg.close()
-        last = rec["step"] == steps
-        if rec["step"] % int(cfg["ckpt_every"]) == 0 or last:
-            run.save(net, trainer, {"phase": pi + (1 if last else 0), "step": 0 if last else rec["step"],
-                                    "history": history}, tag=f"{pi}.{rec['step']}")
+        return rec
 
-    # epochs: unbounded, the phase's step budget ends it
-    train_elastic(net, trainer, n, B * acc, 10 ** 9, step, None, seed=seed + 1000 * pi,
-                  commit_every=int(cfg["commit_every"]), max_steps=steps, start={"step": start_step},
-                  counters=scaler.counters() if scaler else None)
+    every = int(cfg["log_every"])
+    state = fit(run, net, trainer, EpochSampler(n, seed=seed + 1000 * pi), B * acc, 10 ** 9, step,
+                stats=("mlm_loss_sum", "nsp_loss_sum", "mlm_correct", "mlm_count", "nsp_correct", "instances"),
+                elastic=bool(cfg["elastic"]), commit_every=int(cfg["commit_every"]), log=log,
+                counters=scaler.counters() if scaler else None, show_progress=bool(cfg["progress"]),
+                end_step=end_step, save_every=int(cfg["ckpt_every"]), max_steps=steps, start=start,
+                logged=lambda rec: rec["step"] % every == 0, stage=("phase", pi))
+    history = state.history
     if trainer.communicator.rank == 0 and history:
         log(f"phase {pi + 1} done: mlm loss {history[-1]['mlm_loss']:.4f}, "
             f"mlm acc {history[-1]['mlm_acc']:.4f}, nsp acc {history[-1]['nsp_acc']:.4f}")
