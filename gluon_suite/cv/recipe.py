@@ -8,16 +8,22 @@ checkpoints, exact resume, and optional publishing into a zoo store.
 
 The job runs on the shared loop (``distributed.loop.fit``), with a fixed world or, with
 ``elastic``, under Horovod Elastic: the same steps, logs, checkpoints and publishing. Every epoch's
-order is shuffled by (seed, epoch) on all workers alike and dealt out in global steps of
-``batch_size x workers``; the rate schedule runs over epochs (warm-up, cosine or steps) and is
-scaled by the global batch against ``ref_workers`` x ``batch_size`` (``ElasticRamp``: at the
+order is shuffled by (seed, epoch) on all workers alike and dealt out in global steps of the
+worker's batch x workers; the rate schedule runs over epochs (warm-up, cosine or steps) and is
+scaled by the global batch against ``ref_workers`` x the worker's batch (``ElasticRamp``: at the
 starting worker count by default, following a resize). Reproducibility: every step reseeds
 Python's, NumPy's and MXNet's generators from (seed, step, rank), so a run resumed from the
 checkpoint of epoch k continues exactly as the uninterrupted run.
 
-Devices (GluonCV's ``--gpus``/``--dtype``): the worker's batch is split over its contexts with
-``split_and_load`` (one parameter copy per context, gradients summed by the trainer); float16
-casts the network and keeps float32 master weights in the optimizer (``multi_precision``).
+Devices (GluonCV's ``--gpus``/``--dtype``): ``batch_size`` is per device, as GluonCV's, so a
+worker's batch is ``batch_size`` x its contexts (``global_batch_size``, when given, is the total over
+all workers and devices); each batch is split over the contexts with ``split_and_load`` (one
+parameter copy per context, gradients summed by the trainer); float16 casts the network and keeps
+float32 master weights in the optimizer (``multi_precision``).
+
+GluonCV's defaults otherwise too: weight decay on every parameter unless ``wd_on_bn_bias`` is
+false (``--no-wd``: none on BatchNorm/LayerNorm and biases), and ``use_pretrained`` starts the
+network from GluonCV-format weights with a fresh classifier (``model_zoo.finetune``).
 """
 import os
 import random

@@ -185,12 +185,14 @@ def test_a_file_that_is_not_the_one_named_is_one_line(tmp_path, monkeypatch, cap
     (["--pretrained-tag", "xyz"], "argument --pretrained-tag: 'xyz' is not a sha1 prefix"),
     (["--pretrained-tag", "abc"], "'abc' is not a sha1 prefix"),
     (["--pretrained-root", "ROOT"], "--pretrained-root is given but --use-pretrained is not"),
+    (["--use-pretrained", "--pretrained-root", "ROOT/absent"], "argument --pretrained-root: ROOT/absent does not exist"),
     (["--use-pretrained", "--model", "resnet14_digits", "--dataset", "digits"],
      "GluonCV publishes no weights for 'resnet14_digits'"),
 ])
 def test_bad_pretrained_flags_are_one_line(tmp_path, capsys, images, argv, needle):
     (tmp_path / "root").mkdir()
     argv = [a.replace("ROOT", str(tmp_path / "root")) for a in argv]
+    needle = needle.replace("ROOT", str(tmp_path / "root"))
     code, lines = _run_main(_argv(images, tmp_path) + argv, capsys)
     assert code == 2 and len(lines) == 1 and needle in lines[0], lines
 
