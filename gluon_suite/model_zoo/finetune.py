@@ -39,15 +39,21 @@ def gluoncv_sha1(name):
     return model_store._model_sha1.get(name)
 
 
+def with_gluoncv_weights():
+    """The registered models whose weights GluonCV publishes under their name."""
+    from .registry import list_models, resolve
+    return [n for n in list_models() if resolve(n).weights == "gluoncv" and gluoncv_sha1(n)]
+
+
 def gluoncv_file_name(name, tag=None):
     """The file name GluonCV's store gives ``name``'s weights: ``{name}-{sha1[:8]}.params`` from its
     table, or ``{name}-{tag}.params`` for weights of one's own named by ``tag`` (a SHA-1 prefix)."""
     if tag is None:
         sha = gluoncv_sha1(name)
         if sha is None:
-            raise ZooError(f"--use-pretrained: GluonCV publishes no weights for '{name}'; pick a model "
-                           "with GluonCV weights (`gluon-suite zoo list` marks them), or name a file of your "
-                           f"own with --pretrained-tag (the first hex digits of its sha1: {name}-HEX.params)")
+            raise ZooError(f"--use-pretrained: GluonCV publishes no weights for '{name}'; pick a model with "
+                           f"GluonCV weights ({', '.join(with_gluoncv_weights())}), or name a file of your own "
+                           f"with --pretrained-tag (the first hex digits of its sha1: {name}-HEX.params)")
         return f"{name}-{sha[:8]}.params"
     return f"{name}-{tag}.params"
 
