@@ -74,6 +74,7 @@ def find_weights(name, root=None, tag=None):
         raise ZooError(f"--pretrained-tag {tag!r} is not a sha1 prefix; give 8 to 40 lower-case hex digits, the "
                        "start of the file's sha1 (sha1sum FILE | cut -c1-8)")
     file_name = gluoncv_file_name(name, tag)
+    from_env = not root and default_root() is not None
     root = root or default_root()
     if root is None:
         if tag is not None:
@@ -84,14 +85,17 @@ def find_weights(name, root=None, tag=None):
     root = os.path.expanduser(root)
     path = os.path.join(root, file_name)
     if not os.path.isfile(path):
-        if not os.path.isdir(root):
+        if not os.path.isdir(root) and not from_env:
             raise ZooError(f"--pretrained-root {root} is not a folder; give the folder that holds {file_name} "
                            "(GluonCV's store layout, e.g. ~/.mxnet/models)")
-        others = sorted(f for f in os.listdir(root) if f.startswith(f"{name}-") and f.endswith(".params"))
+        others = sorted(f for f in (os.listdir(root) if os.path.isdir(root) else ())
+                        if f.startswith(f"{name}-") and f.endswith(".params"))
         seen = f" (it holds {', '.join(others[:3])}: another release or your own file; name a file of your own " \
                "with --pretrained-tag HEX)" if others else ""
         fix = (f"copy {file_name} there from a GluonCV cache (~/.mxnet/models) or GluonCV's repository"
                if tag is None else f"name your file {file_name} (its sha1 starts with {tag})")
+        if from_env:
+            fix += " (the folder is $MXNET_HOME/models; unset MXNET_HOME to have the zoo download it)"
         raise ZooError(f"--use-pretrained: {path} does not exist{seen}; {fix}")
     got = sha1_of(path)
     if tag is None:

@@ -155,7 +155,7 @@ def _argv(images, tmp_path, *extra):
             "--batch-size", "8", "--out", str(tmp_path / "o"), "--no-progress", *extra]
 
 
-@pytest.mark.parametrize("case", ["missing", "damaged", "stale_tag", "no_root_for_tag"])
+@pytest.mark.parametrize("case", ["missing", "missing_under_mxnet_home", "damaged", "stale_tag", "no_root_for_tag"])
 def test_a_file_that_is_not_the_one_named_is_one_line(tmp_path, monkeypatch, capsys, images, case):
     from gluoncv.model_zoo import model_store
     monkeypatch.delenv("MXNET_HOME", raising=False)
@@ -165,6 +165,11 @@ def test_a_file_that_is_not_the_one_named_is_one_line(tmp_path, monkeypatch, cap
     if case == "missing":
         extra, needle = ["--pretrained-root", str(tmp_path)], \
             f"{tmp_path}/{MODEL}-{real_short}.params does not exist; copy {MODEL}-{real_short}.params there"
+    elif case == "missing_under_mxnet_home":   # GluonCV's own rule for its folder, with nothing there
+        monkeypatch.setenv("MXNET_HOME", str(tmp_path / "mxhome"))
+        extra, needle = [], f"{tmp_path}/mxhome/models/{MODEL}-{real_short}.params does not exist; copy " \
+            f"{MODEL}-{real_short}.params there from a GluonCV cache (~/.mxnet/models) or GluonCV's repository " \
+            "(the folder is $MXNET_HOME/models; unset MXNET_HOME to have the zoo download it)"
     elif case == "damaged":   # GluonCV's file name, other content: never loaded
         os.replace(path, root / f"{MODEL}-{real_short}.params")
         extra, needle = ["--pretrained-root", str(root)], \
