@@ -124,6 +124,13 @@ def sha1_prefix(text):
     return key
 
 
+def _true_or_false(value):
+    """A config value that must be a YAML boolean (``no_wd: true``)."""
+    if not isinstance(value, bool):
+        raise argparse.ArgumentTypeError(f"must be true or false, got {value!r}")
+    return value
+
+
 def optimizer_names():
     """The optimizer names MXNet knows (ours, lans and adaalter, are registered on import)."""
     import mxnet as mx
@@ -156,7 +163,14 @@ def main(argv=None):
     args = vars(parser.parse_args(argv))
     from gluon_suite.utils.config import load_yaml_config
     config_path = args.pop("config") if "config" in args else None
-    config = load_yaml_config(config_path, parser) if config_path is not None else {}
+    config = load_yaml_config(config_path, parser, extra={"no_wd": _true_or_false}) \
+        if config_path is not None else {}
+    if "no_wd" in config:   # GluonCV's spelling in a config: the opposite of wd_on_bn_bias
+        no_wd = config.pop("no_wd")
+        if config.get("wd_on_bn_bias") is not None and config["wd_on_bn_bias"] == no_wd:
+            raise UserError(f"config file {config_path}: no_wd: {str(no_wd).lower()} contradicts wd_on_bn_bias: "
+                            f"{str(no_wd).lower()}; keep one of the two keys")
+        config["wd_on_bn_bias"] = not no_wd
     config.update(args)
     check_inputs(config)
     from gluon_suite.cv.recipe import train_classification

@@ -11,12 +11,17 @@ from ..conftest import REPO
 
 
 @pytest.fixture(scope="module")
-def parser():
+def script():
     spec = importlib.util.spec_from_file_location("train_cls", os.path.join(REPO, "scripts", "cv",
                                                                            "train_classification.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.build_parser()
+    return mod
+
+
+@pytest.fixture(scope="module")
+def parser(script):
+    return script.build_parser()
 
 
 def test_aliases_set_the_same_keys(parser):
@@ -102,9 +107,10 @@ class _Built(Exception):
     """Raised once the trainer exists: the tests need its optimizer, not a run."""
 
 
-def _effective_wd(monkeypatch, tmp_path, cfg):
+def _effective_wd(monkeypatch, tmp_path, cfg=None, run=None):
     """``{parameter name: (shape, weight decay the optimizer applies)}`` of the trainable
-    parameters, read from the optimizer of the trainer the recipe builds for ``cfg``."""
+    parameters, read from the optimizer of the trainer the recipe builds for ``cfg`` (or that
+    ``run()`` makes it build)."""
     from gluon_suite.cv import recipe
     from gluon_suite.distributed import LocalCommunicator
     real = recipe.DistributedTrainer
@@ -117,9 +123,10 @@ def _effective_wd(monkeypatch, tmp_path, cfg):
         raise _Built
     found = {}
     monkeypatch.setattr(recipe, "DistributedTrainer", build)
+    run = run or (lambda: recipe.train_classification({**cfg, "out": str(tmp_path / "o"), "progress": False},
+                                                      LocalCommunicator(), log=lambda m: None))
     with pytest.raises(_Built):
-        recipe.train_classification({**cfg, "out": str(tmp_path / "o"), "progress": False},
-                                    LocalCommunicator(), log=lambda m: None)
+        run()
     return found
 
 
@@ -148,3 +155,27 @@ def test_the_published_cser_config_keeps_its_no_wd(parser, tmp_path, monkeypatch
     got = _effective_wd(monkeypatch, tmp_path, {**cfg, "epochs": 1})
     for name, (shape, wd) in got.items():
         assert wd == pytest.approx(0.0 if len(shape) == 1 else 0.0005), (name, shape, wd)
+
+
+def test_no_wd_in_a_config_is_gluoncvs_spelling_of_wd_on_bn_bias_false(script, tmp_path, monkeypatch):
+    config = tmp_path / "c.yaml"
+    config.write_text("model: resnet14_digits\nwd: 0.01\nno_wd: true\n")
+    got = _effective_wd(monkeypatch, tmp_path, run=lambda: script.main(
+        ["--config", str(config), "--epochs", "1", "--out", str(tmp_path / "o"), "--no-progress"]))
+    assert any(len(shape) == 1 for shape, _ in got.values())
+    for name, (shape, wd) in got.items():
+        assert wd == pytest.approx(0.0 if len(shape) == 1 else 0.01), (name, shape, wd)
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("no_wd: true\nwd_on_bn_bias: true\n", "no_wd: true contradicts wd_on_bn_bias: true; keep one of the two keys"),
+    ("no_wd: 1\n", "no_wd: must be true or false, got 1"),
+])
+def test_bad_no_wd_in_a_config_is_one_line(script, tmp_path, capsys, text, needle):
+    from gluon_suite.utils import run_cli
+    config = tmp_path / "c.yaml"
+    config.write_text(text)
+    with pytest.raises(SystemExit) as ei:
+        run_cli(script.main, ["--config", str(config), "--out", str(tmp_path / "o")])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert ei.value.code == 2 and len(lines) == 1 and needle in lines[0], lines
