@@ -287,7 +287,8 @@ def main():
     ap.add_argument("--append", action="store_true",
                     help="add these runs to the results already in the JSON (same epochs, hosts, rate, target)")
     ap.add_argument("--configs", default=None,
-                    help="comma-separated subset of the configurations to run (default: all of the model's)")
+                    help="subset of the configurations to run, separated by commas, or by semicolons when a name "
+                         "holds a comma (default: all of the model's)")
     ap.add_argument("--reuse", default=None,
                     help="a result file under bench/results whose runs of the configurations not run here "
                          "enter this file's comparison (same epochs, hosts, rate and target)")
@@ -313,7 +314,8 @@ def main():
             ap.error("--variants needs --model resnet")
         configs, stem = VARIANTS_RESNET, stem + "_variants"
     if args.configs:
-        wanted = [c.strip() for c in args.configs.split(",") if c.strip()]
+        # names hold commas ('cser-pl (grbs 4, H 8: 32x)'): ';' separates them when given
+        wanted = [c.strip() for c in args.configs.split(";" if ";" in args.configs else ",") if c.strip()]
         if "auto" in wanted and not args.variants:
             configs, stem = {**configs, **CONFIGS_AUTO}, stem + "_auto"
         unknown = [c for c in wanted if c not in configs]
