@@ -72,8 +72,8 @@ def _config(images, out, **kw):
 
 
 def _spy_start(monkeypatch):
-    """The network's parameters (by structural name) when the trainer is built: after the
-    pretrained weights and before any step."""
+    """The network's parameters (by structural name, one array per context) when the trainer is
+    built: after the pretrained weights and before any step."""
     from gluon_suite.cv import recipe
     seen, real, real_get = {}, recipe.DistributedTrainer, recipe.get_model
 
@@ -82,20 +82,21 @@ def _spy_start(monkeypatch):
         return net
 
     def trainer(params, *args, **kwargs):
-        seen["start"] = {k: p.data().asnumpy().copy() for k, p in seen["net"]._collect_params_with_prefix().items()}
+        seen["start"] = {k: [d.asnumpy().copy() for d in p.list_data()]
+                         for k, p in seen["net"]._collect_params_with_prefix().items()}
         return real(params, *args, **kwargs)
     monkeypatch.setattr(recipe, "get_model", get_model)
     monkeypatch.setattr(recipe, "DistributedTrainer", trainer)
     return seen
 
 
-def _check_start(start, mirror_path, classes=3):
+def _check_start(start, mirror_path, classes=3, copies=1):
     file = {k.split(":", 1)[-1]: v.asnumpy() for k, v in mx.nd.load(mirror_path).items()}
     features = [k for k in file if not k.startswith("fc.")]
     assert len(features) > 60 and set(start) == set(features) | {"fc.weight", "fc.bias"}
     for k in features:
-        assert np.array_equal(start[k], file[k]), k
-    w, b = start["fc.weight"], start["fc.bias"]
+        assert len(start[k]) == copies and all(np.array_equal(a, file[k]) for a in start[k]), k
+    w, b = start["fc.weight"][0], start["fc.bias"][0]
     assert w.shape == (classes, 512) and b.shape == (classes,) and file["fc.weight"].shape == (1000, 512)
     assert not b.any()                           # a fresh Dense bias is zero
     # the recipe's Xavier (gaussian, fan-in, magnitude 2): std sqrt(2 / 512) = 0.0625
@@ -105,7 +106,8 @@ def _check_start(start, mirror_path, classes=3):
 def test_gluoncv_table_verified_file_is_where_training_starts(tmp_path, monkeypatch, images):
     """GluonCV's own path: the file named by GluonCV's table hash under $MXNET_HOME/models (as
     GluonCV looks for it), its sha1 checked against that table; here the table's entry is the
-    mirror's hash, since GluonCV's real file cannot be fetched."""
+    mirror's hash, since GluonCV's real file cannot be fetched. Two CPU contexts: both copies start
+    from the file."""
     from gluoncv.model_zoo import model_store
     from gluon_suite.cv import recipe
     from gluon_suite.distributed import LocalCommunicator
@@ -113,13 +115,14 @@ def test_gluoncv_table_verified_file_is_where_training_starts(tmp_path, monkeypa
     monkeypatch.setitem(model_store._model_sha1, MODEL, sha)
     monkeypatch.setenv("MXNET_HOME", str(tmp_path / "mxhome"))
     seen, logs = _spy_start(monkeypatch), []
-    res = recipe.train_classification(_config(images, tmp_path / "o"), LocalCommunicator(), log=logs.append)
-    _check_start(seen["start"], path)
+    res = recipe.train_classification(_config(images, tmp_path / "o"), LocalCommunicator(), log=logs.append,
+                                      ctx=[mx.cpu(0), mx.cpu(1)])
+    _check_start(seen["start"], path, copies=2)
     assert any(f"from {path} (sha1 matches GluonCV's table)" in m and "new fc layer for 3 classes" in m
                for m in logs), logs
     assert len(res["history"]) == 1 and np.isfinite(res["history"][0]["train_loss"])
     after = {k: p.data().asnumpy() for k, p in seen["net"]._collect_params_with_prefix().items()}
-    assert not np.array_equal(after["conv1.weight"], seen["start"]["conv1.weight"])   # it trained
+    assert not np.array_equal(after["conv1.weight"], seen["start"]["conv1.weight"][0])   # it trained
 
 
 def test_script_fine_tunes_from_a_tagged_file_in_a_pretrained_root(tmp_path, images):
