@@ -193,7 +193,8 @@ def test_a_file_that_is_not_the_one_named_is_one_line(tmp_path, monkeypatch, cap
     (["--pretrained-tag", "xyz"], "argument --pretrained-tag: 'xyz' is not a sha1 prefix"),
     (["--pretrained-tag", "abc"], "'abc' is not a sha1 prefix"),
     (["--pretrained-root", "ROOT"], "--pretrained-root is given but --use-pretrained is not"),
-    (["--use-pretrained", "--pretrained-root", "ROOT/absent"], "argument --pretrained-root: ROOT/absent does not exist"),
+    (["--use-pretrained", "--pretrained-root", "ROOT/absent"],
+     "argument --pretrained-root: ROOT/absent does not exist"),
     (["--use-pretrained", "--model", "resnet14_digits", "--dataset", "digits"],
      "GluonCV publishes no weights for 'resnet14_digits'; pick a model with GluonCV weights (cifar_resnet20_v1, "),
 ])
