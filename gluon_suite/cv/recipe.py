@@ -100,7 +100,10 @@ def check_config(cfg, comm, devices=1):
         if int(cfg[key]) < 1:
             raise UserError(f"{key} must be >= 1, got {cfg[key]}")
     resolve(cfg["model"])  # unknown model: error with close matches now, not after loading data
-    if not cfg["use_pretrained"]:
+    if cfg["use_pretrained"]:   # a model without GluonCV weights (and no file of one's own): now
+        from ..model_zoo.finetune import gluoncv_file_name
+        gluoncv_file_name(resolve(cfg["model"]).name, cfg["pretrained_tag"])
+    else:
         for key in ("pretrained_root", "pretrained_tag"):
             if cfg[key]:
                 raise UserError(f"--{key.replace('_', '-')} is given but --use-pretrained is not; add "

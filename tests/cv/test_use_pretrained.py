@@ -204,6 +204,7 @@ def test_bad_pretrained_flags_are_one_line(tmp_path, capsys, images, argv, needl
     needle = needle.replace("ROOT", str(tmp_path / "root"))
     code, lines = _run_main(_argv(images, tmp_path) + argv, capsys)
     assert code == 2 and len(lines) == 1 and needle in lines[0], lines
+    assert not (tmp_path / "o").exists()     # refused before any work
 
 
 def test_weights_that_do_not_fit_the_data_are_one_line(tmp_path, monkeypatch, capsys):
