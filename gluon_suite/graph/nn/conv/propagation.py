@@ -1,8 +1,10 @@
 """Layers that propagate features with the symmetrically normalised adjacency
 P = D^-1/2 A D^-1/2 (A[v, u] = edges u->v, D the in-degrees clamped at 1, as DGL's MXNet layers
 normalise both sides by in-degree), with ``dgl.nn.mxnet``'s constructor arguments: ``SGConv``,
-``TAGConv``, ``APPNPConv`` and ``ChebConv``. Each product with P is one fused ``copy_u``/``sum``
-(or ``u_mul_e``/``sum`` for APPNP's edge dropout) between two scalings by cached degree powers."""
+``TAGConv``, ``APPNPConv`` and ``ChebConv``. With the compiled kernels each product with P is one
+scaled-sum operator with the cached degree powers (and any constant factor) as its row scales;
+otherwise, and for APPNP's edge dropout, one fused ``copy_u``/``sum`` (``u_mul_e``/``sum``)
+between two scalings by the degree powers."""
 import math
 
 import mxnet as mx
@@ -10,6 +12,7 @@ import numpy as np
 from mxnet.gluon import nn
 
 from ... import function as fn
+from ... import native
 from ...base import GraphError
 
 
@@ -20,9 +23,13 @@ def _norm(graph, h):
     return graph._degree_power("in", -0.5, h.context).reshape((-1,) + (1,) * (h.ndim - 1))
 
 
-def propagate(graph, h, weight=None):
-    """P h, or with per-edge ``weight`` (E, 1) the product with A's entries scaled by it."""
+def propagate(graph, h, weight=None, scale=1.0):
+    """``scale`` P h, or with per-edge ``weight`` (E, 1) the product with A's entries scaled by it."""
     norm = _norm(graph, h)
+    if weight is None and native.usable(h, norm) and graph.num_edges() > 0:
+        flat = norm.reshape((-1,))
+        right = flat if scale == 1.0 else graph._get(("in", -0.5, str(h.context), scale), lambda: flat * scale)
+        return native.scaled_sum(graph._structure(h.context), h, flat, right, None, scale_grad=False)
     with graph.local_scope():
         graph.ndata["h"] = mx.nd.broadcast_mul(h, norm)
         if weight is None:
@@ -30,7 +37,17 @@ def propagate(graph, h, weight=None):
         else:
             graph.edata["w"] = weight
             graph.update_all(fn.u_mul_e("h", "w", "m"), fn.sum("m", "h"))
-        return mx.nd.broadcast_mul(graph.ndata["h"], norm)
+        out = mx.nd.broadcast_mul(graph.ndata["h"], norm)
+        return out if scale == 1.0 else out * scale
+
+
+def hop_sum(hops, weights, bias):
+    """sum over j of hops[j] W_j^T (+ bias) for weights (out, in) as ``FullyConnected`` products
+    (the first one carries the bias), summed by one ``add_n``."""
+    outs = [mx.nd.FullyConnected(h, w, bias if j == 0 else None, num_hidden=w.shape[0],
+                                 no_bias=bias is None or j > 0, flatten=False)
+            for j, (h, w) in enumerate(zip(hops, weights))]
+    return outs[0] if len(outs) == 1 else mx.nd.add_n(*outs)
 
 
 class SGConv(nn.Block):
@@ -62,8 +79,12 @@ class SGConv(nn.Block):
 
 class TAGConv(nn.Block):
     """Topology-adaptive graph convolution (Du et al., 2017): h' = act(sum over j = 0..k of
-    P^j x W_j + b), computed as one product of [x, P x, ..., P^k x] (features concatenated) with a
-    (in_feats * (k + 1), out_feats) weight."""
+    P^j x W_j + b), the W_j stacked in one (in_feats * (k + 1), out_feats) weight (rows j *
+    in_feats onwards for hop j). A widening or square layer propagates x and multiplies each hop
+    by its block, the products summed (``hop_sum``: cheaper than concatenating the hops along the
+    feature axis, which MXNet copies slowly both ways); a narrowing one (out_feats < in_feats)
+    projects first and propagates the narrower products in Horner's form, x W_0 + P (x W_1 +
+    P (x W_2 + ...)): k products with P of out_feats columns instead of in_feats."""
 
     def __init__(self, in_feats, out_feats, k=2, bias=True, activation=None):
         super().__init__()
@@ -75,13 +96,19 @@ class TAGConv(nn.Block):
 
     def forward(self, graph, feat):
         """Output (N, out_feats) for node features (N, in_feats)."""
-        hops, h = [feat], feat
-        for _ in range(self.k):
-            h = propagate(graph, h)
-            hops.append(h)
-        out = mx.nd.dot(mx.nd.concat(*hops, dim=-1), self.lin.data(feat.context))
-        if self.h_bias is not None:
-            out = mx.nd.broadcast_add(out, self.h_bias.data(feat.context))
+        bias = self.h_bias.data(feat.context) if self.h_bias is not None else None
+        w = self.lin.data(feat.context)
+        blocks = [w[j * self.in_feats:(j + 1) * self.in_feats].T for j in range(self.k + 1)]   # (out, in)
+        if self.out_feats < self.in_feats:
+            out = hop_sum([feat], blocks[self.k:], None)
+            for j in range(self.k - 1, -1, -1):
+                out = propagate(graph, out) + hop_sum([feat], blocks[j:j + 1], bias if j == 0 else None)
+        else:
+            hops, h = [feat], feat
+            for _ in range(self.k):
+                h = propagate(graph, h)
+                hops.append(h)
+            out = hop_sum(hops, blocks, bias)
         return self.activation(out) if self.activation is not None else out
 
 
@@ -100,12 +127,12 @@ class APPNPConv(nn.Block):
 
     def forward(self, graph, feat):
         """Output of the same shape as ``feat`` (N, ...)."""
-        h = feat
+        h, teleport = feat, self._alpha * feat
         for _ in range(self._k):
             w = None
             if self._drop > 0 and mx.autograd.is_training():
                 w = self.edge_drop(mx.nd.ones((graph.num_edges(), 1), ctx=feat.context))
-            h = (1 - self._alpha) * propagate(graph, h, w) + self._alpha * feat
+            h = propagate(graph, h, w, 1 - self._alpha) + teleport
         return h
 
 
@@ -152,22 +179,53 @@ class ChebConv(nn.Block):
             self.bias = self.params.get("bias", shape=(out_feats,), init=mx.init.Zero()) if bias else None
 
     def forward(self, graph, feat, lambda_max=None):
-        """Output (N, out_feats) for node features (N, in_feats)."""
+        """Output (N, out_feats) for node features (N, in_feats).
+
+        Each hop T_j is multiplied by its weight and the products summed (``hop_sum``, the bias in
+        the first); a narrowing layer (out_feats < in_feats) projects first and sums the series
+        with Clenshaw's recurrence on out_feats columns; each L' t is one scaled sum of t (row scales D^-1/2 and
+        -2 / lambda_max D^-1/2) plus (2 / lambda_max - 1) t, a scalar when all graphs share one
+        lambda_max."""
         from ...readout import broadcast_nodes
+        ctx = feat.context
         if lambda_max is None:
             lambda_max = laplacian_lambda_max(graph)
         if not isinstance(lambda_max, mx.nd.NDArray):
-            lambda_max = mx.nd.array(np.asarray(lambda_max, np.float32).reshape(-1), ctx=feat.context)
-        lam = broadcast_nodes(graph, lambda_max.reshape((-1, 1)).as_in_context(feat.context))   # (N, 1)
+            values = np.asarray(lambda_max, np.float32).reshape(-1)
+            lambda_max = mx.nd.array(values, ctx=ctx)
+        else:
+            values = None
+        same = values is not None and len(values) and (values == values[0]).all()
+        norm = _norm(graph, feat).reshape((-1,))
+        if same:
+            c = 2.0 / float(values[0])
+            keep, right = c - 1.0, norm * -c           # L' t = keep t + P t scaled by -c
+        else:
+            lam = broadcast_nodes(graph, lambda_max.reshape((-1, 1)).as_in_context(ctx)).reshape((-1,))
+            keep, right = (2.0 / lam - 1).reshape((-1, 1)), -2.0 / lam * norm
 
-        def rescaled(t):            # L' t = (2 / lambda - 1) t - (2 / lambda) P t
-            return mx.nd.broadcast_mul(t, 2.0 / lam - 1) - mx.nd.broadcast_mul(propagate(graph, t), 2.0 / lam)
-        t_prev, t = None, feat
-        out = self.fc[0](t)
+        def scaled(t, factor):      # factor * L' t
+            kept = t * (keep * factor) if same else mx.nd.broadcast_mul(t, keep * factor)
+            if native.usable(t, norm) and graph.num_edges() > 0:
+                return kept + native.scaled_sum(graph._structure(ctx), t, norm, right * factor, None,
+                                                 scale_grad=False)
+            with graph.local_scope():
+                graph.ndata["h"] = mx.nd.broadcast_mul(t, norm.reshape((-1, 1)))
+                graph.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
+                return kept + mx.nd.broadcast_mul(graph.ndata["h"], (right * factor).reshape((-1, 1)))
+        weights = [self.fc[j].weight.data(ctx) for j in range(self._k)]
+        bias = self.bias.data(ctx) if self.bias is not None else None
+        if self._out_feats < self._in_feats and self._k > 1:
+            # Clenshaw: b_j = x W_j + 2 L' b_{j+1} - b_{j+2} down to j = 1, then x W_0 + L' b_1 - b_2
+            b1, b2 = hop_sum([feat], weights[-1:], None), None
+            for j in range(self._k - 2, 0, -1):
+                b = hop_sum([feat], weights[j:j + 1], None) + scaled(b1, 2.0)
+                b1, b2 = (b if b2 is None else b - b2), b1
+            out = hop_sum([feat], weights[:1], bias) + scaled(b1, 1.0)
+            return out if b2 is None else out - b2
+        hops, t_prev, t = [feat], None, feat
         for j in range(1, self._k):
-            t_next = rescaled(t) if j == 1 else 2 * rescaled(t) - t_prev
+            t_next = scaled(t, 1.0) if j == 1 else scaled(t, 2.0) - t_prev
             t_prev, t = t, t_next
-            out = out + self.fc[j](t)
-        if self.bias is not None:
-            out = mx.nd.broadcast_add(out, self.bias.data(feat.context))
-        return out
+            hops.append(t)
+        return hop_sum(hops, weights, bias)
