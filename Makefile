@@ -25,7 +25,7 @@ HOROVOD_ENV := HOROVOD_WITH_MXNET=1 HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT
 WORKER_ENV := OMP_NUM_THREADS=1 MXNET_CPU_WORKER_NTHREADS=1
 PYTEST_ARGS ?=
 
-.PHONY: setup kernels demo quickstart test test-long bench clean distclean
+.PHONY: setup kernels demo quickstart test test-unit test-long bench clean distclean
 
 setup: $(STAMP)
 	@$(MAKE) --no-print-directory kernels
@@ -96,6 +96,12 @@ quickstart: setup
 
 test: setup
 	$(WORKER_ENV) $(PY) -m pytest -q -m "not long" $(PYTEST_ARGS) tests
+
+# the quick tier, for before every commit: no worker processes and no training runs (which tests
+# those are is read from their code by tests/unit_tier.py); about a minute of CPU, a test that hangs
+# fails after 2 minutes
+test-unit: setup
+	$(WORKER_ENV) $(PY) -m pytest -q -p tests.unit_tier -m "not long and not horovod" --timeout=120 $(PYTEST_ARGS) tests
 
 test-long: setup
 	$(WORKER_ENV) $(PY) -m pytest -q -m long $(PYTEST_ARGS) tests

@@ -3,8 +3,9 @@ the public ``Compressor`` interface, trained under ``sync`` and ``cser`` on real
 
 ``Strided(r)`` sends every r-th coordinate of a tensor or bucket, starting at ``step mod r``: every
 worker picks the same coordinates, so the payloads are summable (one allreduce). Writes each
-configuration's trajectory of parameters (bias then weight) to $OUT/rank{R}.npz.
+configuration's trajectory of parameters (bias then weight) to $OUT/rank{R}.json.
 """
+import json
 import os
 
 import mxnet as mx
@@ -65,9 +66,10 @@ def main():
     comm = get_communicator()
     out = {}
     for name, cfg in CONFIGS.items():
-        out[name] = run(comm, cfg())
-        out[name + ".pt"] = run(comm, dict(cfg(), bucket_mb=0))   # one bucket per tensor
-    np.savez(os.path.join(os.environ["OUT"], f"rank{comm.rank}.npz"), **out)
+        out[name] = run(comm, cfg()).tolist()
+        out[name + ".pt"] = run(comm, dict(cfg(), bucket_mb=0)).tolist()   # one bucket per tensor
+    with open(os.path.join(os.environ["OUT"], f"rank{comm.rank}.json"), "w") as f:
+        json.dump(out, f)
 
 
 if __name__ == "__main__":

@@ -3,13 +3,12 @@
 it trains under ``sync`` and ``cser`` on 2 real Horovod workers, with buckets and with one bucket per
 tensor, and every step matches a float64 NumPy reference of the update rules (docs/distributed.md)."""
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from ..conftest import HOROVODRUN, REPO, job_output
+from ..conftest import run_horovod
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -21,14 +20,9 @@ N = 2
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("custom")
-    env = dict(os.environ, OUT=str(out), OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1",
-               PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    p = subprocess.run([HOROVODRUN, "-np", str(N), "-H", f"localhost:{N}", "--gloo", sys.executable,
-                        os.path.join(HERE, "_custom_compressor_job.py")], env=env, capture_output=True, text=True,
-                       timeout=400)
-    assert p.returncode == 0, job_output(p)
-    return [dict(np.load(out / f"rank{r}.npz")) for r in range(N)]
+    with open(os.path.join(HERE, "_custom_compressor_job.py"), encoding="utf-8") as f:
+        ranks = run_horovod(f.read(), np_=N, tmp_path=tmp_path_factory.mktemp("custom"), timeout=400)
+    return [{k: np.array(v) for k, v in r.items()} for r in ranks]
 
 
 def mask(ratio, step, shape):
