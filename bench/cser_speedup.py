@@ -66,7 +66,9 @@ VARIANTS_RESNET = {
 # the trainer's own choice (gluon_suite/distributed/auto.py): sync while it measures the first steps,
 # then the least compression whose predicted scaling factor reaches 0.9. Its runs go to
 # cser_speedup_<model>_auto[_<rate>mbit].json, beside the fixed configurations run or reused there
-CONFIGS_AUTO = {"auto": dict(algorithm="auto")}
+CONFIGS_AUTO = {"auto": dict(algorithm="auto"),
+                # the first version: the choice is not checked against the measured step time
+                "auto (no verification)": dict(algorithm="auto", auto_verify=False)}
 CONFIGS = {**CONFIGS_MLP, **CONFIGS_RESNET, **VARIANTS_RESNET, **CONFIGS_AUTO}
 
 
@@ -116,6 +118,10 @@ def worker(model, cfg, epochs, seed, out):
     if warm:   # the same linear warm-up for every algorithm, then the constant rate
         total = steps * epochs
         opt["lr_scheduler"] = WarmupConstantDecay(lr, total, steps * warm, total - steps * warm, min_lr=lr)
+    cfg = dict(cfg)
+    if cfg.pop("auto_verify", True) is False:
+        from gluon_suite.distributed.auto import AutoAlgorithm
+        cfg["algorithm"] = AutoAlgorithm(seed=seed, verify=False)
     tr = DistributedTrainer(net.collect_params(), "nag", opt, communicator=comm, seed=seed, **cfg)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     rec, train_s = [], 0.0
@@ -229,7 +235,7 @@ def summarise(curves, target):
         r["speedup_to_target_vs_sync"] = (tb / t) if t and tb else None
     if "auto" in rows:   # auto against the fastest fixed configuration to the target
         fixed = {k: v["time_to_target_s"]["mean"] for k, v in rows.items()
-                 if k != "auto" and v["time_to_target_s"]["mean"] is not None}
+                 if not k.startswith("auto") and v["time_to_target_s"]["mean"] is not None}
         a = rows["auto"]["time_to_target_s"]
         if fixed and a["mean"] is not None:
             best = min(fixed, key=fixed.get)
@@ -325,16 +331,17 @@ def main():
     if args.rate_mbit != 100:    # another link: its own file (e.g. the compute floor on a fast link)
         stem += f"_{args.rate_mbit:g}mbit"
     curves = {name: [] for name in configs}
+    reused = {}
     if args.append and os.path.exists(stem + ".json"):
         with open(stem + ".json") as f:
             old = json.load(f)
+        reused.update(old.get("reused") or {})
         mine = {"epochs": epochs, "hosts": args.hosts, "rate_mbit": args.rate_mbit, "target_acc": target}
         if any(old.get(k) != v for k, v in mine.items()):
             ap.error(f"--append: {stem}.json was run with other settings "
                      f"({', '.join(f'{k} {old.get(k)}' for k in mine)}); run without --append to start afresh")
         for name, runs in old["curves"].items():
             curves.setdefault(name, []).extend(runs)
-    reused = {}
     if args.reuse:
         path = os.path.join(HERE, "results", os.path.basename(args.reuse))
         with open(path) as f:

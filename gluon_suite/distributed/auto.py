@@ -24,6 +24,13 @@ reaches a target scaling factor, and switches to it once, identically on every w
    of the highest SF. Rank 0's choice is broadcast, every worker builds the same algorithm from the
    same arguments, takes over the synchronous phase's buckets and continues; one line is logged and
    ``decision`` holds the measurements and every candidate's prediction.
+6. Verify (``verify=True``). The chosen algorithm's steps are timed for whole cycles (at least
+   ``measure_steps`` steps, after one); if their mean over workers is longer than the measured
+   synchronous step c + o + a, the prediction missed a cost it does not model (compression's own
+   compute), and synchronous SGD comes back: the algorithm folds its state into the model first
+   (CSER: x_i - e_i, the same on every worker) and the trainer averages the optimizer states
+   (momentum), so every worker continues from one model. The decision records both times; a second
+   line is logged when it reverts.
 
 On one worker nothing is communicated: ``auto`` is synchronous SGD without measuring. An elastic
 reset (``reset_for_resize``) measures and decides again in the new world; a checkpoint restores
@@ -134,7 +141,9 @@ class AutoAlgorithm(Algorithm):
     ``target_sf`` (default 0.9), ``candidates`` (of ``CANDIDATE_KINDS``), ``cser_ratios`` and
     ``period`` (CSER's R1 values and H), ``skip_steps``/``measure_steps``, ``link_mbit`` and
     ``latency_s`` (replace the measured link), ``min_size``/``warmup_steps``/``seed`` (passed to the
-    chosen algorithm's compressors), ``log`` (one line per decision; default: print on rank 0).
+    chosen algorithm's compressors), ``log`` (one line per decision; default: print on rank 0),
+    ``verify`` and ``verify_margin`` (keep the choice only if its measured step is at most
+    (1 - margin) times sync's).
     Everything the trainer asks of an algorithm goes to the current one; ``decision`` is None until
     the choice is made."""
 
@@ -142,7 +151,7 @@ class AutoAlgorithm(Algorithm):
 
     def __init__(self, target_sf=0.9, candidates=CANDIDATE_KINDS, cser_ratios=CSER_RATIOS, period=8,
                  skip_steps=2, measure_steps=5, link_mbit=None, latency_s=None, min_size=0, warmup_steps=0,
-                 seed=0, log=None):
+                 seed=0, log=None, verify=True, verify_margin=0.0):
         if not 0 < float(target_sf) <= 1:
             raise ValueError(f"target scaling factor must be in (0, 1], got {target_sf}")
         if int(measure_steps) < 1 or int(skip_steps) < 0:
@@ -159,6 +168,7 @@ class AutoAlgorithm(Algorithm):
         self.latency_s = None if latency_s is None else float(latency_s)
         self._common = {"min_size": int(min_size), "warmup_steps": int(warmup_steps), "seed": int(seed)}
         self._log = log
+        self.verify, self.verify_margin = bool(verify), float(verify_margin)
         self._inner = make_algorithm("sync", min_size=self._common["min_size"])
         self._bind_args = None
         self.decision = None
@@ -167,6 +177,7 @@ class AutoAlgorithm(Algorithm):
     def _restart(self):
         self._start = None
         self._samples, self._current, self._t_end = [], None, None
+        self._check = None
 
     # --- the current algorithm answers for everything the trainer asks --------------------------
     current = property(lambda self: self._inner, doc="The algorithm running now.")
@@ -230,7 +241,8 @@ class AutoAlgorithm(Algorithm):
         """Elastic resize: the current algorithm folds its state (CSER: residual into the model),
         then synchronous SGD runs again and the choice is made anew for the new world."""
         self._inner.reset_for_resize()
-        self._switch(make_algorithm("sync", min_size=self._common["min_size"]))
+        if self._bind_args is not None:
+            self._switch(make_algorithm("sync", min_size=self._common["min_size"]))
         self.decision = None
         self._restart()
 
@@ -271,6 +283,8 @@ class AutoAlgorithm(Algorithm):
 
     def after_update(self, before, step):
         self._inner.after_update(before, step)
+        if self._check is not None:
+            return self._verify_step(step)
         if self.decision is not None or self._start is None:
             return
         if step + 1 >= self._start + self.skip_steps:
@@ -323,7 +337,50 @@ class AutoAlgorithm(Algorithm):
                          "candidates": rows}
         if row["algorithm"] != {"name": "sync"}:
             self._switch(self._build(row["algorithm"]))
+            if self.verify:
+                cycle = len(next(c["cycle"] for c in cands if c["name"] == row["name"]))
+                # whole cycles (CSER's reset step costs more), after one step of setting up
+                steps = cycle * -(-self.measure_steps // cycle)
+                self._check = {"from": step + 2, "to": step + 2 + steps, "t": None, "times": [],
+                               "sync_step_s": compute + optimizer + allreduce}
         self._say(f"auto: {row['name']} from step {step + 1} ({row['flags']}): {reason}")
+
+    def _verify_step(self, step):
+        """After the switch: time whole steps of the chosen algorithm; if their mean over workers is
+        longer than the measured synchronous step (compute, allreduce, update), the prediction
+        missed a cost it does not model (compression's own compute), and synchronous SGD comes
+        back: the current algorithm folds its state into the model (CSER: x_i - e_i, the same on
+        every worker), so every worker continues from one model."""
+        chk = self._check
+        if step + 1 < chk["from"]:
+            return
+        mx.nd.waitall()
+        now = time.perf_counter()
+        if chk["t"] is not None:
+            chk["times"].append(now - chk["t"])
+        chk["t"] = now
+        if step + 1 < chk["to"]:
+            return
+        self._check = None
+        comm = self.comm
+        mean = mx.nd.array([sum(chk["times"]) / len(chk["times"])], dtype="float64")
+        comm.allreduce_(mean, average=True, name="auto.verify")
+        measured = float(mean.asscalar())
+        keep = mx.nd.array([1.0 if measured <= chk["sync_step_s"] * (1.0 - self.verify_margin) else 0.0],
+                           dtype="float64")
+        comm.broadcast_(keep, 0, name="auto.verify.choice")
+        self.decision["verified"] = {"step_s": measured, "sync_step_s": chk["sync_step_s"],
+                                     "steps": len(chk["times"]), "kept": bool(keep.asscalar())}
+        if keep.asscalar():
+            return
+        was = self.decision["choice"]
+        self._inner.reset_for_resize()
+        self._switch(make_algorithm("sync", min_size=self._common["min_size"]))
+        self.wants_optimizer_average = True   # the trainer averages the workers' momenta, too
+        self.decision.update(choice="sync", algorithm={"name": "sync"}, flags="--algorithm sync",
+                             reverted_from=was, reverted_at=step + 1)
+        self._say(f"auto: back to sync from step {step + 1}: {was} measured {1e3 * measured:.1f} ms/step, "
+                  f"longer than sync's {1e3 * chk['sync_step_s']:.1f} ms (its own compute is not in the prediction)")
 
     def _build(self, spec):
         spec = dict(spec)

@@ -220,9 +220,22 @@ class DistributedTrainer(gluon.Trainer):
             self._update_primary(ignore_stale_grad)
             with self._timed():
                 self._algo.after_update(before, self._step_count)
+            if getattr(self._algo, "wants_optimizer_average", False):
+                self._average_optimizer_states()
         for b in self._algo.buckets:   # every other copy <- the primary's weights
             b.broadcast_weights()
         self._step_count += 1
+
+    def _average_optimizer_states(self):
+        """Every worker's optimizer state <- its mean over workers (one grouped collective): an
+        algorithm that goes from local models back to one model (auto reverting to sync) asks for
+        it, so that momentum, like the model, is the same everywhere from then on."""
+        arrays = {}
+        for i, state in sorted(self.updater.states.items()):
+            flatten_state(state, f"opt.{i}", arrays)
+        if arrays and self._comm.size > 1:
+            self._comm.grouped_allreduce_(list(arrays.values()), average=True, name=f"{self._prefix}optimizer.mean")
+        self._algo.wants_optimizer_average = False
 
     def _update_primary(self, ignore_stale_grad=False):
         """``gluon.Trainer._update`` on the primary (first-context) copy of each parameter only:

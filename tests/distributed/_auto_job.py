@@ -20,10 +20,15 @@ SEED = 5
 
 def configs():
     # slow: 1 kbit/s, far below what the 272 bytes of gradients need; only sync and CSER R1=4, H=3
-    slow = dict(candidates=("sync", "cser"), cser_ratios=(4,), period=3, link_mbit=0.001)
+    slow = dict(candidates=("sync", "cser"), cser_ratios=(4,), period=3, link_mbit=0.001, verify=False)
     return {
         "slow": (dict(slow), {}),
         "slow.pt": (dict(slow), {"bucket_mb": 0}),
+        "slow.resume": (dict(slow), {"resume_check": True}),
+        # the chosen CSER's steps are timed against sync's: kept or reverted, the same on both workers
+        "slow.verify": (dict(slow, verify=True), {}),
+        # a margin of 1 keeps nothing: CSER for two cycles, then back to sync, deterministically
+        "slow.revert": (dict(slow, verify=True, verify_margin=1.0), {}),
         # fast: 1 Tbit/s and no per-collective cost: sync reaches any target
         "fast": (dict(link_mbit=1e6, latency_s=0.0), {}),
         "measured": ({}, {}),
@@ -36,7 +41,7 @@ def run(comm, opts, trainer_kw, lines):
     net.initialize(mx.init.Normal(0.3))
     algo = AutoAlgorithm(skip_steps=SKIP, measure_steps=MEASURE, seed=SEED, log=lines.append, **opts)
     tr = DistributedTrainer(net.collect_params(), "sgd", dict(job.OPT), communicator=comm, algorithm=algo,
-                            **trainer_kw)
+                            **{k: v for k, v in trainer_kw.items() if k != "resume_check"})
     x, y = (mx.nd.array(a) for a in job.data(comm.rank))
     loss_fn = gluon.loss.L2Loss()
     params = [p for _, p in sorted(net.collect_params().items())]
@@ -51,7 +56,36 @@ def run(comm, opts, trainer_kw, lines):
         current.append(tr.algorithm.current.name)
     with tr.averaged():
         avg = flat()
-    return np.array(traj), avg, flat(), tr.algorithm.decision, current
+    extra = {}
+    if trainer_kw.get("resume_check"):
+        extra = resume_and_resize(comm, tr, net, params, flat)
+    return np.array(traj), avg, flat(), tr.algorithm.decision, current, extra
+
+
+def resume_and_resize(comm, tr, net, params, flat):
+    """A second trainer on the same network loads the first one's state: it continues with the chosen
+    algorithm and its residuals. Then an elastic reset folds the residual into the model and goes
+    back to sync, undecided."""
+    state = tr.state_dict()
+    mine = [p.data().copy() for p in params]      # this worker's own model (CSER: x_i)
+    # x_i - e_i: the same on every worker (the CSER invariant)
+    common = flat() - np.concatenate([tr.algorithm.view("err", i).asnumpy().ravel() for i in range(len(params))])
+    lines = []
+    tr2 = DistributedTrainer(net.collect_params(), "sgd", dict(job.OPT), communicator=comm,
+                             algorithm=AutoAlgorithm(skip_steps=SKIP, measure_steps=MEASURE, seed=SEED,
+                                                     log=lines.append))
+    for p, w in zip(params, mine):   # the new trainer broadcast rank 0's weights; a resume loads its own
+        p.set_data(w)
+    tr2.load_state_dict({"meta": state["meta"], "arrays": {k: v.copy() for k, v in state["arrays"].items()}})
+    out = {"resumed_current": tr2.algorithm.current.name,
+           "resumed_decision_equal": tr2.algorithm.decision == tr.algorithm.decision,
+           "err_equal": bool(all(np.array_equal(tr.algorithm.view("err", i).asnumpy(),
+                                                tr2.algorithm.view("err", i).asnumpy())
+                                 for i in range(len(params))))}
+    tr2.algorithm.reset_for_resize()
+    out.update(after_reset_current=tr2.algorithm.current.name, after_reset_decision=tr2.algorithm.decision,
+               folded_equals_common=bool(np.abs(flat() - common).max() <= 1e-6), common=common.tolist())
+    return out
 
 
 def main():
@@ -60,9 +94,9 @@ def main():
     arrays, meta = {}, {}
     for name, (opts, kw) in configs().items():
         lines = []
-        traj, avg, after, decision, current = run(comm, opts, kw, lines)
+        traj, avg, after, decision, current, extra = run(comm, opts, kw, lines)
         arrays[f"{name}.traj"], arrays[f"{name}.avg"], arrays[f"{name}.after"] = traj, avg, after
-        meta[name] = {"decision": decision, "current": current, "lines": lines}
+        meta[name] = {"decision": decision, "current": current, "lines": lines, **extra}
     np.savez(os.path.join(out, f"rank{comm.rank}.npz"), **arrays)
     with open(os.path.join(out, f"rank{comm.rank}.json"), "w") as f:
         json.dump(meta, f)

@@ -24,6 +24,8 @@ from .test_algorithms import SHAPES, grads, reference_mask, split  # noqa: E402
 
 N = 2
 SWITCH = auto_job.SKIP + auto_job.MEASURE     # the first step of the chosen algorithm
+# the chosen CSER (H = 3) is timed for whole cycles covering MEASURE steps, after one step
+VERIFY_STEPS = 3 * -(-auto_job.MEASURE // 3)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +41,7 @@ def runs(tmp_path_factory):
     return ranks, meta
 
 
-def reference_auto(x0, r1, period, steps=auto_job.STEPS, switch=SWITCH, seed=auto_job.SEED):
+def reference_auto(x0, r1, period, steps=auto_job.STEPS, switch=SWITCH, seed=auto_job.SEED, back=None):
     """Momentum SGD on the averaged gradient (one momentum, the same on both workers) for ``switch``
     steps, then CSER as in docs/distributed.md with GRBS masks at R1 (seed) for the update and at
     R1/H (seed + 7919; dense when <= 1) for the error every H-th step, each worker's momentum
@@ -58,7 +60,7 @@ def reference_auto(x0, r1, period, steps=auto_job.STEPS, switch=SWITCH, seed=aut
     ms = [[a.copy() for a in m] for _ in range(N)]
     es = [[np.zeros_like(a) for a in x] for _ in range(N)]
     r2 = r1 / period
-    for t in range(switch, steps):
+    for t in range(switch, steps if back is None else back):
         p = []
         for i in range(N):
             g = grads(xs[i], i)
@@ -80,6 +82,19 @@ def reference_auto(x0, r1, period, steps=auto_job.STEPS, switch=SWITCH, seed=aut
                     xs[i][k] = xs[i][k] - mask * es[i][k] + ce
                     es[i][k] = es[i][k] - mask * es[i][k]
         hist.append([np.concatenate([a.ravel() for a in xs[i]]) for i in range(N)])
+    if back is None:
+        return hist
+    # back to sync after step back - 1: each model folds its residual (x_i - e_i, the same on both
+    # workers), the momenta are averaged; the last history entry is that folded model
+    x = [xs[0][k] - es[0][k] for k in range(len(x0))]
+    m = [sum(ms[i][k] for i in range(N)) / N for k in range(len(x0))]
+    hist[-1] = [np.concatenate([a.ravel() for a in x])] * N
+    for _ in range(back, steps):
+        g = [sum(gs) / N for gs in zip(*(grads(x, i) for i in range(N)))]
+        for k in range(len(x)):
+            m[k] = mu * m[k] + g[k] + wd * x[k]
+            x[k] = x[k] - lr * m[k]
+        hist.append([np.concatenate([a.ravel() for a in x])] * N)
     return hist
 
 
@@ -104,6 +119,30 @@ def test_slow_link_picks_compression_and_matches_the_cser_reference(runs, name):
         assert np.abs(ranks[r][f"{name}.avg"] - (a + b) / 2).max() <= 1e-6
 
 
+def test_a_checkpoint_resumes_the_choice_and_an_elastic_reset_decides_again(runs):
+    _, meta = runs
+    for r in range(N):
+        m = meta[r]["slow.resume"]
+        assert m["resumed_current"] == "cser" and m["resumed_decision_equal"] and m["err_equal"]
+        # the reset folds the residual into the model (x - e, the same on every worker), then sync
+        assert m["folded_equals_common"]
+        assert m["after_reset_current"] == "sync" and m["after_reset_decision"] is None
+    assert np.abs(np.array(meta[0]["slow.resume"]["common"]) - np.array(meta[1]["slow.resume"]["common"])).max() <= 1e-6
+
+
+def test_a_reverted_choice_folds_cser_and_matches_the_reference(runs):
+    ranks, meta = runs
+    back = SWITCH + 1 + VERIFY_STEPS
+    for r in range(N):
+        d = meta[r]["slow.revert"]["decision"]
+        assert d["choice"] == "sync" and d["reverted_from"] == "cser R1=4 H=3" and d["reverted_at"] == back
+        assert not d["verified"]["kept"] and len(meta[r]["slow.revert"]["lines"]) == 2
+    ref = reference_auto(split(ranks[0]["slow.revert.traj"][0]), 4.0, 3, back=back)
+    for r in range(N):
+        got, want = ranks[r]["slow.revert.traj"][1:], np.array([h[r] for h in ref])
+        assert np.abs(got - want).max() <= 1e-5, (r, np.abs(got - want).max(axis=1))
+
+
 def test_fast_link_keeps_sync_and_matches_the_sync_reference(runs):
     ranks, meta = runs
     for r in range(N):
@@ -121,9 +160,29 @@ def test_measured_link_same_choice_on_both_workers_and_one_line(runs):
     assert d0 == d1 and d0["link"]["source"] == "measured"
     m = d0["measured"]
     assert m["compute_s"] > 0 and m["allreduce_s"] > 0 and m["steps"] == auto_job.MEASURE
-    for r in range(N):   # one line per decision on every worker's log callable
+    for r in range(N):   # one line per decision on every worker's log callable (a second if it reverts)
         lines = meta[r]["measured"]["lines"]
-        assert len(lines) == 1 and lines[0].startswith(f"auto: {d0['choice']} from step {SWITCH}"), lines
+        first = d0.get("reverted_from", d0["choice"])
+        assert len(lines) == 1 + ("reverted_from" in d0) and lines[0].startswith(f"auto: {first} from step {SWITCH}"), lines
+
+
+def test_the_choice_is_verified_by_its_measured_step_time_on_both_workers(runs):
+    ranks, meta = runs
+    d0, d1 = meta[0]["slow.verify"]["decision"], meta[1]["slow.verify"]["decision"]
+    assert d0 == d1
+    v = d0["verified"]
+    assert v["steps"] == VERIFY_STEPS and v["step_s"] > 0 and v["sync_step_s"] > 0
+    assert v["kept"] == (v["step_s"] <= v["sync_step_s"])
+    end = SWITCH + 1 + v["steps"]          # the step after which the verdict is taken (1-based count)
+    cur = meta[0]["slow.verify"]["current"]
+    if v["kept"]:
+        assert d0["choice"] == "cser R1=4 H=3" and cur[-1] == "cser"
+    else:
+        # back to sync, from one model: CSER's residual folded in, so both workers hold the same weights
+        assert d0["choice"] == "sync" and d0["reverted_from"] == "cser R1=4 H=3" and d0["reverted_at"] == end
+        assert cur[end - 1:] == ["sync"] * (auto_job.STEPS - end + 1)
+        a, b = ranks[0]["slow.verify.traj"][end:], ranks[1]["slow.verify.traj"][end:]
+        assert np.abs(a - b).max() <= 1e-6
 
 
 def test_link_model_by_hand():
