@@ -6,6 +6,7 @@ accumulation. Phase k+1 starts from phase k's final weights with fresh optimizer
 fresh schedule (docs/methods.md, "LANS and LAMB": a phase restart resets both). Checkpoints every ``ckpt_every`` steps make
 the run resumable at any point, phase boundaries included.
 """
+import glob
 import os
 
 import mxnet as mx
@@ -15,14 +16,14 @@ from mxnet import autograd, gluon
 from ..distributed import DistributedTrainer
 from ..distributed.launch import require_elastic_launch
 from ..distributed.loss_scale import for_dtype
-from ..distributed.loop import RunFolder, fit
+from ..distributed.loop import RunFolder, fit, world_sums
 from ..distributed.sampler import EpochSampler
 from ..optim import ElasticRamp, WarmupConstantDecay, exclude_from_weight_decay
 from ..model_zoo import get_model
 from ..utils import UserError, write_json
 from ..utils.devices import float16_network
 from ..utils.config import settle_compression
-from ..utils.fileio import atomic_write
+from ..utils.fileio import atomic_path, atomic_write
 from .pretraining_data import create_instances
 from .corpora import load_corpus
 from .text import build_vocab, embedded_corpus, load_vocab, tokenizer
@@ -38,7 +39,7 @@ DEFAULTS = {
                 "warmup": 0.1, "constant": 0.2}],
 }
 PHASE_KEYS = {"seq_len", "batch_size", "accumulate", "steps", "lr", "warmup", "constant",
-              "max_predictions"}
+              "max_predictions", "shards", "eval_shards"}
 
 
 def phase_batches(phases, workers):
@@ -113,6 +114,51 @@ class BertPretrainLoss:
                  "mlm_count": mw.sum(),
                  "nsp_correct": (nsp_score.argmax(axis=-1) == nsp.astype("float32")).sum()}
         return loss, stats
+
+
+KEYS = ("input_ids", "token_types", "valid_length", "masked_positions", "masked_ids", "masked_weights",
+        "nsp_labels")
+STATS = ("mlm_loss_sum", "nsp_loss_sum", "mlm_correct", "mlm_count", "nsp_correct", "instances")   # a step's sums
+
+
+def write_shards(data, folder, per_shard=10000):
+    """Write the instances ``data`` (``create_instances``' arrays) into ``folder`` as NumPy
+    ``part-NNNNN.npz`` files of at most ``per_shard`` instances each (each written atomically; no
+    pickled objects). Returns the paths. Pretraining reads them back with a phase's ``shards`` (or
+    ``eval_shards``, for held-out evaluation) naming the folder or a glob."""
+    os.makedirs(folder, exist_ok=True)
+    n, paths = len(data["nsp_labels"]), []
+    for i, first in enumerate(range(0, n, int(per_shard))):
+        path = os.path.join(folder, f"part-{i:05d}.npz")
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:
+            np.savez(f, **{k: data[k][first:first + int(per_shard)] for k in KEYS})
+        paths.append(path)
+    return paths
+
+
+def read_shards(spec, seq_len, vocab_size, what="shards"):
+    """The instances of the shards ``spec`` (a folder of ``.npz`` files or a glob), in name order, as
+    one dict of arrays; checked for the arrays, the phase's ``seq_len`` and the vocabulary's size."""
+    paths = sorted(glob.glob(os.path.join(spec, "*.npz")) if os.path.isdir(spec) else glob.glob(spec))
+    if not paths:
+        raise UserError(f"{what} {spec}: no .npz shards there; write them with nlp.pretrain.write_shards")
+    parts = []
+    for path in paths:
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                parts.append({k: z[k] for k in KEYS})
+        except (OSError, ValueError, KeyError) as exc:
+            raise UserError(f"{path} is not a pretraining shard ({' '.join(str(exc).split())[:100]}); "
+                            f"it needs the arrays {', '.join(KEYS)}") from None
+    shapes = {(p["input_ids"].shape[1], p["masked_ids"].shape[1]) for p in parts}
+    if len(shapes) > 1 or next(iter(shapes))[0] != seq_len:
+        raise UserError(f"{what} {spec} hold sequences of {sorted(s for s, _ in shapes)} tokens (masked slots "
+                        f"{sorted(m for _, m in shapes)}); the phase's seq_len is {seq_len}: build them for it")
+    data = {k: np.concatenate([p[k] for p in parts]) for k in KEYS}
+    if int(data["input_ids"].max(initial=0)) >= vocab_size or int(data["masked_ids"].max(initial=0)) >= vocab_size:
+        raise UserError(f"{what} {spec} use token ids beyond this vocabulary's {vocab_size}: give the --vocab "
+                        "they were built with")
+    return data
 
 
 def prepare_text(cfg, out, rank, log):
@@ -214,10 +260,6 @@ def _publish(cfg, run, history, comm, log):
     return record
 
 
-KEYS = ("input_ids", "token_types", "valid_length", "masked_positions", "masked_ids", "masked_weights",
-        "nsp_labels")
-
-
 def _phase(cfg, run, pi, ph, net, loss_fn, docs, vocab, comm, log, ctx, scaler, start):
     """Phase ``pi`` (its settings ``ph``) on the shared loop, from ``start`` (the checkpoint's record
     when the phase was under way, else ``{"history": ...}``); returns the step history.
@@ -231,7 +273,12 @@ def _phase(cfg, run, pi, ph, net, loss_fn, docs, vocab, comm, log, ctx, scaler, 
     rank, size, seed = comm.rank, comm.size, int(cfg["seed"])
     L, B, acc, steps = int(ph["seq_len"]), int(ph["batch_size"]), int(ph["accumulate"]), int(ph["steps"])
     glob = B * size * acc
-    data = create_instances(docs, vocab, L, seed=seed + 1000 * pi, max_predictions=ph.get("max_predictions"))
+    if ph.get("shards"):
+        data = read_shards(ph["shards"], L, len(vocab), f"phase {pi + 1}'s shards")
+    else:
+        data = create_instances(docs, vocab, L, seed=seed + 1000 * pi, max_predictions=ph.get("max_predictions"))
+    held = read_shards(ph["eval_shards"], L, len(vocab), f"phase {pi + 1}'s eval_shards") if ph.get("eval_shards") \
+        else None
     n = len(data["nsp_labels"])
     if n < glob:
         raise UserError(f"phase {pi + 1}: global batch {glob} exceeds the {n} instances of the corpus "
@@ -294,11 +341,15 @@ def _phase(cfg, run, pi, ph, net, loss_fn, docs, vocab, comm, log, ctx, scaler, 
         rec["loss"] = rec["mlm_loss"] + rec["nsp_loss"]
         if scaler:
             rec.update(scaler.counters())
+        if held is not None and end.step == steps:
+            rec.update(_evaluate(net, loss_fn, held, B, ctx, end.comm))
+            if end.comm.rank == 0:
+                log(f"phase {pi + 1} held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in rec.items() if k.startswith("eval_")))
         return rec
 
     every = int(cfg["log_every"])
     state = fit(run, net, trainer, EpochSampler(n, seed=seed + 1000 * pi), B * acc, 10 ** 9, step,
-                stats=("mlm_loss_sum", "nsp_loss_sum", "mlm_correct", "mlm_count", "nsp_correct", "instances"),
+                stats=STATS,
                 elastic=bool(cfg["elastic"]), commit_every=int(cfg["commit_every"]), log=log,
                 counters=scaler.counters() if scaler else None, show_progress=bool(cfg["progress"]),
                 end_step=end_step, save_every=int(cfg["ckpt_every"]), max_steps=steps, start=start,
@@ -308,3 +359,24 @@ def _phase(cfg, run, pi, ph, net, loss_fn, docs, vocab, comm, log, ctx, scaler, 
         log(f"phase {pi + 1} done: mlm loss {history[-1]['mlm_loss']:.4f}, "
             f"mlm acc {history[-1]['mlm_acc']:.4f}, nsp acc {history[-1]['nsp_acc']:.4f}")
     return history
+
+
+def _evaluate(net, loss_fn, held, batch_size, ctx, comm):
+    """Masked-LM and next-sentence metrics of ``net`` (no dropout) on the held-out instances
+    ``held``: each worker takes every ``comm.size``-th instance, the sums are added over the
+    workers. ``eval_mlm_loss`` is the mean over instances of the mean cross-entropy over an
+    instance's masked tokens, as in training; ``eval_mlm_acc`` the accuracy over all masked tokens."""
+    mine = np.arange(comm.rank, len(held["nsp_labels"]), comm.size)
+    sums = {}
+    for first in range(0, len(mine), batch_size):
+        sel = mine[first:first + batch_size]
+        batch = [mx.nd.array(held[key][sel], dtype=held[key].dtype) for key in KEYS]
+        for part in zip(*[gluon.utils.split_and_load(b, ctx[:len(sel)], even_split=False) for b in batch]):
+            _, stats = loss_fn(net, list(part))
+            for key, v in stats.items():
+                sums[key] = sums.get(key, 0.0) + float(v.asscalar())
+    t = world_sums({**sums, "instances": len(mine)}, STATS, comm, name="pretrain.eval")   # the same names everywhere
+    inst = max(t["instances"], 1)
+    return {"eval_mlm_loss": t["mlm_loss_sum"] / inst, "eval_nsp_loss": t["nsp_loss_sum"] / inst,
+            "eval_mlm_acc": t["mlm_correct"] / max(t["mlm_count"], 1), "eval_nsp_acc": t["nsp_correct"] / inst,
+            "eval_instances": int(t["instances"])}

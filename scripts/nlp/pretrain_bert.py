@@ -22,7 +22,8 @@ from gluon_suite.utils import UserError, run_cli
 
 _INT = {"seq_len", "batch_size", "total_batch_size", "accumulate", "steps", "max_predictions"}
 _FRACTION = {"warmup", "constant"}
-PHASE_KEYS = _INT | _FRACTION | {"lr"}
+_PATHS = {"shards", "eval_shards"}   # a folder of .npz shards or a glob (nlp.pretrain.write_shards)
+PHASE_KEYS = _INT | _FRACTION | _PATHS | {"lr"}
 _REQUIRED = ("seq_len", "steps", "lr")
 _EXAMPLE = "e.g. seq_len=128,batch_size=16,steps=100,lr=0.005"
 # one phase from flags: (phase key, our spelling, GluonNLP's spelling, help)
@@ -52,7 +53,8 @@ def check_phase(items, where):
         if k not in PHASE_KEYS:
             raise UserError(f"{where}: unknown key {k!r}{suggest(k, sorted(PHASE_KEYS))}; valid keys: "
                             f"{', '.join(sorted(PHASE_KEYS))}")
-        check = positive_int if k in _INT else fraction if k in _FRACTION else positive_float
+        check = shard_spec if k in _PATHS else positive_int if k in _INT else fraction if k in _FRACTION \
+            else positive_float
         try:
             out[k] = check(v)
         except argparse.ArgumentTypeError as exc:
@@ -69,6 +71,17 @@ def check_phase(items, where):
     if out.get("warmup", 0.1) + out.get("constant", 0.0) > 1:
         raise UserError(f"{where}: warmup + constant are fractions of the steps and must sum to <= 1")
     return out
+
+
+def shard_spec(value):
+    """A phase's ``shards``/``eval_shards``: a folder holding ``.npz`` shards, or a glob matching some."""
+    import argparse
+    import glob
+    text = str(value)
+    found = glob.glob(os.path.join(text, "*.npz")) if os.path.isdir(text) else glob.glob(text)
+    if not found:
+        raise argparse.ArgumentTypeError(f"{text!r} names no .npz shards (a folder of them, or a glob)")
+    return text
 
 
 def parse_phase(text):
@@ -129,7 +142,8 @@ def build_parser():
     p.add_argument("--min-freq", type=positive_int)
     p.add_argument("--phase", action="append", type=parse_phase, dest="phases",
                    help="seq_len=,batch_size= or total_batch_size=,steps=,lr=[,accumulate=,warmup=,constant=,"
-                   "max_predictions=]; repeat per phase")
+                   "max_predictions=,shards=,eval_shards=]; repeat per phase (shards: pre-built instances, "
+                   "a folder of .npz; eval_shards: held-out instances evaluated at the phase's end)")
     g = p.add_argument_group("one phase from flags (GluonNLP's run_pretraining.py spellings work too); instead "
                              "of --phase, or over the one phase of --config")
     for key, ours, gluonnlp, text in PHASE_FLAGS:
