@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from ..conftest import HOROVODRUN, REPO, job_output, max_param_diff
-from ..distributed.test_elastic_scripts import CLI, discovery, elastic  # noqa: F401  (a fixture, a helper)
+from ..distributed.test_elastic_scripts import discovery, elastic, launcher  # noqa: F401  (a fixture, helpers)
 
 pytestmark = pytest.mark.horovod
 JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_digits_job.py")
@@ -29,8 +29,7 @@ def run(launcher, out, elastic):
 
 def test_float16_two_device_job_is_the_same_fixed_size_and_elastic(discovery, tmp_path):  # noqa: F811
     fixed, flog = run([HOROVODRUN, "-np", "2", "-H", "localhost:2", "--gloo"], tmp_path / "fixed", False)
-    elastic, elog = run([CLI, "launch", "--min-np", "2", "--max-np", "3", "--host-discovery-script", discovery[1],
-                         "--network-interface", "lo", "--"], tmp_path / "elastic", True)
+    elastic, elog = run(launcher(discovery[1]), tmp_path / "elastic", True)
     assert [r["epoch"] for r in flog] == [r["epoch"] for r in elog] == [1, 2]
     for a, b in zip(flog, elog):
         assert set(a) == set(b)
