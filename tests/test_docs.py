@@ -124,7 +124,7 @@ EXAMPLES = {
                    ("--epochs 8 --out runs/digits2", "--epochs 1 --out runs/digits2")]),
     # docs/gpus.md
     "docs/gpus.md: make setup CUDA=117": skip("needs an NVIDIA driver and GPU"),
-    "docs/gpus.md: .venv/bin/python scripts/cv/train_classification.py --model resnest14_digits --gpus 0,1 --dtype float16":
+    "docs/gpus.md: .venv/bin/python scripts/cv/train_classification.py --model resnest14_digits --gpus 0,1 --batch-size 16 --dtype float16":
         skip("needs two GPUs (and two named hosts for the second line)"),
     "docs/gpus.md: from gluon_suite.distributed.loss_scale import DynamicLossScaler": fast(
         prelude="import mxnet as mx\nfrom gluon_suite.distributed import DistributedTrainer\n" + NET +

@@ -105,7 +105,8 @@ def test_gpus_minus_one_trains_on_the_cpu(tmp_path, capfd, monkeypatch):
 
 def test_vision_recipe_on_two_contexts_trains_and_keeps_copies_identical(tmp_path, monkeypatch):
     """The classification recipe with two CPU contexts per worker: it learns, evaluates, writes its
-    checkpoint, and every trainable parameter's two copies are identical."""
+    checkpoint, and every trainable parameter's two copies are identical. (16 per device: the
+    worker's batch of 32, as before the batch became per device.)"""
     from gluon_suite.cv import recipe
     from gluon_suite.distributed import LocalCommunicator
     nets, real = [], recipe.get_model
@@ -116,7 +117,7 @@ def test_vision_recipe_on_two_contexts_trains_and_keeps_copies_identical(tmp_pat
     monkeypatch.setattr(recipe, "get_model", spy)
     res = recipe.train_classification(
         {"model": "digits_cnn", "epochs": 2, "out": str(tmp_path / "o"), "progress": False,
-         "warmup_epochs": 0}, LocalCommunicator(), log=lambda m: None, ctx=[mx.cpu(0), mx.cpu(1)])
+         "warmup_epochs": 0, "batch_size": 16}, LocalCommunicator(), log=lambda m: None, ctx=[mx.cpu(0), mx.cpu(1)])
     assert res["best_acc"] > 0.5
     assert os.path.exists(tmp_path / "o" / "best.params")
     for p in nets[0].collect_params().values():
