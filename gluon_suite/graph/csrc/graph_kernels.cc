@@ -239,6 +239,19 @@ void SpmmForward(const Bcast& b, Reduce red, const float* X, const float* W, con
       const bool mx = red == kMax;
       std::fill(o, o + L, mx ? -std::numeric_limits<float>::infinity()
                              : std::numeric_limits<float>::infinity());
+      if (op == kCopyL && b.lid) {    // contiguous rows: no index maps, prefetched gathers
+        for (I k = k0; k < k1; ++k) {
+          if (k + kAhead < k1) Prefetch(X + static_cast<int64_t>(nbr[k + kAhead]) * L, L);
+          const float* x = X + static_cast<int64_t>(nbr[k]) * L;
+          if (mx) {
+            for (int64_t j = 0; j < L; ++j) o[j] = x[j] > o[j] ? x[j] : o[j];
+          } else {
+            for (int64_t j = 0; j < L; ++j) o[j] = x[j] < o[j] ? x[j] : o[j];
+          }
+        }
+        if (k0 == k1) std::fill(o, o + L, 0.f);
+        continue;
+      }
       for (I k = k0; k < k1; ++k) {
         const float* x = X + static_cast<int64_t>(nbr[k]) * b.lhs;
         const float* w = W + static_cast<int64_t>(eid[k]) * b.rhs;
@@ -252,23 +265,30 @@ void SpmmForward(const Bcast& b, Reduce red, const float* X, const float* W, con
   }
 }
 
-// The position (in destination order) of the first edge reaching each output element of a
-// max/min reduction, -1 for empty rows: recomputed from the output in the backward pass.
+// The id of the first edge (in destination order) reaching each output element of a max/min
+// reduction, -1 for empty rows: recomputed from the output in the backward pass.
 template <typename I, int O>
 void ArgReduce(const Bcast& b, const float* X, const float* W, const float* Y, const I* indptr,
-               const I* nbr, const I* eid, int64_t n, int64_t* arg) {
+               const I* nbr, const I* eid, int64_t n, I* arg) {
   constexpr Op op = static_cast<Op>(O);
   const int64_t L = b.out;
 #pragma omp parallel for schedule(dynamic, 64)
   for (int64_t v = 0; v < n; ++v) {
-    int64_t* a = arg + v * L;
-    std::fill(a, a + L, -1);
+    I* a = arg + v * L;
+    std::fill(a, a + L, static_cast<I>(-1));
     const float* y = Y + v * L;
     for (I k = indptr[v]; k < indptr[v + 1]; ++k) {
       const float* x = X + static_cast<int64_t>(nbr[k]) * b.lhs;
-      const float* w = W + static_cast<int64_t>(eid[k]) * b.rhs;
+      const I e = eid[k];
+      if (op == kCopyL && b.lid) {
+        if (k + kAhead < indptr[v + 1]) Prefetch(X + static_cast<int64_t>(nbr[k + kAhead]) * L, L);
+        for (int64_t j = 0; j < L; ++j)
+          if (a[j] < 0 && x[j] == y[j]) a[j] = e;
+        continue;
+      }
+      const float* w = W + static_cast<int64_t>(e) * b.rhs;
       for (int64_t j = 0; j < L; ++j)
-        if (a[j] < 0 && Apply(op, x[b.lidx[j]], w[b.ridx[j]]) == y[j]) a[j] = k;
+        if (a[j] < 0 && Apply(op, x[b.lidx[j]], w[b.ridx[j]]) == y[j]) a[j] = e;
     }
   }
 }
@@ -280,12 +300,30 @@ void SpmmBackward(const Bcast& b, Reduce red, const float* dY, const float* X, c
   constexpr Op op = static_cast<Op>(O);
   const I *indptr = s[0], *nbr = s[1], *eid = s[2], *rptr = s[3], *rnbr = s[4], *reid = s[5];
   const int64_t L = b.out;
-  std::vector<int64_t> arg;
+  const I* src = s[6];
+  // edge ids of the extremes, in the structure's index type: every entry is written by ArgReduce
+  std::unique_ptr<I[]> arg;
   const bool sum = red == kSum || red == kMean;
   if (!sum) {
-    arg.reserve(static_cast<size_t>(n_dst * L));   // every entry is written by ArgReduce
-    arg.resize(static_cast<size_t>(n_dst * L));
-    ArgReduce<I, O>(b, X, W, Y, indptr, nbr, eid, n_dst, arg.data());
+    arg.reset(new I[n_dst * L]);
+    ArgReduce<I, O>(b, X, W, Y, indptr, nbr, eid, n_dst, arg.get());
+  }
+  if (dX != nullptr && !sum && op == kCopyL && b.lid) {
+    // each extreme's gradient goes to the source of its edge: a scatter over destinations,
+    // threads owning disjoint column blocks (one writer per element, deterministic)
+    std::fill(dX, dX + n_src * L, 0.f);
+    const I* a = arg.get();
+#pragma omp parallel
+    {
+      const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+      const int64_t j0 = L * t / nt, j1 = L * (t + 1) / nt;
+      for (int64_t v = 0; v < n_dst; ++v)
+        for (int64_t j = j0; j < j1; ++j) {
+          const I e = a[v * L + j];
+          if (e >= 0) dX[static_cast<int64_t>(src[e]) * L + j] += dY[v * L + j];
+        }
+    }
+    dX = nullptr;
   }
   if (dX != nullptr) {
 #pragma omp parallel for schedule(dynamic, 64)
@@ -317,11 +355,14 @@ void SpmmBackward(const Bcast& b, Reduce red, const float* dY, const float* X, c
             for (int64_t j = 0; j < L; ++j)
               d[b.lidx[j]] += m * GradL(op, x[b.lidx[j]], w[b.ridx[j]]) * dy[j];
           }
-        } else {
-          const int64_t* a = arg.data() + v * L;
+        } else if (op == kCopyL && b.lid) {
+          const I* a = arg.get() + v * L;
           for (int64_t j = 0; j < L; ++j)
-            if (a[j] >= 0 && eid[a[j]] == e)
-              d[b.lidx[j]] += GradL(op, x[b.lidx[j]], w[b.ridx[j]]) * dy[j];
+            if (a[j] == e) d[j] += dy[j];
+        } else {
+          const I* a = arg.get() + v * L;
+          for (int64_t j = 0; j < L; ++j)
+            if (a[j] == e) d[b.lidx[j]] += GradL(op, x[b.lidx[j]], w[b.ridx[j]]) * dy[j];
         }
       }
     }
@@ -358,11 +399,11 @@ void SpmmBackward(const Bcast& b, Reduce red, const float* dY, const float* X, c
           }
         }
       } else {
-        const int64_t* a = arg.data() + v * L;
+        const I* a = arg.get() + v * L;
         for (int64_t j = 0; j < L; ++j) {
           if (a[j] < 0) continue;
-          const int64_t k = a[j], e = eid[k];
-          const float* x = X + static_cast<int64_t>(nbr[k]) * b.lhs;
+          const int64_t e = a[j];
+          const float* x = X + static_cast<int64_t>(src[e]) * b.lhs;
           const float* w = W + e * b.rhs;
           dW[e * b.rhs + b.ridx[j]] += GradR(op, x[b.lidx[j]], w[b.ridx[j]]) * dy[j];
         }
@@ -529,8 +570,8 @@ void SoftmaxBackward(const float* dY, const float* A, const I* indptr, const I* 
 // The backward recomputes a (E x H, cheap) instead of keeping it from the forward.
 template <typename I>
 void GatScores(const float* el, const float* er, const I* nbr, I k0, I k1, int64_t v, int64_t H, float slope,
-               float* p, float* z) {
-  float* mx = z;   // z holds the running maxima until the exponentials
+               float* p, float* z, float* row_max = nullptr) {
+  float* mx = row_max ? row_max : z;   // z holds the running maxima until the exponentials without row_max
   std::fill(mx, mx + H, -std::numeric_limits<float>::infinity());
   for (I k = k0; k < k1; ++k) {
     const float* l = el + static_cast<int64_t>(nbr[k]) * H;
@@ -586,17 +627,24 @@ void GatForward(const float* X, const float* el, const float* er, const float* m
   }
 }
 
+// The backward keeps per destination and head only the maximum score, the softmax sum and
+// t = sum over the row of a * g (g = mask * <x[u], dy[v]>), and recomputes each edge's attention
+// and score gradient from them in the pass over sources: no E x H temporaries.
 template <typename I>
 void GatBackward(const float* dY, const float* X, const float* el, const float* er, const float* mask,
-                 const I* const* s, int64_t n_dst, int64_t n_src, int64_t E, int64_t H, int64_t F, float slope,
+                 const I* const* s, int64_t n_dst, int64_t n_src, int64_t H, int64_t F, float slope,
                  float* dX, float* dEl, float* dEr) {
   const I *indptr = s[0], *nbr = s[1], *eid = s[2], *rptr = s[3], *rnbr = s[4], *reid = s[5];
-  // per-edge attention (times mask) and score gradient, by edge id; no zero-fill needed
-  std::unique_ptr<float[]> W_(new float[E * H]), DS_(new float[E * H]);
-  float *W = W_.get(), *DS = DS_.get();
+  std::unique_ptr<float[]> M_(new float[n_dst * H]), Z_(new float[n_dst * H]), T_(new float[n_dst * H]);
+  float *M = M_.get(), *Z = Z_.get(), *T = T_.get();
+  // d loss / d score of one edge and head, given its attention a and g
+  auto score_grad = [&](float a, float g, float t, float pre) {
+    const float ds = a * (g - t);
+    return pre < 0 ? ds * slope : ds;
+  };
 #pragma omp parallel
   {
-    std::vector<float> p, z(H), t(H);
+    std::vector<float> p, z(H), t(H), G;
 #pragma omp for schedule(dynamic, 64)
     for (int64_t v = 0; v < n_dst; ++v) {
       const I k0 = indptr[v], k1 = indptr[v + 1];
@@ -604,7 +652,8 @@ void GatBackward(const float* dY, const float* X, const float* el, const float* 
       if (der) std::fill(der, der + H, 0.f);
       if (k0 == k1) continue;
       p.resize(static_cast<size_t>((k1 - k0) * H));
-      GatScores(el, er, nbr, k0, k1, v, H, slope, p.data(), z.data());
+      G.resize(static_cast<size_t>((k1 - k0) * H));
+      GatScores(el, er, nbr, k0, k1, v, H, slope, p.data(), z.data(), M + v * H);
       std::fill(t.begin(), t.end(), 0.f);
       const float* dy = dY + v * H * F;
       for (I k = k0; k < k1; ++k) {
@@ -613,42 +662,49 @@ void GatBackward(const float* dY, const float* X, const float* el, const float* 
         const float* x = X + static_cast<int64_t>(nbr[k]) * H * F;
         for (int64_t h = 0; h < H; ++h) {
           const float a = p[(k - k0) * H + h] / z[h];
-          const float m = mask ? mask[e * H + h] : 1.f;
           float g = 0.f;
           for (int64_t f = 0; f < F; ++f) g += x[h * F + f] * dy[h * F + f];
-          g *= m;
-          W[e * H + h] = a * m;
-          DS[e * H + h] = g;                       // d loss / d a, for now
+          g *= mask ? mask[e * H + h] : 1.f;
+          G[(k - k0) * H + h] = g;
           t[h] += a * g;
         }
       }
+      for (int64_t h = 0; h < H; ++h) Z[v * H + h] = z[h], T[v * H + h] = t[h];
+      if (!der) continue;
       for (I k = k0; k < k1; ++k) {
-        const int64_t e = eid[k];
         const float* l = el + static_cast<int64_t>(nbr[k]) * H;
-        for (int64_t h = 0; h < H; ++h) {
-          const float a = p[(k - k0) * H + h] / z[h];
-          float ds = a * (DS[e * H + h] - t[h]);
-          if (l[h] + er[v * H + h] < 0) ds *= slope;
-          DS[e * H + h] = ds;
-          if (der) der[h] += ds;
-        }
+        for (int64_t h = 0; h < H; ++h)
+          der[h] += score_grad(p[(k - k0) * H + h] / z[h], G[(k - k0) * H + h], t[h], l[h] + er[v * H + h]);
       }
     }
+    if (dX || dEl) {
 #pragma omp for schedule(dynamic, 64)
-    for (int64_t u = 0; u < n_src; ++u) {
-      float* dx = dX ? dX + u * H * F : nullptr;
-      float* del = dEl ? dEl + u * H : nullptr;
-      if (dx) std::fill(dx, dx + H * F, 0.f);
-      if (del) std::fill(del, del + H, 0.f);
-      for (I k = rptr[u]; k < rptr[u + 1]; ++k) {
-        if (k + kAhead < rptr[u + 1]) Prefetch(dY + static_cast<int64_t>(rnbr[k + kAhead]) * H * F, H * F);
-        const int64_t e = reid[k];
-        const float* dy = dY + static_cast<int64_t>(rnbr[k]) * H * F;
-        for (int64_t h = 0; h < H; ++h) {
-          if (del) del[h] += DS[e * H + h];
-          if (!dx) continue;
-          const float w = W[e * H + h];
-          for (int64_t f = 0; f < F; ++f) dx[h * F + f] += w * dy[h * F + f];
+      for (int64_t u = 0; u < n_src; ++u) {
+        float* dx = dX ? dX + u * H * F : nullptr;
+        float* del = dEl ? dEl + u * H : nullptr;
+        if (dx) std::fill(dx, dx + H * F, 0.f);
+        if (del) std::fill(del, del + H, 0.f);
+        const float* x = X + u * H * F;
+        const float* l = el + u * H;
+        for (I k = rptr[u]; k < rptr[u + 1]; ++k) {
+          if (k + kAhead < rptr[u + 1]) Prefetch(dY + static_cast<int64_t>(rnbr[k + kAhead]) * H * F, H * F);
+          const int64_t v = rnbr[k], e = reid[k];
+          const float* dy = dY + v * H * F;
+          for (int64_t h = 0; h < H; ++h) {
+            // the same float operations as GatScores, so a is bit-identical to the forward's
+            float pre = l[h] + er[v * H + h];
+            const float sc = pre < 0 ? pre * slope : pre;
+            const float a = std::exp(sc - M[v * H + h]) / Z[v * H + h];
+            const float m = mask ? mask[e * H + h] : 1.f;
+            if (del) {
+              float g = 0.f;
+              for (int64_t f = 0; f < F; ++f) g += x[h * F + f] * dy[h * F + f];
+              del[h] += score_grad(a, g * m, T[v * H + h], pre);
+            }
+            if (!dx) continue;
+            const float w = a * m;
+            for (int64_t f = 0; f < F; ++f) dx[h * F + f] += w * dy[h * F + f];
+          }
         }
       }
     }
@@ -1026,7 +1082,7 @@ MXReturnValue GatBwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vector
   auto ptr = [&](int i) { return Bad(out->at(i)) ? nullptr : out->at(i).data<float>(); };
   GatBackward<I>(in->at(0).data<float>(), x.data<float>(), in->at(2).data<float>(), in->at(3).data<float>(),
                  Masked(attrs) ? in->at(4).data<float>() : nullptr, s, Rows(in->at(5)) - 1, Rows(in->at(8)) - 1,
-                 Rows(in->at(11)), x.shape[1], x.shape[2], Slope(attrs), ptr(0), ptr(1), ptr(2));
+                 x.shape[1], x.shape[2], Slope(attrs), ptr(0), ptr(1), ptr(2));
   if (float* dm = ptr(3)) std::memset(dm, 0, sizeof(float) * out->at(3).size());
   return MX_SUCCESS;
 }

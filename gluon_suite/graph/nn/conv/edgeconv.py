@@ -18,7 +18,9 @@ class EdgeConv(nn.Block):
     projected source features plus the destination part (for nodes with an incoming edge; the
     others read 0, as the max over no edges does); with batch norm the edge values are one fused
     ``u_add_v``, normalised, then reduced with ``copy_e``/``max``. No (edges x in_feat) tensor is
-    formed either way. Nodes without incoming edges are refused unless ``allow_zero_in_degree=True``."""
+    formed either way. The products are ``FullyConnected`` (oneDNN), the destination part one of
+    them with the weight Phi - W_t. Nodes without incoming edges are refused unless
+    ``allow_zero_in_degree=True``."""
 
     def __init__(self, in_feat, out_feat, batch_norm=False, allow_zero_in_degree=False):
         super().__init__()
@@ -40,13 +42,18 @@ class EdgeConv(nn.Block):
         with g.local_scope():
             h_src, h_dst = expand_as_pair(h, g)
             check_rows(g, h_src, "EdgeConv")
-            w_theta = self.theta.weight.data(h_src.context)
-            g.srcdata["x"] = mx.nd.dot(h_src, w_theta, transpose_b=True)
-            dst_part = self.phi(h_dst) - mx.nd.dot(h_dst, w_theta, transpose_b=True)
-            dst_part = mx.nd.broadcast_add(dst_part, self.theta.bias.data(h_src.context))
+            ctx = h_src.context
+            w_t, b_t = self.theta.weight.data(ctx), self.theta.bias.data(ctx)
+            w_p, b_p = self.phi.weight.data(ctx), self.phi.bias.data(ctx)
+            units = w_t.shape[0]
+            g.srcdata["x"] = mx.nd.FullyConnected(h_src, w_t, no_bias=True, num_hidden=units)
+            # Phi h_v - W_t h_v + b_t as one product with the difference of the weights
+            dst_part = mx.nd.FullyConnected(h_dst, w_p - w_t, b_p + b_t, num_hidden=units)
             if not self.batch_norm:
                 g.update_all(fn.copy_u("x", "m"), fn.max("m", "x"))
-                return g.dstdata["x"] + mx.nd.broadcast_mul(dst_part, _has_in_edge(g, h_src.context))
+                if not g.has_zero_in_degree():
+                    return g.dstdata["x"] + dst_part
+                return g.dstdata["x"] + mx.nd.broadcast_mul(dst_part, _has_in_edge(g, ctx))
             g.dstdata["y"] = dst_part
             g.apply_edges(fn.u_add_v("x", "y", "e"))
             g.edata["e"] = self.bn(g.edata["e"])
