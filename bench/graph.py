@@ -503,7 +503,12 @@ def main():
         with open(args.out) as f:
             previous = json.load(f)
     merged = dict(previous.get("results", {}))
-    merged.update(results)
+    for model, res in results.items():
+        old = merged.get(model, {})
+        left = [fw for fw in FRAMEWORKS if fw in old and fw not in res]
+        if left:   # frameworks not rerun: their last entry stays, whole, beside the new one
+            res["earlier_run"] = old.get("earlier_run", old)
+        merged[model] = res
     old_failures = {k: v for k, v in previous.get("failures", {}).items() if k not in runs and k not in results}
     out = {**previous, "benchmark": "graph", "date": today, "nodes": N, "edges": E,
            "features": F, "hidden": HID, "classes": C, "gat_heads": HEADS, "threads": args.threads,

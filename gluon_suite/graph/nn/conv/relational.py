@@ -89,10 +89,14 @@ class RelGraphConv(gluon.Block):
             self.dropout = nn.Dropout(dropout)
 
     def _project(self, x, w):
-        """x W for features (N, in) and w (in, k...), or the rows of w picked by integer ids (N,)."""
+        """x W for features (N, in) and w (in, k...), or the rows of w picked by integer ids (N,).
+        The product is a ``FullyConnected`` (oneDNN) with w as (k, in)."""
         if x.ndim == 1:
             return mx.nd.take(w, x.astype("int64"))
-        return mx.nd.dot(x, w)
+        rest = w.shape[1:]
+        k = int(np.prod(rest))
+        out = mx.nd.FullyConnected(x, w.reshape((w.shape[0], k)).T, no_bias=True, num_hidden=k)
+        return out.reshape((x.shape[0],) + rest)
 
     def forward(self, g, x, etypes, norm=None):
         """Output (N_dst, out_feat); see the class for the arguments."""
