@@ -404,8 +404,10 @@ def _whatif_cluster_args(p):
 
 def _whatif_table_args(p):
     """What the prediction table shows and writes."""
-    p.add_argument("--ratios", type=ratio, nargs="+", default=[1, 2, 4, 8])
-    p.add_argument("--target-sf", type=float_range(0, 1, low_open=True, what="a scaling factor"), default=0.9)
+    p.add_argument("--ratios", type=ratio, nargs="+", default=[1, 2, 4, 8],
+                   help="compression ratios to predict for (1: dense)")
+    p.add_argument("--target-sf", type=float_range(0, 1, low_open=True, what="a scaling factor"), default=0.9,
+                   help="scaling factor to reach: the table names the least ratio reaching it")
     p.add_argument("--plot", type=plot_file, help="PNG: scaling factor vs bandwidth per ratio")
     p.add_argument("--json", type=output_file, help="write the predictions as JSON")
 
@@ -482,11 +484,11 @@ def build_parser():
                         "(here, or on a GPU machine), 'predict' predicts from a saved or bundled profile, "
                         "'advise' picks the compression that reaches a target scaling factor.")
     pw.add_argument("--model", help="zoo model to profile on this CPU (or give the compute times)")
-    pw.add_argument("--batch-size", type=positive_int, default=32)
-    pw.add_argument("--image-size", type=positive_int, default=224)
-    pw.add_argument("--forward-ms", type=positive_float)
-    pw.add_argument("--backward-ms", type=positive_float)
-    pw.add_argument("--optimizer-ms", type=nonneg_float, default=0.0)
+    pw.add_argument("--batch-size", type=positive_int, default=32, help="images per step per worker (with --model)")
+    pw.add_argument("--image-size", type=positive_int, default=224, help="input height and width (with --model)")
+    pw.add_argument("--forward-ms", type=positive_float, help="forward time of one step (instead of --model)")
+    pw.add_argument("--backward-ms", type=positive_float, help="backward time of one step (instead of --model)")
+    pw.add_argument("--optimizer-ms", type=nonneg_float, default=0.0, help="optimizer update time of one step")
     pw.add_argument("--param-mb", type=positive_float, help="gradient megabytes per step")
     pw.add_argument("--tensors", type=positive_int, default=100, help="number of gradient tensors (with --param-mb)")
     _whatif_cluster_args(pw)
@@ -500,7 +502,7 @@ def build_parser():
     wp.add_argument("--dtype", type=choice_of(("float32", "float16"), "dtype"), default="float32",
                     help="float32, or float16 (float32 master weights; needs a GPU)")
     wp.add_argument("--batch-size", type=positive_int, default=32, help="images per step on this device")
-    wp.add_argument("--image-size", type=positive_int, default=224)
+    wp.add_argument("--image-size", type=positive_int, default=224, help="input height and width")
     wp.add_argument("--repeats", type=positive_int, default=3, help="measured steps (the median is kept)")
     wp.add_argument("--bucket-mb", type=nonneg_float, default=25.0,
                     help="bucket size of the recorded trainer layout (the trainer's default: 25)")
@@ -521,7 +523,8 @@ def build_parser():
     wa.add_argument("--cser-ratios", nargs="+", type=ratio, default=[4, 8, 16, 32, 64, 128, 256],
                     help="GRBS ratios R1 of CSER's update to consider")
     wa.add_argument("--period", type=positive_int, default=8, help="CSER's error-reset period H")
-    wa.add_argument("--target-sf", type=float_range(0, 1, low_open=True, what="a scaling factor"), default=0.9)
+    wa.add_argument("--target-sf", type=float_range(0, 1, low_open=True, what="a scaling factor"), default=0.9,
+                    help="scaling factor the advice must reach")
     wa.add_argument("--json", type=output_file, help="write the advice as JSON")
     wa.set_defaults(func=_cmd_whatif_advise)
     return p
