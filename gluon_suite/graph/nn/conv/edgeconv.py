@@ -52,7 +52,7 @@ class EdgeConv(nn.Block):
             if not self.batch_norm:
                 g.update_all(fn.copy_u("x", "m"), fn.max("m", "x"))
                 if not g.has_zero_in_degree():
-                    return g.dstdata["x"] + dst_part
+                    return mx.nd.elemwise_add(g.dstdata["x"], dst_part)
                 return g.dstdata["x"] + mx.nd.broadcast_mul(dst_part, _has_in_edge(g, ctx))
             g.dstdata["y"] = dst_part
             g.apply_edges(fn.u_add_v("x", "y", "e"))

@@ -31,5 +31,9 @@ class GINConv(gluon.Block):
             check_rows(graph, feat_src, "GINConv")
             graph.srcdata["h"] = feat_src
             graph.update_all(fn.copy_u("h", "m"), self._reducer("m", "neigh"))
-            rst = mx.nd.broadcast_mul(feat_dst, 1 + self.eps.data(feat_dst.context)) + graph.dstdata["neigh"]
+            # (1 + eps) spread to feat_dst's shape and multiplied element-wise: MXNet's broadcast_mul
+            # backward runs a generic reduction that costs 4x the forward on (N, F) features
+            scale = (1 + self.eps.data(feat_dst.context)).reshape((1,) * feat_dst.ndim)
+            self_part = mx.nd.elemwise_mul(feat_dst, mx.nd.broadcast_like(scale, feat_dst))
+            rst = mx.nd.elemwise_add(self_part, graph.dstdata["neigh"])
             return self.apply_func(rst) if self.apply_func is not None else rst

@@ -102,7 +102,7 @@ class TAGConv(nn.Block):
         if self.out_feats < self.in_feats:
             out = hop_sum([feat], blocks[self.k:], None)
             for j in range(self.k - 1, -1, -1):
-                out = propagate(graph, out) + hop_sum([feat], blocks[j:j + 1], bias if j == 0 else None)
+                out = mx.nd.elemwise_add(propagate(graph, out), hop_sum([feat], blocks[j:j + 1], bias if j == 0 else None))
         else:
             hops, h = [feat], feat
             for _ in range(self.k):
@@ -132,7 +132,7 @@ class APPNPConv(nn.Block):
             w = None
             if self._drop > 0 and mx.autograd.is_training():
                 w = self.edge_drop(mx.nd.ones((graph.num_edges(), 1), ctx=feat.context))
-            h = propagate(graph, h, w, 1 - self._alpha) + teleport
+            h = mx.nd.elemwise_add(propagate(graph, h, w, 1 - self._alpha), teleport)
         return h
 
 
@@ -207,8 +207,8 @@ class ChebConv(nn.Block):
         def scaled(t, factor):      # factor * L' t
             kept = t * (keep * factor) if same else mx.nd.broadcast_mul(t, keep * factor)
             if native.usable(t, norm) and graph.num_edges() > 0:
-                return kept + native.scaled_sum(graph._structure(ctx), t, norm, right * factor, None,
-                                                 scale_grad=False)
+                return mx.nd.elemwise_add(kept, native.scaled_sum(graph._structure(ctx), t, norm, right * factor,
+                                                                  None, scale_grad=False))
             with graph.local_scope():
                 graph.ndata["h"] = mx.nd.broadcast_mul(t, norm.reshape((-1, 1)))
                 graph.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
@@ -219,13 +219,13 @@ class ChebConv(nn.Block):
             # Clenshaw: b_j = x W_j + 2 L' b_{j+1} - b_{j+2} down to j = 1, then x W_0 + L' b_1 - b_2
             b1, b2 = hop_sum([feat], weights[-1:], None), None
             for j in range(self._k - 2, 0, -1):
-                b = hop_sum([feat], weights[j:j + 1], None) + scaled(b1, 2.0)
-                b1, b2 = (b if b2 is None else b - b2), b1
-            out = hop_sum([feat], weights[:1], bias) + scaled(b1, 1.0)
-            return out if b2 is None else out - b2
+                b = mx.nd.elemwise_add(hop_sum([feat], weights[j:j + 1], None), scaled(b1, 2.0))
+                b1, b2 = (b if b2 is None else mx.nd.elemwise_sub(b, b2)), b1
+            out = mx.nd.elemwise_add(hop_sum([feat], weights[:1], bias), scaled(b1, 1.0))
+            return out if b2 is None else mx.nd.elemwise_sub(out, b2)
         hops, t_prev, t = [feat], None, feat
         for j in range(1, self._k):
-            t_next = scaled(t, 1.0) if j == 1 else scaled(t, 2.0) - t_prev
+            t_next = scaled(t, 1.0) if j == 1 else mx.nd.elemwise_sub(scaled(t, 2.0), t_prev)
             t_prev, t = t, t_next
             hops.append(t)
         return hop_sum(hops, weights, bias)

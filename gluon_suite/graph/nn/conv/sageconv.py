@@ -60,7 +60,7 @@ class SAGEConv(nn.Block):
                 h = mx.nd.FullyConnected(feat_src, w, num_hidden=self._out_feats, no_bias=True, flatten=False)
                 rst = native.scaled_sum(graph._structure(ctx), h, None,
                                         graph._degree_power("in", -1.0, ctx).reshape((-1,)), b, scale_grad=False)
-                rst = self.fc_self(feat_dst) + rst
+                rst = mx.nd.elemwise_add(self.fc_self(feat_dst), rst)
                 if self.activation is not None:
                     rst = self.activation(rst)
                 return self.norm(rst) if self.norm is not None else rst
@@ -81,7 +81,7 @@ class SAGEConv(nn.Block):
                 h_neigh = graph.dstdata["neigh"]
             rst = self.fc_neigh(h_neigh)
             if self._aggre_type != "gcn":
-                rst = self.fc_self(feat_dst) + rst
+                rst = mx.nd.elemwise_add(self.fc_self(feat_dst), rst)
             if self.activation is not None:
                 rst = self.activation(rst)
             if self.norm is not None:
