@@ -68,7 +68,9 @@ VARIANTS_RESNET = {
 # cser_speedup_<model>_auto[_<rate>mbit].json, beside the fixed configurations run or reused there
 CONFIGS_AUTO = {"auto": dict(algorithm="auto"),
                 # the first version: the choice is not checked against the measured step time
-                "auto (no verification)": dict(algorithm="auto", auto_verify=False)}
+                "auto (no verification)": dict(algorithm="auto", auto_verify=False),
+                # the check's first version: it timed the chosen algorithm from its second step on
+                "auto (check from its 2nd step)": dict(algorithm="auto", auto_verify_skip=1)}
 CONFIGS = {**CONFIGS_MLP, **CONFIGS_RESNET, **VARIANTS_RESNET, **CONFIGS_AUTO}
 
 
@@ -119,9 +121,10 @@ def worker(model, cfg, epochs, seed, out):
         total = steps * epochs
         opt["lr_scheduler"] = WarmupConstantDecay(lr, total, steps * warm, total - steps * warm, min_lr=lr)
     cfg = dict(cfg)
-    if cfg.pop("auto_verify", True) is False:
+    verify, skip = cfg.pop("auto_verify", True), cfg.pop("auto_verify_skip", None)
+    if verify is False or skip is not None:
         from gluon_suite.distributed.auto import AutoAlgorithm
-        cfg["algorithm"] = AutoAlgorithm(seed=seed, verify=False)
+        cfg["algorithm"] = AutoAlgorithm(seed=seed, verify=verify, verify_skip=skip)
     tr = DistributedTrainer(net.collect_params(), "nag", opt, communicator=comm, seed=seed, **cfg)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     rec, train_s = [], 0.0

@@ -25,7 +25,8 @@ reaches a target scaling factor, and switches to it once, identically on every w
    same arguments, takes over the synchronous phase's buckets and continues; one line is logged and
    ``decision`` holds the measurements and every candidate's prediction.
 6. Verify (``verify=True``). The chosen algorithm's steps are timed for whole cycles (at least
-   ``measure_steps`` steps, after one); if their mean over workers is longer than the measured
+   ``measure_steps`` steps), after one cycle (at least 2 steps; ``verify_skip``) in which its
+   compressors set up; if their mean over workers is longer than the measured
    synchronous step c + o + a, the prediction missed a cost it does not model (compression's own
    compute), and synchronous SGD comes back: the algorithm folds its state into the model first
    (CSER: x_i - e_i, the same on every worker) and the trainer averages the optimizer states
@@ -142,8 +143,8 @@ class AutoAlgorithm(Algorithm):
     ``period`` (CSER's R1 values and H), ``skip_steps``/``measure_steps``, ``link_mbit`` and
     ``latency_s`` (replace the measured link), ``min_size``/``warmup_steps``/``seed`` (passed to the
     chosen algorithm's compressors), ``log`` (one line per decision; default: print on rank 0),
-    ``verify`` and ``verify_margin`` (keep the choice only if its measured step is at most
-    (1 - margin) times sync's).
+    ``verify``, ``verify_margin`` (keep the choice only if its measured step is at most
+    (1 - margin) times sync's) and ``verify_skip`` (steps before the timing; default one cycle).
     Everything the trainer asks of an algorithm goes to the current one; ``decision`` is None until
     the choice is made."""
 
@@ -151,7 +152,7 @@ class AutoAlgorithm(Algorithm):
 
     def __init__(self, target_sf=0.9, candidates=CANDIDATE_KINDS, cser_ratios=CSER_RATIOS, period=8,
                  skip_steps=2, measure_steps=5, link_mbit=None, latency_s=None, min_size=0, warmup_steps=0,
-                 seed=0, log=None, verify=True, verify_margin=0.0):
+                 seed=0, log=None, verify=True, verify_margin=0.0, verify_skip=None):
         if not 0 < float(target_sf) <= 1:
             raise ValueError(f"target scaling factor must be in (0, 1], got {target_sf}")
         if int(measure_steps) < 1 or int(skip_steps) < 0:
@@ -169,6 +170,7 @@ class AutoAlgorithm(Algorithm):
         self._common = {"min_size": int(min_size), "warmup_steps": int(warmup_steps), "seed": int(seed)}
         self._log = log
         self.verify, self.verify_margin = bool(verify), float(verify_margin)
+        self.verify_skip = None if verify_skip is None else max(1, int(verify_skip))
         self._inner = make_algorithm("sync", min_size=self._common["min_size"])
         self._bind_args = None
         self.decision = None
@@ -339,9 +341,11 @@ class AutoAlgorithm(Algorithm):
             self._switch(self._build(row["algorithm"]))
             if self.verify:
                 cycle = len(next(c["cycle"] for c in cands if c["name"] == row["name"]))
-                # whole cycles (CSER's reset step costs more), after one step of setting up
+                # whole cycles (CSER's reset step costs more), after a cycle of setting up (the first
+                # steps of a compressor build their per-shape index patterns)
                 steps = cycle * -(-self.measure_steps // cycle)
-                self._check = {"from": step + 2, "to": step + 2 + steps, "t": None, "times": [],
+                skip = max(cycle, 2) if self.verify_skip is None else self.verify_skip
+                self._check = {"from": step + 1 + skip, "to": step + 1 + skip + steps, "t": None, "times": [],
                                "sync_step_s": compute + optimizer + allreduce}
         self._say(f"auto: {row['name']} from step {step + 1} ({row['flags']}): {reason}")
 

@@ -24,8 +24,9 @@ from .test_algorithms import SHAPES, grads, reference_mask, split  # noqa: E402
 
 N = 2
 SWITCH = auto_job.SKIP + auto_job.MEASURE     # the first step of the chosen algorithm
-# the chosen CSER (H = 3) is timed for whole cycles covering MEASURE steps, after one step
+# the chosen CSER (H = 3) is timed for whole cycles covering MEASURE steps, after one cycle
 VERIFY_STEPS = 3 * -(-auto_job.MEASURE // 3)
+VERIFY_SKIP = 3
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +133,7 @@ def test_a_checkpoint_resumes_the_choice_and_an_elastic_reset_decides_again(runs
 
 def test_a_reverted_choice_folds_cser_and_matches_the_reference(runs):
     ranks, meta = runs
-    back = SWITCH + 1 + VERIFY_STEPS
+    back = SWITCH + VERIFY_SKIP + VERIFY_STEPS
     for r in range(N):
         d = meta[r]["slow.revert"]["decision"]
         assert d["choice"] == "sync" and d["reverted_from"] == "cser R1=4 H=3" and d["reverted_at"] == back
@@ -173,7 +174,7 @@ def test_the_choice_is_verified_by_its_measured_step_time_on_both_workers(runs):
     v = d0["verified"]
     assert v["steps"] == VERIFY_STEPS and v["step_s"] > 0 and v["sync_step_s"] > 0
     assert v["kept"] == (v["step_s"] <= v["sync_step_s"])
-    end = SWITCH + 1 + v["steps"]          # the step after which the verdict is taken (1-based count)
+    end = SWITCH + VERIFY_SKIP + v["steps"]   # the step after which the verdict is taken (1-based count)
     cur = meta[0]["slow.verify"]["current"]
     if v["kept"]:
         assert d0["choice"] == "cser R1=4 H=3" and cur[-1] == "cser"
