@@ -211,7 +211,7 @@ def summarise(curves, target):
                 rows[name][k] = _stats([f[k] for f in finals])
             rows[name]["local_acc"] = [f["local_acc"] for f in finals]
             rows[name]["local_distance_from_average"] = [f["local_distance_from_average"] for f in finals]
-            cfg = CONFIGS[name]
+            cfg = CONFIGS.get(name, {})   # runs of an earlier version keep their own name
             rows[name]["resets_per_coordinate"] = resets_per_coordinate(cfg, runs[0]["steps"])
         decisions = [c.get("auto") for c in runs if isinstance(c, dict) and c.get("auto")]
         if decisions:

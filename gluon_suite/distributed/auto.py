@@ -26,9 +26,10 @@ reaches a target scaling factor, and switches to it once, identically on every w
    ``decision`` holds the measurements and every candidate's prediction.
 6. Verify (``verify=True``). The chosen algorithm's steps are timed for whole cycles (at least
    ``measure_steps`` steps), after one cycle (at least 2 steps; ``verify_skip``) in which its
-   compressors set up; if their mean over workers is longer than the measured
-   synchronous step c + o + a, the prediction missed a cost it does not model (compression's own
-   compute), and synchronous SGD comes back: the algorithm folds its state into the model first
+   compressors set up; if their mean over workers is longer than the measured synchronous step
+   (timed the same way, from the end of one update to the end of the next, less the probe), the
+   prediction missed a cost it does not model (compression's own compute), and synchronous SGD
+   comes back: the algorithm folds its state into the model first
    (CSER: x_i - e_i, the same on every worker) and the trainer averages the optimizer states
    (momentum), so every worker continues from one model. The decision records both times; a second
    line is logged when it reverts.
@@ -294,7 +295,9 @@ class AutoAlgorithm(Algorithm):
             now = time.perf_counter()
             if self._current is not None:
                 compute, allreduce, probe, sync_end = self._current
-                self._samples.append([compute, now - sync_end, allreduce, probe])
+                # the whole step as the check will time the chosen one (waits included), less the probe
+                whole = now - self._t_end - probe
+                self._samples.append([compute, now - sync_end, allreduce, probe, whole])
             self._t_end, self._current = now, None
             if len(self._samples) >= self.measure_steps:
                 self._decide(step)
@@ -305,7 +308,7 @@ class AutoAlgorithm(Algorithm):
         mine = np.median(np.array(self._samples, dtype=np.float64), axis=0)
         agreed = mx.nd.array(mine, dtype="float64")
         comm.allreduce_(agreed, average=True, name="auto.measured")
-        compute, optimizer, allreduce, probe = (float(v) for v in agreed.asnumpy())
+        compute, optimizer, allreduce, probe, whole = (float(v) for v in agreed.asnumpy())
         n = comm.size
         sizes = [float(b.nbytes) for b in self.buckets]
         t0, s_per_byte = link_model(allreduce, probe, sizes, n)
@@ -333,7 +336,7 @@ class AutoAlgorithm(Algorithm):
         self.decision = {"choice": row["name"], "algorithm": row["algorithm"], "flags": row["flags"],
                          "reached": reached, "target_sf": self.target_sf, "workers": n, "step": step + 1,
                          "measured": {"compute_s": compute, "optimizer_s": optimizer, "allreduce_s": allreduce,
-                                      "probe_s": probe, "steps": len(self._samples)},
+                                      "probe_s": probe, "sync_step_s": whole, "steps": len(self._samples)},
                          "link": {"mbit": mbit, "per_collective_s": t0, "source": source},
                          "gradient_bytes": sum(sizes), "buckets": len(sizes), "reason": reason,
                          "candidates": rows}
@@ -346,12 +349,12 @@ class AutoAlgorithm(Algorithm):
                 steps = cycle * -(-self.measure_steps // cycle)
                 skip = max(cycle, 2) if self.verify_skip is None else self.verify_skip
                 self._check = {"from": step + 1 + skip, "to": step + 1 + skip + steps, "t": None, "times": [],
-                               "sync_step_s": compute + optimizer + allreduce}
+                               "sync_step_s": whole}
         self._say(f"auto: {row['name']} from step {step + 1} ({row['flags']}): {reason}")
 
     def _verify_step(self, step):
         """After the switch: time whole steps of the chosen algorithm; if their mean over workers is
-        longer than the measured synchronous step (compute, allreduce, update), the prediction
+        longer than the measured synchronous step (timed end to end, less the probe), the prediction
         missed a cost it does not model (compression's own compute), and synchronous SGD comes
         back: the current algorithm folds its state into the model (CSER: x_i - e_i, the same on
         every worker), so every worker continues from one model."""
