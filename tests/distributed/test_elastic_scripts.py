@@ -172,7 +172,7 @@ def test_train_digits_elastic_shrink_logs_the_smaller_batch_rate(tmp_path):
             p.kill()
     assert p.returncode == 0, out[-3000:] + err[-3000:]
     log = lines(run / "log.jsonl")
-    assert log[0]["workers"] == 2 and log[-1]["workers"] == 1 and len(log) == 30
+    assert log[0]["workers"] == 2 and log[-1]["workers"] == 1 and len(log) == 30, out[-3000:] + err[-3000:]
     assert [r["lr"] for r in log] == pytest.approx([0.05 if r["workers"] == 2 else 0.025 for r in log])
     res = json.load(open(run / "result.json"))
     one = [lr for n, lr in res["lrs"] if n == 1]
