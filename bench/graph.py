@@ -508,6 +508,8 @@ def main():
         left = [fw for fw in FRAMEWORKS if fw in old and fw not in res]
         if left:   # frameworks not rerun: their last entry stays, whole, beside the new one
             res["earlier_run"] = old.get("earlier_run", old)
+        elif "earlier_run" in old:     # a partial rerun of a partial rerun keeps the first entry
+            res["earlier_run"] = old["earlier_run"]
         merged[model] = res
     old_failures = {k: v for k, v in previous.get("failures", {}).items() if k not in runs and k not in results}
     out = {**previous, "benchmark": "graph", "date": today, "nodes": N, "edges": E,
