@@ -217,3 +217,39 @@ def test_nnconv_and_gmmconv_gradients_match_the_references(ctx, idtype, agg):
                                    atol=1e-4)
         np.testing.assert_allclose(ev.grad.asnumpy(), numeric_grad(lambda a: ref(x, a), edge_in), rtol=1e-3,
                                    atol=1e-4)
+
+
+def agnn_reference(x, beta):
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    logits = beta * (unit[SRC] * unit[DST]).sum(1)
+    out = np.zeros_like(x)
+    for v in range(N):
+        e = np.flatnonzero(DST == v)
+        p = np.exp(logits[e] - logits[e].max())
+        out[v] = (p / p.sum()) @ x[SRC[e]]
+    return out
+
+
+@pytest.mark.parametrize("ctx, idtype", CASES, ids=IDS)
+def test_agnnconv_gradients_of_input_and_beta(ctx, idtype):
+    """Gradients through the row normalisation, the cosines, the learned beta and the softmax
+    against central differences of the float64 formula."""
+    g, x, xn = setup(ctx, idtype)
+    conv = AGNNConv(init_beta=0.7)
+    conv.initialize(ctx=ctx)
+    w = np.random.RandomState(7).normal(size=x.shape)
+    xg = xn.copy()
+    xg.attach_grad()
+    with mx.autograd.record():
+        loss = (conv(g, xg) * mx.nd.array(w, ctx=ctx)).sum()
+    loss.backward()
+    h = 1e-6
+    want_x = np.zeros_like(x)
+    for j in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[j] += h
+        down[j] -= h
+        want_x[j] = ((agnn_reference(up, 0.7) - agnn_reference(down, 0.7)) * w).sum() / (2 * h)
+    want_beta = ((agnn_reference(x, 0.7 + h) - agnn_reference(x, 0.7 - h)) * w).sum() / (2 * h)
+    np.testing.assert_allclose(xg.grad.asnumpy(), want_x, rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(conv.beta.grad(ctx).asnumpy(), [want_beta], rtol=1e-3, atol=1e-4)
