@@ -23,13 +23,16 @@ def _norm(graph, h):
     return graph._degree_power("in", -0.5, h.context).reshape((-1,) + (1,) * (h.ndim - 1))
 
 
-def propagate(graph, h, weight=None, scale=1.0):
-    """``scale`` P h, or with per-edge ``weight`` (E, 1) the product with A's entries scaled by it."""
+def propagate(graph, h, weight=None, scale=1.0, bias=None):
+    """``scale`` P h (+ ``bias`` on every row), or with per-edge ``weight`` (E, 1) the product
+    with A's entries scaled by it."""
     norm = _norm(graph, h)
-    if weight is None and native.usable(h, norm) and graph.num_edges() > 0:
+    if weight is None and native.usable(h, norm, bias) and graph.num_edges() > 0:
         flat = norm.reshape((-1,))
         right = flat if scale == 1.0 else graph._get(("in", -0.5, str(h.context), scale), lambda: flat * scale)
-        return native.scaled_sum(graph._structure(h.context), h, flat, right, None, scale_grad=False)
+        return native.scaled_sum(graph._structure(h.context), h, flat, right, bias, scale_grad=False)
+    if bias is not None:
+        return mx.nd.broadcast_add(propagate(graph, h, weight, scale), bias)
     with graph.local_scope():
         graph.ndata["h"] = mx.nd.broadcast_mul(h, norm)
         if weight is None:
@@ -63,7 +66,17 @@ class SGConv(nn.Block):
             self.fc = nn.Dense(out_feats, in_units=in_feats, use_bias=bias, weight_initializer=mx.init.Xavier())
 
     def forward(self, graph, feat):
-        """Output (N, out_feats) for node features (N, in_feats)."""
+        """Output (N, out_feats) for node features (N, in_feats). Without ``cached`` and ``norm``,
+        a narrowing layer (out_feats < in_feats) projects first, P^k (x W) + b, so that P runs
+        on out_feats columns."""
+        fc = self.fc
+        if not self._cached and self.norm is None and fc._units < fc._in_units:
+            ctx = feat.context
+            h = mx.nd.FullyConnected(feat, fc.weight.data(ctx), no_bias=True, num_hidden=fc._units)
+            bias = fc.bias.data(ctx) if fc.bias is not None else None
+            for j in range(self._k):
+                h = propagate(graph, h, bias=bias if j == self._k - 1 else None)
+            return h if self._k or bias is None else mx.nd.broadcast_add(h, bias)
         if self._cached_h is None:
             h = feat
             for _ in range(self._k):
