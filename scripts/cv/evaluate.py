@@ -73,7 +73,8 @@ def main(argv=None):
         if not args.params:  # the card's input size and data set, unless given (a contradiction warns)
             settled = evaluation_settings(args.model, dataset, size, source,
                                           warn=lambda msg: print(f"warning: {msg}", file=sys.stderr, flush=True))
-            dataset, size = settled["dataset"] or "digits", settled["image_size"]
+            dataset, size = settled["dataset"], settled["image_size"]
+        dataset = dataset or "digits"   # a checkpoint of one's own (--params) has no card
         if dataset not in EMBEDDED and not args.data_dir:
             raise UserError(f"dataset {dataset} (from the model card) reads from a local path: give --data-dir")
         acc = evaluate_model(args.model, dataset, args.data_dir, size, params=args.params, root=root,
