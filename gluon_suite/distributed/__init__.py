@@ -5,7 +5,8 @@ cv/nlp/graph; the optimizers and LR schedules it works with live one layer below
 from .. import optim  # noqa: F401  registers 'lans' and 'adaalter' with mx.optimizer
 from .comm import Communicator, CommStats, LocalCommunicator, HorovodCommunicator, get_communicator
 from .compression import COMPRESSORS, Compressor, make_compressor
-from .algorithms import ALGORITHMS, Algorithm, make_algorithm
+from .algorithms import Algorithm
+from .factory import ALGORITHMS, make_algorithm
 from .trainer import DistributedTrainer
 
 __all__ = ["Communicator", "CommStats", "LocalCommunicator", "HorovodCommunicator", "get_communicator",

@@ -26,7 +26,7 @@ import numpy as np
 from mxnet import gluon
 
 from . import averaging
-from .algorithms import make_algorithm
+from .factory import make_algorithm
 from .buckets import DEFAULT_BUCKET_MB, bucket_layout_json
 from .comm import get_communicator, write_plain
 from .trainer_state import (FORMAT, check_format, flatten_state, per_parameter, read_file,

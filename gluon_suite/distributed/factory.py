@@ -1,0 +1,90 @@
+"""Algorithms by name, as the scripts' ``--algorithm`` flag and configs give them: ``ALGORITHMS``
+(every name) and ``make_algorithm``, which builds one from names and numbers (compressor, ratios,
+period). The classes live below: ``algorithms`` (the contract and the sync/ef/local/cser family),
+``local_adaalter`` and ``auto`` (which builds the algorithm it picks through ``make_algorithm``,
+at run time)."""
+from .algorithms import CSER, Algorithm, ErrorFeedbackSGD, LocalSGD, SyncSGD, _check_period
+from .auto import AutoAlgorithm
+from .compression import Compressor, make_compressor
+from .local_adaalter import LocalAdaAlter
+
+ALGORITHMS = {a.name: a for a in (SyncSGD, ErrorFeedbackSGD, LocalSGD, CSER, LocalAdaAlter, AutoAlgorithm)}
+
+
+def make_algorithm(name="sync", compressor="none", ratio=None, period=None, compressor2=None,
+                   ratio2=None, min_size=0, warmup_steps=0, seed=0, c1_operand="update",
+                   reset_step="both"):
+    """Build an algorithm from names, as scripts expose them as flags.
+
+    ``make_algorithm('cser', compressor='grbs', ratio=64, period=16)`` gives CSER with GRBS at
+    ratio 64 for the update (C1) and, unless ``compressor2``/``ratio2`` say otherwise, the same
+    compressor at ratio R1/H (at least 1: dense) for the error (C2), so the overall ratio is about
+    R1/2. ``min_size`` and ``warmup_steps`` apply to every compressor; ``seed`` seeds the shared
+    randomness of grbs/randomk (the same on every worker). For ``local_adaalter``,
+    ``warmup_steps`` is the number of fully synchronous steps before local updates start and
+    ``period`` the number of steps between synchronisations (default 4). ``c1_operand`` and
+    ``reset_step`` choose CSER's variant (``CSER``); other algorithms accept only their defaults.
+    """
+    if isinstance(name, Algorithm):
+        return name
+    key = str(name).lower()
+    if key == "auto":
+        return _make_auto(compressor, ratio, period, compressor2, ratio2, min_size, warmup_steps, seed,
+                          c1_operand, reset_step)
+    if key not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {name!r}; choose one of: {', '.join(ALGORITHMS)}")
+    if ratio is not None and not float(ratio) >= 1:
+        raise ValueError(f"ratio must be >= 1 (dense bytes / sent bytes), got {ratio}")
+    if ratio2 is not None and not float(ratio2) >= 1:
+        raise ValueError(f"ratio2 must be >= 1 (dense bytes / sent bytes), got {ratio2}")
+    if period is not None:
+        period = _check_period(period)
+    common = {"min_size": min_size, "warmup_steps": warmup_steps}
+    if key != "cser" and (c1_operand, reset_step) != ("update", "both"):
+        raise ValueError(f"c1_operand and reset_step are options of algorithm 'cser', not {key!r}")
+
+    def comp(cname, r, seed_offset):
+        if isinstance(cname, Compressor):
+            return cname
+        return make_compressor(cname, ratio=r, seed=seed + seed_offset, **common)
+
+    if key == "sync":
+        return SyncSGD(comp(compressor, ratio, 0))
+    if key == "ef":
+        return ErrorFeedbackSGD(comp(compressor, ratio, 0))
+    if key == "local_adaalter":
+        if str(compressor).lower() != "none":
+            raise ValueError(f"algorithm 'local_adaalter' takes no compressor (got {compressor!r})")
+        return LocalAdaAlter(period or 4, warmup_steps)
+    if key == "local":
+        if str(compressor).lower() not in ("none", "zero"):
+            raise ValueError(f"algorithm 'local' averages whole models and takes no compressor "
+                             f"(got {compressor!r}); for compressed model averaging use "
+                             "algorithm='cser' with compressor='zero' and compressor2='grbs' (CSER-PL)")
+        return LocalSGD(period or 8)
+    period = period or 8
+    c1 = comp(compressor, ratio, 0)
+    if compressor2 is None:
+        compressor2 = "none" if c1.name == "zero" else c1.name
+        if ratio2 is None and c1.name in ("grbs", "randomk", "topk"):
+            ratio2 = max(1.0, c1.ratio / period)
+        if compressor2 in ("grbs", "randomk") and ratio2 is not None and ratio2 <= 1.0:
+            compressor2 = "none"
+    c2 = comp(compressor2, ratio2, 7919)
+    return CSER(c1, c2, period, c1_operand=c1_operand, reset_step=reset_step)
+
+
+def _make_auto(compressor, ratio, period, compressor2, ratio2, min_size, warmup_steps, seed, c1_operand,
+               reset_step):
+    """``auto`` picks the compressor itself: a ratio pins CSER's first ratio, a period its period."""
+    if str(compressor).lower() != "none" or compressor2 is not None or ratio2 is not None:
+        raise ValueError(f"algorithm 'auto' chooses the compressor itself (got compressor {compressor!r}); "
+                         "leave it at none, or name an algorithm and compressor")
+    if (c1_operand, reset_step) != ("update", "both"):
+        raise ValueError("c1_operand and reset_step are options of algorithm 'cser', not 'auto'")
+    kw = {"min_size": min_size, "warmup_steps": warmup_steps, "seed": seed}
+    if ratio is not None:
+        kw["cser_ratios"] = (float(ratio),)
+    if period is not None:
+        kw["period"] = period
+    return AutoAlgorithm(**kw)
