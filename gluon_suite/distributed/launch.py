@@ -29,41 +29,9 @@ import sys
 import threading
 
 from ..utils import RunFailed, UserError
+from ..utils.hosts import discover_main, parse_hosts, run_discovery  # noqa: F401  (re-exported)
 
-HOST_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?::([0-9]+))?$")
 DEFAULT_ELASTIC_TIMEOUT = 120
-
-
-def parse_hosts(text, source):
-    """``{host: slots}`` from discovery output: one ``host`` or ``host:slots`` per line (blank
-    lines ignored; a host without slots gets 1). Raises UserError naming ``source`` and the line."""
-    hosts = {}
-    for no, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line:
-            continue
-        m = HOST_LINE.match(line)
-        if not m or (m.group(2) is not None and int(m.group(2)) < 1):
-            shown = line if len(line) <= 60 else line[:57] + "..."
-            raise UserError(f"host discovery script {source} printed {shown!r} on line {no}; each line "
-                            "must be 'host' or 'host:slots' with slots >= 1 (e.g. localhost:2)")
-        hosts[m.group(1)] = hosts.get(m.group(1), 0) + int(m.group(2) or 1)
-    return hosts
-
-
-def run_discovery(script, timeout=30):
-    """Run the discovery command ``script`` once; returns ``{host: slots}``."""
-    try:
-        p = subprocess.run(script, shell=True, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise UserError(f"host discovery script {script} did not finish within {timeout} s; it must print "
-                        "the available hosts and exit") from None
-    if p.returncode != 0:
-        why = (p.stderr.strip().splitlines() or [""])[-1][:200]
-        raise UserError(f"host discovery script {script} failed (exit {p.returncode}"
-                        f"{': ' + why if why else ''}); it must print one 'host:slots' line per host "
-                        "and exit 0")
-    return parse_hosts(p.stdout, script)
 
 
 def check_sizes(np_, min_np, max_np):
@@ -85,20 +53,7 @@ def check_sizes(np_, min_np, max_np):
 
 def wrapper_command(script):
     """The shell command Horovod runs for discovery: the user's script behind our validation."""
-    return f"{shlex.quote(sys.executable)} -m gluon_suite.distributed.launch --discover {shlex.quote(script)}"
-
-
-def discover_main(script):
-    """The wrapper: print the validated host list, or a one-line reason on stderr and exit 1
-    (Horovod then keeps the last good host list and retries)."""
-    try:
-        hosts = run_discovery(script)
-    except UserError as exc:
-        print(f"gluon-suite launch: {exc} (ignored; keeping the last good host list)", file=sys.stderr)
-        return 1
-    for h, s in hosts.items():
-        print(f"{h}:{s}")
-    return 0
+    return f"{shlex.quote(sys.executable)} -m gluon_suite.utils.hosts {shlex.quote(script)}"
 
 
 def build_command(args, horovodrun):
