@@ -1,4 +1,5 @@
 """Shared test helpers: running real ``horovodrun --gloo`` jobs on loopback."""
+import importlib.util
 import json
 import os
 import subprocess
@@ -7,8 +8,55 @@ import textwrap
 
 import pytest
 
+from .unit_tier import reaches
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOROVODRUN = os.path.join(os.path.dirname(sys.executable), "horovodrun")
+_SCRIPTS = {}
+
+
+def load_script(relpath):
+    """The program at ``relpath`` (from the repository root: ``scripts/cv/evaluate.py``,
+    ``bench/comm.py``) imported as a module, once per test session; its ``main`` is not run."""
+    if relpath not in _SCRIPTS:
+        path = os.path.join(REPO, relpath)
+        name = "script_" + os.path.splitext(relpath)[0].replace(os.sep, "_").replace("/", "_")
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _SCRIPTS[relpath] = module
+    return _SCRIPTS[relpath]
+
+
+# what a test's code names when it starts Horovod workers (read from its source, as the quick tier does)
+WORKER_LAUNCHES = {"HOROVODRUN", "horovodrun", "run_horovod", "horovod"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``horovod`` every test whose code starts ``horovodrun``, so that ``-m "not horovod"``
+    never starts a worker; ``_workers_only_under_the_horovod_marker`` fails one that slips past."""
+    for item in items:
+        if not item.get_closest_marker("horovod") and reaches(item, WORKER_LAUNCHES):
+            item.add_marker(pytest.mark.horovod)
+
+
+@pytest.fixture(autouse=True)
+def _workers_only_under_the_horovod_marker(request, monkeypatch):
+    """A test that is not marked ``horovod`` fails if it starts a ``horovodrun`` process."""
+    if request.node.get_closest_marker("horovod"):
+        yield
+        return
+    real_init = subprocess.Popen.__init__
+
+    def guarded(self, args, *a, **kw):
+        text = args if isinstance(args, (str, bytes)) else " ".join(map(str, args))
+        if "horovodrun" in str(text):
+            raise AssertionError(f"{request.node.nodeid} starts horovodrun workers but is not marked "
+                                 "horovod: add @pytest.mark.horovod to it")
+        real_init(self, args, *a, **kw)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
+    yield
 
 
 def run_horovod(script_text, np_=2, tmp_path=None, timeout=300, extra_args=()):

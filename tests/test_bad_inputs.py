@@ -5,7 +5,6 @@ traceback and nothing half-written (docs/getting_started.md, "Exit codes").
 Most cases run a script's ``main`` in-process through ``run_cli`` (what ``python script.py`` does);
 a few run as real subprocesses to show the same end to end.
 """
-import importlib.util
 import json
 import os
 import resource
@@ -17,7 +16,8 @@ import pytest
 
 from gluon_suite.utils import run_cli
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from .conftest import REPO, load_script
+
 SCRIPTS = {
     "cls": "scripts/cv/train_classification.py", "digits": "scripts/cv/train_digits.py",
     "eval": "scripts/cv/evaluate.py", "bert": "scripts/nlp/pretrain_bert.py",
@@ -26,19 +26,13 @@ SCRIPTS = {
 }
 FIX_WORDS = ("use", "give", "must", "fix", "choose", "remove", "set", "did you mean", "resume", "name",
              "write", "free", "publish", "unset", "add", "raise", "rebuild", "lower", "shorten", "needs", "put")
-_MODULES = {}
 
 
 def _main(entry):
     if entry == "cli":
         from gluon_suite.cli import main
         return main
-    if entry not in _MODULES:
-        spec = importlib.util.spec_from_file_location(f"bad_inputs_{entry}", os.path.join(REPO, SCRIPTS[entry]))
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        _MODULES[entry] = mod
-    return _MODULES[entry].main
+    return load_script(SCRIPTS[entry]).main
 
 
 def leftovers(folder):
@@ -605,10 +599,11 @@ def _snapshot(folder):
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
 
 
-def _full_disk_then_resume(tmp_path, script, first, args, limit, committed):
+def _full_disk_then_resume(tmp_path, script, first, args, limit, committed, first_written=None):
     """Train ``first`` (a run that commits a checkpoint), then continue it with ``args`` under a
     file-size limit of ``limit`` bytes (below the checkpoint's size): the continuation must stop at
-    its first checkpoint with one line naming the file ``committed`` and exit 1, leaving every
+    its first checkpoint with one line naming the file it was writing (``first_written``, by default
+    ``committed``) and exit 1, leaving every
     file of the committed checkpoint as it was and nothing new; then ``--resume auto`` without the
     limit finishes the run. Returns the final run's output and the run folder."""
     out = tmp_path / "run"
@@ -618,7 +613,8 @@ def _full_disk_then_resume(tmp_path, script, first, args, limit, committed):
     assert len(before[committed]) > limit   # the next checkpoint cannot fit
     p = _proc([script, *args, "--out", str(out), "--resume", "auto"], preexec_fn=_limit_file_size(limit))
     line = check_one_line(p.returncode, p.stdout, p.stderr, 1,
-                          ["no space left", str(out / committed), "File too large", "ulimit -f", "--resume auto"])
+                          ["no space left", str(out / (first_written or committed)), "File too large", "ulimit -f",
+                           "--resume auto"])
     assert "earlier checkpoints are intact" in line
     after = _snapshot(out)
     assert set(after) == set(before) and leftovers(tmp_path) == []
@@ -652,11 +648,12 @@ def test_full_disk_during_pretraining_keeps_the_last_checkpoint_and_resumes(tmp_
 
 def test_full_disk_during_a_vision_run_keeps_the_last_checkpoint_and_resumes(tmp_path):
     script = "scripts/cv/train_classification.py"
-    run = ["--model", "digits_cnn", "--epochs", "2", "--batch-size", "128", "--no-progress"]
+    run = ["--model", "digits_cnn", "--image-size", "16", "--epochs", "2", "--batch-size", "128", "--no-progress"]
+    # the second epoch is better than the first, so its best model is the first file written
     p, out = _full_disk_then_resume(tmp_path, script, [*run, "--stop-after-epochs", "1"], run, 100_000,
-                                    "last.rank0.params")
+                                    "last.rank0.params", first_written="best.params")
     state = json.loads((out / "state.json").read_text())
-    assert state["epoch"] == 2 and [h["epoch"] for h in state["history"]] == [1, 2]
+    assert state["epoch"] == 2 and state["history"][1]["test_acc"] > state["history"][0]["test_acc"] and [h["epoch"] for h in state["history"]] == [1, 2]
     assert len((out / "summary.csv").read_text().splitlines()) == 3   # header and one row per epoch
 
 

@@ -23,6 +23,9 @@ SLOW_CALLS = {
     "train_loop", "train_elastic",
 }
 
+# autouse fixtures that watch every test (they name subprocess to guard it) and start nothing
+WATCHERS = {"_workers_only_under_the_horovod_marker"}
+
 
 def _called_names(node):
     """Names of the functions ``node`` calls or refers to (``f(...)``, ``mod.f(...)``, ``subprocess``)."""
@@ -46,9 +49,16 @@ def _module_functions(module, cache={}):  # noqa: B006  (one parse per module)
     return cache[key]
 
 
-def _reaches_slow_call(func, module):
+def _reaches(func, module, names, cache={}):  # noqa: B006  (one reading per function and name set)
     """Whether ``func`` (a function of ``module``) or a module-level function it refers to, at any
-    depth, names one of ``SLOW_CALLS``."""
+    depth, names one of ``names``."""
+    key = (func, module.__name__, frozenset(names))
+    if key not in cache:
+        cache[key] = _read_reaches(func, module, names)
+    return cache[key]
+
+
+def _read_reaches(func, module, names):
     functions = _module_functions(module)
     try:
         todo = [ast.parse(textwrap.dedent(inspect.getsource(func)))]
@@ -56,13 +66,33 @@ def _reaches_slow_call(func, module):
         return False
     seen = set()
     while todo:
-        names = _called_names(todo.pop())
-        if names & SLOW_CALLS:
+        found = _called_names(todo.pop())
+        if found & names:
             return True
-        for name in names - seen:
+        for name in found - seen:
             seen.add(name)
             if name in functions:
                 todo.append(functions[name])
+    return False
+
+
+def reaches(item, names):
+    """Whether the collected test ``item``'s code (the test function, the module-level helpers it
+    calls and the suite's fixtures it requests) names one of ``names``."""
+    func = getattr(item, "function", None)
+    if func is None:
+        return False
+    if _reaches(func, item.module, names):
+        return True
+    info = getattr(item, "_fixtureinfo", None)
+    for name in getattr(item, "fixturenames", ()):
+        if name in WATCHERS:
+            continue
+        for fixturedef in (info.name2fixturedefs.get(name, ()) if info else ()):
+            fixture = getattr(fixturedef, "func", None)
+            module = inspect.getmodule(fixture) if fixture else None
+            if module is not None and module.__name__.startswith("tests") and _reaches(fixture, module, names):
+                return True
     return False
 
 
@@ -70,19 +100,7 @@ def is_quick(item):
     """Whether the collected test ``item`` belongs to the quick tier (see the module docstring)."""
     if item.get_closest_marker("horovod") or item.get_closest_marker("long"):
         return False
-    func = getattr(item, "function", None)
-    if func is None:
-        return True
-    if _reaches_slow_call(func, item.module):
-        return False
-    info = getattr(item, "_fixtureinfo", None)
-    for name in getattr(item, "fixturenames", ()):
-        for fixturedef in (info.name2fixturedefs.get(name, ()) if info else ()):
-            fixture = getattr(fixturedef, "func", None)
-            module = inspect.getmodule(fixture) if fixture else None
-            if module is not None and module.__name__.startswith("tests") and _reaches_slow_call(fixture, module):
-                return False
-    return True
+    return not reaches(item, SLOW_CALLS)
 
 
 @pytest.hookimpl(trylast=True)

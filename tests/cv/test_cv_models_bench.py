@@ -1,16 +1,12 @@
 """The ResNeSt-vs-ResNet bench (bench/cv_models.py): its noise verdict against hand-made numbers and
 a tiny end-to-end run (seeds, statistics, cache, JSON and plot)."""
-import importlib.util
 import json
-import os
 
 import numpy as np
 
-from ..conftest import REPO
+from ..conftest import load_script
 
-spec = importlib.util.spec_from_file_location("cv_models", os.path.join(REPO, "bench", "cv_models.py"))
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_script("bench/cv_models.py")
 
 
 def test_verdict_is_within_noise_when_the_difference_is_at_most_the_larger_std():

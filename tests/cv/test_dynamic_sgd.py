@@ -1,16 +1,12 @@
 """The Dynamic SGD simulation bench (bench/dynamic_sgd.py): its resize plan, the global batch of
 every step and the rate each policy trains with, on a tiny run, against hand-computed values."""
-import importlib.util
-import os
 
 import numpy as np
 import pytest
 
-from ..conftest import REPO
+from ..conftest import load_script
 
-spec = importlib.util.spec_from_file_location("dynamic_sgd", os.path.join(REPO, "bench", "dynamic_sgd.py"))
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_script("bench/dynamic_sgd.py")
 
 # 32 training images; 2 images per worker; 2 workers for 1 epoch, 8 for 2, then 1 for 1 epoch.
 # eta for the starting global batch 4 is 0.64 x 4/256 = 0.01.

@@ -41,7 +41,7 @@ def test_float16_two_device_job_is_the_same_fixed_size_and_elastic(discovery, tm
     assert flog[-1]["train_loss"] < flog[0]["train_loss"] and flog[-1]["test_acc"] >= 0.6
 
 
-CLS = ["--model", "digits_cnn", "--epochs", "3", "--stop-after-epochs", "2", "--lr", "0.1", "--warmup-epochs", "0.5",
+CLS = ["--model", "digits_cnn", "--image-size", "16", "--epochs", "3", "--stop-after-epochs", "2", "--lr", "0.1", "--warmup-epochs", "0.5",
        "--batch-size", "32", "--mixup", "0.2", "--no-progress", "--seed", "4"]
 
 
@@ -53,8 +53,9 @@ def test_classification_job_is_the_same_fixed_size_and_elastic(discovery, tmp_pa
                        env=dict(os.environ, PYTHONPATH=REPO, OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1",
                                 GLUON_SUITE_HOME=str(tmp_path / "home_a")))
     assert p.returncode == 0, job_output(p)
-    elastic(discovery, "cv/train_classification.py", *CLS, "--out", str(b), "--publish", str(b / "store"),
-            env={"GLUON_SUITE_HOME": str(tmp_path / "home_b")})
+    said = elastic(discovery, "cv/train_classification.py", *CLS, "--out", str(b), "--publish", str(b / "store"),
+                   env={"GLUON_SUITE_HOME": str(tmp_path / "home_b")})
+    assert "workers over the run: 2; best test accuracy" in said
     la = [json.loads(line) for line in open(a / "log.jsonl")]
     lb = [json.loads(line) for line in open(b / "log.jsonl")]
     assert [r["epoch"] for r in la] == [r["epoch"] for r in lb] == [1, 2]      # stopped after 2 of 3
@@ -65,6 +66,7 @@ def test_classification_job_is_the_same_fixed_size_and_elastic(discovery, tmp_pa
         assert ra["step"] == 23 * ra["epoch"] and ra["workers"] == 2 and ra["global_batch"] == 64
         for key in ("lr", "train_loss", "train_acc", "test_acc", "best_acc"):
             assert rb[key] == pytest.approx(ra[key], rel=1e-4, abs=1e-6), key
+    assert lb[-1]["train_loss"] < lb[0]["train_loss"] and (b / "best.params").exists()
     assert (a / "summary.csv").read_text().splitlines()[0] == (b / "summary.csv").read_text().splitlines()[0]
     sa, sb = json.load(open(a / "state.json")), json.load(open(b / "state.json"))
     assert (sa["epoch"], sa["step"]) == (sb["epoch"], sb["step"]) == (2, 46) and sb["elastic"]

@@ -1,14 +1,10 @@
 """The float16-vs-float32 bench (bench/float16_digits.py): its statistics and its verdicts."""
-import importlib.util
-import os
 
 import pytest
 
-from ..conftest import REPO
+from ..conftest import load_script
 
-spec = importlib.util.spec_from_file_location("float16_digits", os.path.join(REPO, "bench", "float16_digits.py"))
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_script("bench/float16_digits.py")
 
 
 def runs(dtype, *acc):

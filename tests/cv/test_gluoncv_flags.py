@@ -2,21 +2,16 @@
 --save-dir and --input-size are aliases, bare --mixup and --label-smoothing take GluonCV's values
 (alpha 0.2, epsilon 0.1), --batch-size is per device (a worker's batch is it times its contexts),
 weight decay applies to every parameter unless --no-wd takes it off BatchNorm and biases."""
-import importlib.util
 import os
 
 import pytest
 
-from ..conftest import REPO
+from ..conftest import REPO, load_script
 
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("train_cls", os.path.join(REPO, "scripts", "cv",
-                                                                           "train_classification.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("scripts/cv/train_classification.py")
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +48,7 @@ DIGITS_TRAIN = 1438   # scikit-learn's digits: 1,797 images, 359 held out for te
 
 
 def _run_counting_slices(tmp_path, monkeypatch, ctx, **cfg):
-    """One epoch of digits_cnn on ``ctx``; returns (banner lines, per step [(images, context)] of the
+    """One epoch of digits_cnn (16x16 inputs) on ``ctx``; returns (banner lines, per step [(images, context)] of the
     batch slices that the devices received, the log's record)."""
     import json
     from mxnet import gluon
@@ -68,7 +63,7 @@ def _run_counting_slices(tmp_path, monkeypatch, ctx, **cfg):
         return out
     monkeypatch.setattr(gluon.utils, "split_and_load", spy)
     logs, out = [], tmp_path / "o"
-    recipe.train_classification({"model": "digits_cnn", "epochs": 1, "warmup_epochs": 0, "progress": False,
+    recipe.train_classification({"model": "digits_cnn", "image_size": 16, "epochs": 1, "warmup_epochs": 0, "progress": False,
                                  "out": str(out), **cfg}, LocalCommunicator(), log=logs.append, ctx=ctx)
     record = json.loads((out / "log.jsonl").read_text().splitlines()[0])
     return [m for m in logs if m.startswith("digits_cnn on digits:")], steps, record

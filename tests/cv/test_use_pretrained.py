@@ -8,7 +8,6 @@ with a new 3-class head freshly initialised, and train; a missing, damaged or fo
 weights that do not fit the data, stop the run with one line.
 """
 import hashlib
-import importlib.util
 import json
 import os
 import subprocess
@@ -18,17 +17,14 @@ import mxnet as mx
 import numpy as np
 import pytest
 
-from ..conftest import REPO
+from ..conftest import REPO, load_script
 
 SCRIPT = os.path.join(REPO, "scripts", "cv", "train_classification.py")
 MODEL = "resnet18_v1b"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("train_cls_pretrained", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("scripts/cv/train_classification.py")
 
 
 def _gluoncv_net(classes=1000):

@@ -87,7 +87,7 @@ def test_fewer_than_min_np_left_stops_with_one_line(tmp_path):
     p = launch(["-np", "3", "--min-np", "3", "--max-np", "3", "--elastic-timeout", "5",
                 "--host-discovery-script", disc, "--network-interface", "lo", "--",
                 sys.executable, os.path.join(HERE, "_elastic_job.py")], timeout=300,
-               OUT=str(tmp_path), KILL="1")
+               OUT=str(tmp_path), KILL="1", HOROVOD_GLOO_TIMEOUT_SECONDS="10")   # (a survivor's wait on the dead peer)
     assert (tmp_path / "killed").exists()
     msg = one_line_error(p)
     assert "fewer than --min-np 3 workers were left for 5 s" in msg
@@ -174,3 +174,23 @@ def test_launcher_traceback_cut_by_other_threads_is_still_dropped_whole():
     shown = [line for thread, line in (x[len(_TAG):].split(_SEP, 1) for x in launcher)
              if filt.keep(thread, line)]
     assert shown == ["a launcher message worth showing"]
+
+
+def test_the_discovery_wrapper_prints_the_checked_list_without_loading_mxnet(tmp_path):
+    """Horovod runs the wrapper about once a second for a whole elastic job: it must not import
+    MXNet (about a second of CPU per call on the test machine: half a core for the whole job)."""
+    from gluon_suite.distributed.launch import wrapper_command
+    disc = script(tmp_path, "discover.sh", "echo localhost:2\necho '  '\necho 127.0.0.1\n")
+    cmd = wrapper_command(disc)
+    assert " -m gluon_suite.utils.hosts " in cmd
+    probe = ("import runpy, sys; sys.argv = ['hosts', sys.argv[1]]\n"
+             "try:\n    runpy.run_module('gluon_suite.utils.hosts', run_name='__main__')\n"
+             "except SystemExit as e:\n    print('exit', e.code, 'mxnet' in sys.modules)\n")
+    p = subprocess.run([sys.executable, "-c", probe, disc], capture_output=True, text=True, cwd=REPO,
+                       env=dict(os.environ, PYTHONPATH=REPO))
+    assert p.stdout.splitlines() == ["localhost:2", "127.0.0.1:1", "exit 0 False"], p.stdout + p.stderr
+    bad = script(tmp_path, "bad.sh", "echo 'oops: not a host list'\n")
+    p = subprocess.run([sys.executable, "-c", probe, bad], capture_output=True, text=True, cwd=REPO,
+                       env=dict(os.environ, PYTHONPATH=REPO))
+    assert p.stdout.strip() == "exit 1 False", p.stdout + p.stderr
+    assert "printed 'oops: not a host list' on line 1" in p.stderr and "(ignored; keeping the last good host list)" in p.stderr

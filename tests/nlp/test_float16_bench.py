@@ -1,15 +1,11 @@
 """The float16-vs-float32 BERT bench (bench/float16_bert.py): its statistics and its verdicts
 (lower loss is better)."""
-import importlib.util
-import os
 
 import pytest
 
-from ..conftest import REPO
+from ..conftest import load_script
 
-spec = importlib.util.spec_from_file_location("float16_bert", os.path.join(REPO, "bench", "float16_bert.py"))
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_script("bench/float16_bert.py")
 
 
 def runs(dtype, *loss):

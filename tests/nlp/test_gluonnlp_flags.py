@@ -2,7 +2,6 @@
 --batch_size, --lr/--learning_rate, --max_seq_length, --doc_stride, ...): each alias parses to the
 same value as our spelling. A phase's batch is per worker (batch_size) or global (total_batch_size,
 as GluonNLP's): global = per-worker x workers x accumulate, with the arithmetic worked out by hand."""
-import importlib.util
 import json
 import os
 import subprocess
@@ -14,17 +13,14 @@ from gluon_suite.distributed import LocalCommunicator
 from gluon_suite.nlp.pretrain import phase_batches, pretrain_bert
 from gluon_suite.utils import UserError
 
-from ..conftest import HOROVODRUN, REPO
+from ..conftest import HOROVODRUN, REPO, load_script
 
 README = os.path.join(REPO, "README.md")     # an existing UTF-8 file for --train/--dev
 ENV = dict(os.environ, PYTHONPATH=REPO, GLUON_SUITE_QUIET="1")
 
 
 def _script(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, "scripts", "nlp", f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(f"scripts/nlp/{name}.py")
 
 
 @pytest.fixture(scope="module")

@@ -1,16 +1,12 @@
 """The LANS-vs-LAMB bench (bench/lans_vs_lamb.py): its learning-rate choice, its noise verdict and
 a tiny end-to-end run (sweep, seeds, statistics, JSON and plot)."""
-import importlib.util
 import json
-import os
 
 import pytest
 
-from ..conftest import REPO
+from ..conftest import load_script
 
-spec = importlib.util.spec_from_file_location("lans_vs_lamb", os.path.join(REPO, "bench", "lans_vs_lamb.py"))
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_script("bench/lans_vs_lamb.py")
 
 
 def test_the_chosen_lr_has_the_lowest_final_loss_and_a_diverged_run_never_wins():

@@ -1,18 +1,13 @@
 """The Local AdaAlter language-model bench (bench/local_adaalter_lm.py): its fixed reference
 recipe, its verdicts against synchronous AdaAlter and a tiny end-to-end run under horovodrun
 (paired seeds with distinct data offsets, both paddings, cache reuse)."""
-import importlib.util
 import json
-import os
 
 import pytest
 
-from ..conftest import REPO
+from ..conftest import load_script
 
-spec = importlib.util.spec_from_file_location("local_adaalter_lm",
-                                              os.path.join(REPO, "bench", "local_adaalter_lm.py"))
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_script("bench/local_adaalter_lm.py")
 
 
 def curve(*ppl, syncs=10, time_s=1.0):

@@ -116,7 +116,7 @@ def test_vision_recipe_on_two_contexts_trains_and_keeps_copies_identical(tmp_pat
         return nets[-1]
     monkeypatch.setattr(recipe, "get_model", spy)
     res = recipe.train_classification(
-        {"model": "digits_cnn", "epochs": 2, "out": str(tmp_path / "o"), "progress": False,
+        {"model": "digits_cnn", "image_size": 16, "epochs": 2, "out": str(tmp_path / "o"), "progress": False,
          "warmup_epochs": 0, "batch_size": 16}, LocalCommunicator(), log=lambda m: None, ctx=[mx.cpu(0), mx.cpu(1)])
     assert res["best_acc"] > 0.5
     assert os.path.exists(tmp_path / "o" / "best.params")
@@ -179,7 +179,7 @@ def test_float16_on_the_cpu_trains_the_vision_recipe_when_emulation_is_asked_for
     float32 master weights on the CPU (without it: the one-line error above)."""
     from gluon_suite.cv import recipe
     from gluon_suite.distributed import LocalCommunicator
-    cfg = {"model": "digits_cnn", "epochs": 2, "out": str(tmp_path / "o"), "progress": False,
+    cfg = {"model": "digits_cnn", "image_size": 16, "epochs": 2, "out": str(tmp_path / "o"), "progress": False,
            "warmup_epochs": 0, "dtype": "float16"}
     with pytest.raises(UserError, match="GLUON_SUITE_EMULATE_FLOAT16=1"):
         recipe.train_classification(cfg, LocalCommunicator(), log=lambda m: None)

@@ -1,15 +1,11 @@
 """The balanced what-if bench's calibration of gamma (the allreduce's local time per byte) against
 hand-computed values."""
-import importlib.util
-import os
 
 import pytest
 
-from ..conftest import REPO
+from ..conftest import load_script
 
-spec = importlib.util.spec_from_file_location("whatif_validation", os.path.join(REPO, "bench", "whatif_validation.py"))
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_script("bench/whatif_validation.py")
 
 
 def test_gamma_is_the_time_beyond_the_wire_per_bucket_byte():

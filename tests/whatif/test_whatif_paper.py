@@ -1,17 +1,13 @@
 """The paper bench's derived V100 profiles against hand-computed values, and the bundled profiles
 it wrote."""
-import importlib.util
-import os
 
 import pytest
 
 from gluon_suite.whatif import load_profile
 
-from ..conftest import REPO
+from ..conftest import load_script
 
-spec = importlib.util.spec_from_file_location("whatif_paper", os.path.join(REPO, "bench", "whatif_paper.py"))
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_script("bench/whatif_paper.py")
 
 
 def test_derived_profile_by_hand():
