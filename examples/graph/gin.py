@@ -119,4 +119,5 @@ def parse_args(argv=None):
 if __name__ == "__main__":
     a = parse_args()
     mx.random.seed(a.seed)
+    dgl.seed(a.seed)   # the loader's shuffle
     main(a)
