@@ -7,13 +7,16 @@ is an entry naming a block that no longer exists.
 A block runs in a fresh working folder laid out like the repository (its code folders linked in)
 with the sample data of ``gluon-suite samples`` under ``data/``, a temporary ``GLUON_SUITE_HOME``
 and its own ``runs/``; the only edits are the entry's explicit substitutions, which shorten a run
-(fewer epochs or steps) and must each match the block. Afterwards the source tree has no new file.
+(fewer epochs or steps) and must each match the block. Afterwards the source tree has no new file,
+and the block left nothing in its working folder that the repository's .gitignore would not ignore.
 """
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 
@@ -117,7 +120,7 @@ EXAMPLES = {
         "tests/distributed/_elastic_job.py"),
     "docs/elastic.md: mkdir -p runs": long(subs=[("--epochs 10", "--epochs 1")]),
     "docs/elastic.md: PYTHONPATH=. OMP_NUM_THREADS=1 MXNET_CPU_WORKER_NTHREADS=1 .venv/bin/python bench/dynamic_sgd.py --seeds 5":
-        skip("a benchmark: hours of training, writes bench/results/"),
+        skip("a benchmark: hours of training (writes runs/dynamic_sgd)"),
     # docs/getting_started.md
     "docs/getting_started.md: make setup": skip("make setup builds the environment these tests run in"),
     "docs/getting_started.md: .venv/bin/gluon-suite samples": fast(),
@@ -150,7 +153,7 @@ EXAMPLES = {
     "docs/graph.md: import mxnet as mx\nimport numpy as np\nimport gluon_suite.graph as dgl": fast(),
     "docs/graph.md: .venv/bin/python bench/graph.py --models gin,sgc,tag,appnp,cheb,ggnn,edgeconv,agnn,rgcn,gat,sage,gcn":
         skip("a benchmark against DGL in its own environment (.cache/dgl-venv): an hour on a 1M-edge graph, "
-             "writes bench/results/"),
+             "writes runs/graph.json"),
     "docs/graph.md: .venv/bin/python scripts/graph/train_node_classification.py --dataset karate --model gcn --epochs 60 --lr 0.02":
         long(subs=[("--epochs 60", "--epochs 3"), ("--fanouts 5 5", "--fanouts 5 5 --epochs 1"),
                    ("--model gat\n", "--model gat --epochs 2\n"), ("--epochs 40", "--epochs 1"),
@@ -303,6 +306,39 @@ def workdir(tmp_path, samples):
            if not f.startswith(("bench/", "gluon_suite/"))
            and os.path.exists(os.path.join(REPO, f)) and os.path.getmtime(os.path.join(REPO, f)) >= start - 1]
     assert not new, f"the example wrote into the source tree: {new}"
+    left = _not_ignored(_written(tmp_path))
+    assert not left, (f"the example left {left} in its working folder; run from a checkout as the docs say, "
+                      "they would show in git status: write them under runs/ (or another ignored folder)")
+
+
+def _written(folder):
+    """The files a block wrote in its working ``folder`` (relative paths), leaving out the links to
+    the repository, the sample data and the zoo home."""
+    skip = set(LINKED) | {"data", "home"}
+    out = []
+    for root, dirs, files in os.walk(folder):
+        rel = os.path.relpath(root, folder)
+        if rel == ".":
+            dirs[:] = [d for d in dirs if d not in skip]
+            files = [f for f in files if f not in skip]
+        out += [os.path.normpath(os.path.join(rel, f)) for f in files]
+    return out
+
+
+def _not_ignored(paths, scratch=[]):  # noqa: B006  (one scratch repository per session)
+    """Of ``paths`` (relative to the repository root), those its .gitignore does not ignore. Asked of
+    an empty repository holding only that .gitignore, so that nothing in the checkout (a folder that
+    is a link, files already there) changes the answer."""
+    if not paths:
+        return []
+    if not scratch:
+        scratch.append(tempfile.mkdtemp(prefix="gitignore-"))
+        subprocess.run(["git", "init", "-q", scratch[0]], check=True)
+        shutil.copy(os.path.join(REPO, ".gitignore"), scratch[0])
+    p = subprocess.run(["git", "check-ignore", "--no-index", "--stdin"], cwd=scratch[0], input="\n".join(paths) + "\n",
+                       capture_output=True, text=True)
+    assert p.returncode in (0, 1), p.stderr      # 1: none of them is ignored
+    return sorted(set(paths) - set(p.stdout.splitlines()))
 
 
 def environment(tmp_path):

@@ -250,7 +250,7 @@ def main(argv=None):
     log = (lambda m: print(m, flush=True)) if comm.rank == 0 or elastic else (lambda m: None)
     from gluon_suite.utils.fileio import output_folder
     with ctx[0], output_folder(merged["out"]):   # the worker's first device as the recipe's default context
-        res = pretrain_bert(cfg, comm, log=log, ctx=ctx)
+        res = pretrain_bert(cfg, comm, log=log, ctx=ctx, flags=set(args))   # what the command line set
     if elastic:
         return 0
     if comm.rank == 0 and res["history"]:
