@@ -23,10 +23,6 @@ SLOW_CALLS = {
     "train_loop", "train_elastic",
 }
 
-# autouse fixtures that watch every test (they name subprocess to guard it) and start nothing
-WATCHERS = {"_workers_only_under_the_horovod_marker"}
-
-
 def _called_names(node):
     """Names of the functions ``node`` calls or refers to (``f(...)``, ``mod.f(...)``, ``subprocess``)."""
     names = set()
@@ -86,9 +82,9 @@ def reaches(item, names):
         return True
     info = getattr(item, "_fixtureinfo", None)
     for name in getattr(item, "fixturenames", ()):
-        if name in WATCHERS:
-            continue
         for fixturedef in (info.name2fixturedefs.get(name, ()) if info else ()):
+            if getattr(fixturedef, "_autouse", getattr(fixturedef, "autouse", False)):
+                continue  # autouse fixtures watch every test (a guard names subprocess) and start nothing
             fixture = getattr(fixturedef, "func", None)
             module = inspect.getmodule(fixture) if fixture else None
             if module is not None and module.__name__.startswith("tests") and _reaches(fixture, module, names):

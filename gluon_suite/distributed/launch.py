@@ -29,7 +29,7 @@ import sys
 import threading
 
 from ..utils import RunFailed, UserError
-from ..utils.hosts import discover_main, parse_hosts, run_discovery  # noqa: F401  (re-exported)
+from ..utils.hosts import parse_hosts, run_discovery  # noqa: F401  (re-exported)
 
 DEFAULT_ELASTIC_TIMEOUT = 120
 
@@ -320,14 +320,12 @@ def require_elastic_launch(script, elastic=True):
 
 
 def main(argv=None):
-    """``python -m gluon_suite.distributed.launch --discover SCRIPT`` (the wrapper Horovod runs) or
-    ``--horovodrun ARGS`` (Horovod's launcher with routed output, run by :func:`launch`)."""
+    """``python -m gluon_suite.distributed.launch --horovodrun ARGS``: Horovod's launcher with routed
+    output, run by :func:`launch` (the discovery wrapper is :mod:`gluon_suite.utils.hosts`)."""
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) == 2 and argv[0] == "--discover":
-        return discover_main(argv[1])
     if argv[:1] == ["--horovodrun"]:
         return horovodrun_main(argv[1:])
-    print("usage: python -m gluon_suite.distributed.launch --discover SCRIPT (use `gluon-suite launch`)",
+    print("usage: python -m gluon_suite.distributed.launch --horovodrun ARGS (use `gluon-suite launch`)",
           file=sys.stderr)
     return 2
 

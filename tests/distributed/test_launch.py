@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from gluon_suite.distributed.launch import check_sizes, parse_hosts
+from gluon_suite.distributed.launch import check_sizes
+from gluon_suite.utils.hosts import parse_hosts
 from gluon_suite.utils import UserError
 
 from ..conftest import REPO
