@@ -382,6 +382,8 @@ def _params(tier):
         if key is None or EXAMPLES[key].tier != tier:
             continue
         marks = [pytest.mark.long] if tier == "long" else []
+        if "horovodrun" in code + repr(EXAMPLES[key]) or "gluon-suite launch" in code:
+            marks.append(pytest.mark.horovod)   # the block starts workers
         out.append(pytest.param(key, lang, code, id=f"{doc}:{line}", marks=marks))
     return out
 

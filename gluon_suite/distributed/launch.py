@@ -29,7 +29,9 @@ import sys
 import threading
 
 from ..utils import RunFailed, UserError
-from ..utils.hosts import parse_hosts, run_discovery  # noqa: F401  (re-exported)
+from ..utils.validate import positive_int
+from ..utils.hosts import (COMMIT_EVERY, RAMP_STEPS, parse_hosts, require_elastic_launch,  # noqa: F401
+                           run_discovery)  # (re-exported)
 
 DEFAULT_ELASTIC_TIMEOUT = 120
 
@@ -287,7 +289,6 @@ def add_arguments(p):
     p.add_argument("command", nargs=argparse.REMAINDER, help="the training command, after --")
 
 
-RAMP_STEPS, COMMIT_EVERY = 50, 20  # the elastic defaults of every training script
 
 
 def add_elastic_arguments(p, defaults=False, elastic_help=None, lr_name="--lr"):
@@ -302,21 +303,13 @@ def add_elastic_arguments(p, defaults=False, elastic_help=None, lr_name="--lr"):
     g = p.add_argument_group("elastic (launch with gluon-suite launch --min-np/--max-np, see docs/elastic.md)")
     g.add_argument("--elastic", action="store_true", help=elastic_help or
                    "workers may join, leave or die; the LR follows the worker count smoothly")
-    g.add_argument("--ramp-steps", type=int, **num(RAMP_STEPS),
+    g.add_argument("--ramp-steps", type=positive_int, **num(RAMP_STEPS),
                    help="steps over which the LR moves to a new worker count" + note(RAMP_STEPS))
-    g.add_argument("--commit-every", type=int, **num(COMMIT_EVERY),
+    g.add_argument("--commit-every", type=positive_int, **num(COMMIT_EVERY),
                    help="steps between commits of the job state" + note(COMMIT_EVERY))
-    g.add_argument("--ref-workers", type=int,
+    g.add_argument("--ref-workers", type=positive_int,
                    help=f"worker count {lr_name} is meant for (default: the count the job starts with)")
     return g
-
-
-def require_elastic_launch(script, elastic=True):
-    """Raise a UserError when ``elastic`` is asked for but this process does not run under an
-    elastic ``horovodrun``."""
-    if elastic and os.environ.get("HOROVOD_ELASTIC") != "1":
-        raise UserError(f"--elastic needs an elastic launch: gluon-suite launch --min-np N --max-np M "
-                        f"--host-discovery-script S -- python {script} --elastic ...")
 
 
 def main(argv=None):

@@ -13,52 +13,100 @@ step reseeds MXNet's generator and the neighbour sampler from (seed, step, rank)
 continues exactly as the uninterrupted run would; a fixed-size run resumes with the same number of
 workers, an elastic one with any.
 """
+import argparse
+import contextlib
+import dataclasses
 import os
+from typing import ClassVar
 
 import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 
 from ..distributed import DistributedTrainer
-from ..distributed.launch import require_elastic_launch
-from ..distributed.loop import RunFolder, fit, resume_folder
+from ..distributed.loop import RunFolder, fit
+from ..distributed.options import CompressionOptions, ElasticOptions
 from ..distributed.sampler import EpochSampler
 from ..model_zoo import get_model
-from ..utils import UserError, write_json
-from ..utils.config import settle_compression
+from ..utils import UserError
 from ..utils.fileio import atomic_path
+from ..utils.runconfig import PublishOptions, RecipeConfig, RunOptions, option
+from ..utils.validate import (choice_of, existing_dir, float_range, nonneg_float, output_dir, positive_float,
+                              positive_int)
 from .batch import batch
 from .sampling import sample_blocks
 
-NODE_DEFAULTS = {"dataset": "sbm", "data_dir": None, "name": "cora", "drop_dangling_cites": False,
-                 "model": "gcn", "hidden": 16,
-                 "epochs": 100, "lr": 0.01, "wd": 5e-4, "dropout": 0.5, "sampled": False,
-                 "fanouts": [10, 10], "batch_size": 64, "seed": 0, "out": "runs/graph_node",
-                 "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
-                 "resume": "none", "stop_after_epochs": None, "publish": None, "publish_name": None,
-                 "publish_url": None, "card": None,
-                 "elastic": False, "ramp_steps": 50, "commit_every": 20, "ref_workers": None}
-GRAPH_DEFAULTS = {"dataset": "families", "data_dir": None, "name": "MUTAG", "model": "gin", "hidden": 32,
-                  "epochs": 40, "lr": 0.01, "batch_size": 20, "seed": 0, "out": "runs/graph_cls",
-                  "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
-                  "resume": "none", "stop_after_epochs": None, "publish": None, "publish_name": None,
-                  "publish_url": None, "card": None,
-                  "elastic": False, "ramp_steps": 50, "commit_every": 20, "ref_workers": None}
+def fanout(text):
+    """A type: neighbours sampled per layer, a whole number >= 1 or -1 (all)."""
+    try:
+        value = int(str(text))
+    except ValueError:
+        value = 0
+    if value == 0 or value < -1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, or -1 for all neighbours, got {text!r}")
+    return value
 
 
 NODE_LAYERS = 2   # NodeClassifier's graph layers: one sampled block (one fanout) per layer
 
 
-def _merge(defaults, config):
-    cfg = {**defaults, **{k: v for k, v in config.items() if v is not None}}
-    bad = set(cfg) - set(defaults)
-    if bad:
-        raise UserError(f"unknown option(s) {', '.join(sorted(bad))}")
-    if int(cfg["epochs"]) < 1:
-        raise UserError(f"epochs must be >= 1, got {cfg['epochs']}")
-    resume_folder(cfg["resume"], cfg["out"])  # none, auto or a run folder: checked before any work
-    require_elastic_launch("scripts/graph/<script>", elastic=cfg["elastic"])
-    return cfg
+@dataclasses.dataclass
+class _GraphConfig(RecipeConfig, PublishOptions, ElasticOptions, CompressionOptions, RunOptions):
+    """What both graph recipes share: a run folder resumable from its last epoch."""
+    STATE_KEYS: ClassVar[tuple] = ("epoch", "history", "workers")
+    CHECKPOINT_FILES: ClassVar[tuple] = ("last.rank0.params", "last.rank0.states")
+    DATASETS_WITH_FILES: ClassVar[tuple] = ()
+
+    def check(self, comm):
+        if self.dataset in self.DATASETS_WITH_FILES and not self.data_dir:
+            raise UserError(f"dataset {self.dataset} reads files from a folder: give --data-dir")
+
+
+@dataclasses.dataclass
+class NodeConfig(_GraphConfig):
+    """``train_node_classification``'s configuration (the flags of its script, with ``_`` for ``-``)."""
+    SCRIPT: ClassVar[str] = "scripts/graph/train_node_classification.py"
+    DATASETS_WITH_FILES: ClassVar[tuple] = ("linqs",)
+    out: str = option("runs/graph_node", output_dir)
+    dataset: str = option("sbm", choice_of(("karate", "sbm", "linqs"), "dataset"))
+    data_dir: str = option(None, existing_dir, help="folder of {name}.content and {name}.cites (linqs)")
+    name: str = option("cora", help="LINQS data set name")
+    drop_dangling_cites: bool = option(False, help="skip cites lines naming a paper absent from the content file")
+    model: str = option("gcn", choice_of(("gcn", "gat", "sage"), "model"))
+    hidden: int = option(16, positive_int)
+    epochs: int = option(100, positive_int)
+    lr: float = option(0.01, positive_float)
+    wd: float = option(5e-4, nonneg_float)
+    dropout: float = option(0.5, float_range(0, 1, high_open=True, what="a fraction"))
+    sampled: bool = option(False, help="train on sampled neighbourhood blocks")
+    fanouts: list = option([10, 10], fanout, many=True, help="neighbours sampled per layer (-1: all)")
+    batch_size: int = option(64, positive_int, help="seed nodes per sampled mini-batch")
+
+    def check(self, comm):
+        super().check(comm)
+        if self.sampled and len(self.fanouts) != NODE_LAYERS:
+            raise UserError(f"--fanouts gives {len(self.fanouts)} value(s) but the {self.model} model has "
+                            f"{NODE_LAYERS} layers, one fanout each; give {NODE_LAYERS} values, e.g. --fanouts 10 10")
+
+
+@dataclasses.dataclass
+class GraphConfig(_GraphConfig):
+    """``train_graph_classification``'s configuration."""
+    SCRIPT: ClassVar[str] = "scripts/graph/train_graph_classification.py"
+    DATASETS_WITH_FILES: ClassVar[tuple] = ("tu",)
+    out: str = option("runs/graph_cls", output_dir)
+    dataset: str = option("families", choice_of(("families", "tu"), "dataset"))
+    data_dir: str = option(None, existing_dir, help="folder of a TU data set's {name}_A.txt etc.")
+    name: str = option("MUTAG", help="TU data set name")
+    model: str = option("gin", choice_of(("gin",), "model"))
+    hidden: int = option(32, positive_int)
+    epochs: int = option(40, positive_int)
+    lr: float = option(0.01, positive_float)
+    batch_size: int = option(20, positive_int, help="graphs per worker and step")
+
+
+NODE_DEFAULTS = NodeConfig().to_dict()     # the defaults as a mapping (earlier versions' name)
+GRAPH_DEFAULTS = GraphConfig().to_dict()
 
 
 def _train(cfg, net, trainer, n, batch_size, step, evaluate, log):
@@ -99,27 +147,20 @@ def _step_seed(seed, step, rank):
     return (int(seed) * 1_000_003 + step * 7919 + rank) % (2 ** 31)
 
 
-def _end_run(cfg, defaults, script, history, net, trainer, log, config_json=False):
-    """The end of every run, fixed-size or elastic: the averaged model in ``model.params``
-    (``config.json`` beside it with ``config_json``), then the result, published with ``publish``.
-    The communicator is the trainer's: an elastic job's world may have changed since the start."""
+def _end_run(cfg, history, net, trainer, log):
+    """The end of every run, fixed-size or elastic: the averaged model in ``model.params``, then
+    the result, published with ``publish``. The communicator is the trainer's: an elastic job's
+    world may have changed since the start."""
     comm = trainer.communicator
     _save_averaged(net, trainer, comm, cfg["out"])
-    if config_json and comm.rank == 0:
-        write_json(os.path.join(cfg["out"], "config.json"), {**cfg, "workers": comm.size})
-    return _finish(cfg, defaults, script, history, comm, log)
-
-
-def _finish(cfg, defaults, script, history, comm, log):
-    """The recipe's result; with ``publish``, rank 0 publishes the averaged model with its card."""
     result = {"test_acc": history[-1]["test_acc"] if history else None, "history": history, "published": None,
               "rank": comm.rank}
     if cfg["publish"] and comm.rank == 0 and history:
         from ..model_zoo.publish import publish_run
         data = f"{cfg['dataset']} (seed {cfg['seed']}) test split"
         metric = {"name": "test accuracy", "value": result["test_acc"], "dataset": data}
-        result["published"] = publish_run(cfg, defaults, os.path.join(cfg["out"], "model.params"), script,
-                                          metric, comm.size)
+        result["published"] = publish_run(cfg, cfg.to_dict(), os.path.join(cfg["out"], "model.params"),
+                                          cfg.SCRIPT, metric, comm.size)
         log(f"published {result['published']['file_name']} into {cfg['publish']}")
     return result
 
@@ -159,23 +200,28 @@ def node_dataset(cfg):
     raise UserError(f"unknown dataset {cfg['dataset']!r}; choose karate, sbm or linqs")
 
 
-def _settled(cfg, comm, log):
-    """``cfg`` with its compression settled (``settle_compression``: none on one worker), the
-    notes logged once."""
-    cfg, notes = settle_compression(cfg, (), comm.size, elastic=bool(cfg["elastic"]))
-    for note in notes if comm.rank == 0 else ():
-        log(f"note: {note}")
-    return cfg
-
-
-def train_node_classification(config, comm, log=print):
-    """Train a zoo node classifier; returns ``{'test_acc', 'history'}`` (``test_acc`` None when
-    stopped before the first evaluation)."""
-    cfg = _settled(_merge(NODE_DEFAULTS, config), comm, log)
-    if cfg["sampled"] and len(cfg["fanouts"]) != NODE_LAYERS:
-        raise UserError(f"--fanouts gives {len(cfg['fanouts'])} value(s) but the {cfg['model']} model has "
-                        f"{NODE_LAYERS} layers, one fanout each; give {NODE_LAYERS} values, e.g. --fanouts 10 10")
+def _start(config_class, config, comm, log):
+    """A recipe's start: its checked configuration (``config`` may be a mapping), saved into the
+    run folder, and the communicator (the job's, by default)."""
+    if comm is None:
+        from ..distributed import get_communicator
+        comm = get_communicator()
+    cfg = config_class.from_dict(config).checked(comm, log)
+    cfg.save(comm)
     mx.random.seed(cfg["seed"])
+    return cfg, comm
+
+
+def train_node_classification(config, comm=None, log=print, ctx=None):
+    """Train a zoo node classifier (``config``: a ``NodeConfig`` or a mapping of its keys) on
+    ``ctx`` (default: the current context); returns ``{'test_acc', 'history'}`` (``test_acc``
+    None when stopped before the first evaluation)."""
+    cfg, comm = _start(NodeConfig, config, comm, log)
+    with ctx or contextlib.nullcontext():
+        return _train_node(cfg, comm, log)
+
+
+def _train_node(cfg, comm, log):
     g, train, test, classes = node_dataset(cfg)
     if cfg["model"] in ("gcn", "gat") and not cfg["sampled"]:
         g = g.add_self_loop()
@@ -217,8 +263,7 @@ def train_node_classification(config, comm, log=print):
     # full graph: one step per epoch over every training node (the batch is the whole set)
     per_worker = int(cfg["batch_size"]) if cfg["sampled"] else len(train)
     history = _train(cfg, net, trainer, len(train), per_worker, step, evaluate, log)
-    return _end_run(cfg, NODE_DEFAULTS, "scripts/graph/train_node_classification.py", history, net, trainer, log,
-                    config_json=True)
+    return _end_run(cfg, history, net, trainer, log)
 
 
 def graph_dataset(cfg):
@@ -237,11 +282,16 @@ def graph_dataset(cfg):
     raise UserError(f"unknown dataset {cfg['dataset']!r}; choose families or tu")
 
 
-def train_graph_classification(config, comm, log=print):
-    """Train a GIN graph classifier (75/25 split); returns ``{'test_acc', 'history'}``
-    (``test_acc`` None when stopped before the first evaluation)."""
-    cfg = _settled(_merge(GRAPH_DEFAULTS, config), comm, log)
-    mx.random.seed(cfg["seed"])
+def train_graph_classification(config, comm=None, log=print, ctx=None):
+    """Train a GIN graph classifier (75/25 split; ``config``: a ``GraphConfig`` or a mapping of
+    its keys) on ``ctx``; returns ``{'test_acc', 'history'}`` (``test_acc`` None when stopped
+    before the first evaluation)."""
+    cfg, comm = _start(GraphConfig, config, comm, log)
+    with ctx or contextlib.nullcontext():
+        return _train_graph(cfg, comm, log)
+
+
+def _train_graph(cfg, comm, log):
     graphs, labels, classes = graph_dataset(cfg)
     perm = np.random.RandomState(cfg["seed"]).permutation(len(graphs))
     cut = int(0.75 * len(graphs))
@@ -276,4 +326,4 @@ def train_graph_classification(config, comm, log=print):
         return (net(test_bg, test_bg.ndata["feat"]).argmax(axis=1).asnumpy() == labels[test]).mean()
 
     history = _train(cfg, net, trainer, len(train), int(cfg["batch_size"]), step, evaluate, log)
-    return _end_run(cfg, GRAPH_DEFAULTS, "scripts/graph/train_graph_classification.py", history, net, trainer, log)
+    return _end_run(cfg, history, net, trainer, log)

@@ -140,12 +140,19 @@ def publish_run(cfg, defaults, checkpoint, script, metric, workers, log=None):
 
 
 def add_publish_arguments(p):
-    """The ``--publish`` flag group of the training scripts."""
+    """The ``--publish`` flag group of the training scripts (the keys of ``PublishOptions``)."""
+    from ..utils.validate import output_dir, output_file, url
+    from .registry import model_name
     g = p.add_argument_group("publishing into a zoo store (see docs/model_zoo.md)")
-    g.add_argument("--publish", metavar="STORE", help="publish the trained model into this store folder")
-    g.add_argument("--publish-name", help="registered zoo name to publish under (default: --model)")
-    g.add_argument("--publish-url", help="base URL the store is served from (default: file:// of STORE)")
-    g.add_argument("--card", help="where to write the model card (default: OUT/NAME.json)")
+    g.add_argument("--publish", metavar="STORE", type=output_dir,
+                   help="publish the trained model into this store folder")
+    g.add_argument("--publish-name", type=model_name, help="registered zoo name to publish under (default: --model)")
+    g.add_argument("--publish-url", type=url, help="base URL the store is served from (default: file:// of STORE)")
+    g.add_argument("--publish-tag", metavar="TAG",
+                   help="publish as NAME.TAG, a checkpoint name of its own (needed beside a shipped checkpoint)")
+    g.add_argument("--publish-replace", action="store_true",
+                   help="let this machine's record win over the shipped checkpoint of the same name")
+    g.add_argument("--card", type=output_file, help="where to write the model card (default: OUT/NAME.json)")
     return g
 
 

@@ -5,11 +5,14 @@ Horovod's elastic driver runs the discovery command about once a second for the 
 wrapper imports nothing heavy: this module needs only the standard library and ``utils.errors``
 (importing ``gluon_suite.distributed`` would load MXNet, about a second of CPU per call).
 """
+import os
 import re
 import subprocess
 import sys
 
 from .errors import UserError
+
+RAMP_STEPS, COMMIT_EVERY = 50, 20  # the elastic defaults of every training script
 
 HOST_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?::([0-9]+))?$")
 
@@ -44,6 +47,14 @@ def run_discovery(script, timeout=30):
                         f"{': ' + why if why else ''}); it must print one 'host:slots' line per host "
                         "and exit 0")
     return parse_hosts(p.stdout, script)
+
+
+def require_elastic_launch(script, elastic=True):
+    """Raise a UserError when ``elastic`` is asked for but this process does not run under an
+    elastic ``horovodrun``."""
+    if elastic and os.environ.get("HOROVOD_ELASTIC") != "1":
+        raise UserError(f"--elastic needs an elastic launch: gluon-suite launch --min-np N --max-np M "
+                        f"--host-discovery-script S -- python {script} --elastic ...")
 
 
 def discover_main(script):

@@ -30,7 +30,7 @@ def build_parser():
     from gluon_suite.utils.devices import add_device_arguments
     from gluon_suite.utils.validate import (ArgumentParser, choice_of, existing_dir, existing_path, float_range,
                                             fraction, nonneg_float, nonneg_int, output_dir, output_file,
-                                            positive_float, positive_int, ratio, retype, run_folder, url)
+                                            positive_float, positive_int, ratio, run_folder, url)
     p = ArgumentParser(description=__doc__.split("\n")[0],
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                        argument_default=argparse.SUPPRESS)
@@ -94,7 +94,6 @@ def build_parser():
     g = p.add_argument_group("devices")
     add_device_arguments(g, defaults=False)
     add_elastic_arguments(p, defaults=False)
-    retype(p, ramp_steps=positive_int, commit_every=positive_int, ref_workers=positive_int)
     g = p.add_argument_group("run")
     g.add_argument("--seed", type=nonneg_int)
     g.add_argument("--out", "--save-dir", type=output_dir, help="output folder")

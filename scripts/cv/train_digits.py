@@ -15,7 +15,7 @@ def parse_args(argv):
     from gluon_suite.distributed.launch import add_elastic_arguments
     from gluon_suite.utils.devices import add_device_arguments
     from gluon_suite.utils.validate import (ArgumentParser, choice_of, nonneg_int, output_dir, positive_float,
-                                            positive_int, ratio, retype)
+                                            positive_int, ratio)
     p = ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--epochs", type=positive_int, default=8)
     p.add_argument("--batch-size", type=positive_int, default=32, help="per worker")
@@ -34,7 +34,6 @@ def parse_args(argv):
     p.add_argument("--ratio2", type=ratio, default=None)
     add_elastic_arguments(p, defaults=True)
     add_device_arguments(p)
-    retype(p, ramp_steps=positive_int, commit_every=positive_int, ref_workers=positive_int)
     return p.parse_args(argv)
 
 

@@ -20,7 +20,7 @@ def build_parser():
     from gluon_suite.distributed.launch import add_elastic_arguments
     from gluon_suite.model_zoo.registry import model_name
     from gluon_suite.utils.validate import (output_dir, run_folder, ArgumentParser, choice_of, existing_dir, int_at_least, utf8_file,
-                                            nonneg_int, positive_float, positive_int, retype)
+                                            nonneg_int, positive_float, positive_int)
     p = ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--init", type=existing_dir, help="pretraining output folder (or --model NAME --pretrained)")
     p.add_argument("--model", type=model_name, help="a pretrained zoo BERT to start from, with --pretrained "
@@ -46,7 +46,6 @@ def build_parser():
     p.add_argument("--resume", type=run_folder, default="none",
                    help="none, auto (continue --out if it holds a checkpoint) or a run folder")
     add_elastic_arguments(p, defaults=True)
-    retype(p, ramp_steps=positive_int, commit_every=positive_int, ref_workers=positive_int)
     from gluon_suite.utils.devices import add_device_arguments
     add_device_arguments(p)
     return p

@@ -130,7 +130,7 @@ def build_parser():
     from gluon_suite.distributed.launch import add_elastic_arguments
     from gluon_suite.model_zoo.registry import model_name
     from gluon_suite.utils.validate import (ArgumentParser, choice_of, float_range, int_at_least, nonneg_float,
-                                            nonneg_int, output_dir, positive_int, ratio, retype, utf8_file)
+                                            nonneg_int, output_dir, positive_int, ratio, utf8_file)
     p = ArgumentParser(description=__doc__.split("\n")[0], argument_default=argparse.SUPPRESS)
     p.add_argument("--config", help="YAML with the keys below and a 'phases' list")
     p.add_argument("--model", type=model_name, help="zoo BERT name (default bert_2_128_2)")
@@ -166,7 +166,6 @@ def build_parser():
     add_elastic_arguments(p, defaults=False,
                           elastic_help="workers may join, leave or die; trains one phase per launch (--resume auto for the next)",
                           lr_name="the phases' lr")
-    retype(p, ramp_steps=positive_int, commit_every=positive_int, ref_workers=positive_int)
     from gluon_suite.utils.devices import add_device_arguments
     add_device_arguments(p)
     return p

@@ -31,6 +31,37 @@ def test_gin_recipe_on_families(tmp_path):
     assert (tmp_path / "log.jsonl").exists() and (tmp_path / "model.params").exists()
 
 
+def test_both_recipes_save_their_configuration_at_the_start(tmp_path):
+    """config.json is in the run folder before the first epoch ends (a stopped run keeps it), with
+    the keys of the flags, the defaults filled in and the worker count."""
+    quiet = lambda m: None  # noqa: E731
+    train_graph_classification({"epochs": 30, "stop_after_epochs": 1, "hidden": 8, "out": str(tmp_path / "g")},
+                               LocalCommunicator(), log=quiet)
+    saved = json.loads((tmp_path / "g" / "config.json").read_text())
+    assert saved["hidden"] == 8 and saved["epochs"] == 30 and saved["stop_after_epochs"] == 1
+    assert saved["model"] == "gin" and saved["batch_size"] == 20 and saved["workers"] == 1
+    train_node_classification({"dataset": "karate", "epochs": 20, "stop_after_epochs": 1, "out": str(tmp_path / "n")},
+                              LocalCommunicator(), log=quiet)
+    saved = json.loads((tmp_path / "n" / "config.json").read_text())
+    assert saved["dataset"] == "karate" and saved["model"] == "gcn" and saved["fanouts"] == [10, 10]
+
+
+def test_resume_refuses_a_run_of_another_model(tmp_path):
+    quiet = lambda m: None  # noqa: E731
+    base = {"dataset": "karate", "epochs": 20, "stop_after_epochs": 1, "out": str(tmp_path)}
+    train_node_classification(base, LocalCommunicator(), log=quiet)
+    with pytest.raises(UserError, match="is a run of model 'gcn', not 'gat'"):
+        train_node_classification({**base, "model": "gat", "resume": "auto"}, LocalCommunicator(), log=quiet)
+
+
+@pytest.mark.parametrize("recipe,script", [(train_node_classification, "train_node_classification.py"),
+                                           (train_graph_classification, "train_graph_classification.py")])
+def test_elastic_outside_an_elastic_launch_names_the_script(recipe, script, tmp_path, monkeypatch):
+    monkeypatch.delenv("HOROVOD_ELASTIC", raising=False)
+    with pytest.raises(UserError, match=f"python scripts/graph/{script} --elastic"):
+        recipe({"elastic": True, "out": str(tmp_path)}, LocalCommunicator(), log=lambda m: None)
+
+
 @pytest.mark.horovod
 def test_node_script_on_two_workers(tmp_path):
     p = subprocess.run([HOROVODRUN, "-np", "2", "-H", "localhost:2", "--gloo", sys.executable,
