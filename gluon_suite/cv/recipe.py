@@ -25,8 +25,11 @@ GluonCV's defaults otherwise too: weight decay on every parameter unless ``wd_on
 false (``--no-wd``: none on BatchNorm/LayerNorm and biases), and ``use_pretrained`` starts the
 network from GluonCV-format weights with a fresh classifier (``model_zoo.finetune``).
 """
+import argparse
+import dataclasses
 import os
 import random
+from typing import ClassVar
 
 import mxnet as mx
 import numpy as np
@@ -34,81 +37,152 @@ from mxnet import autograd, gluon
 
 from ..distributed import DistributedTrainer, make_compressor
 from ..distributed.algorithms import cser_warmup_epochs
-from ..distributed.launch import require_elastic_launch
-from ..distributed.loop import RunFolder, fit, resume_folder
+from ..distributed.loop import RunFolder, fit
+from ..distributed.options import CompressionOptions, ElasticOptions, SecondCompressorOptions
 from ..distributed.sampler import VIRTUAL_STEPS, EpochSampler, over_epochs
 from ..optim import ElasticRamp, WarmupCosine, WarmupMultiStep, exclude_from_weight_decay
 from ..model_zoo import get_model, resolve
-from ..utils import UserError, write_json
-from ..utils.devices import emulate_float16_kernels, resolve_devices
+from ..model_zoo.registry import model_name
+from ..utils import UserError
+from ..utils.devices import DeviceOptions, emulate_float16_kernels, resolve_devices
 from ..utils.fileio import atomic_path
+from ..utils.runconfig import PublishOptions, RecipeConfig, RunOptions, option
+from ..utils.validate import (choice_of, existing_dir, existing_path, float_range, fraction, nonneg_float,
+                              nonneg_int, output_dir, positive_float, positive_int)
 from .data import build_datasets
 
-DEFAULTS = {
-    "model": "resnest14_digits", "dataset": "digits", "data_dir": None, "image_size": None,
-    "epochs": 10, "batch_size": 32, "global_batch_size": None,
-    "optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "wd": 1e-4,
-    "lr_mode": "cosine", "warmup_epochs": "auto", "lr_milestones": [], "lr_decay": 0.1,
-    "label_smoothing": 0.0, "mixup": 0.0, "mixup_off_epochs": 0, "wd_on_bn_bias": True,
-    "last_gamma": False, "use_pretrained": False, "pretrained_root": None, "pretrained_tag": None,
-    "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
-    "compressor2": None, "ratio2": None, "min_size": 0, "compress_warmup": 0,
-    "seed": 0, "out": "runs/classification", "resume": "none", "num_workers": 0,
-    "progress": True, "publish": None, "publish_name": None, "publish_url": None, "card": None,
-    "publish_tag": None, "publish_replace": False,
-    "stop_after_epochs": None, "profile_comm": False, "link_mbit": None,
-    "elastic": False, "commit_every": 20, "ramp_steps": 50, "ref_workers": None,
-    "gpus": None, "dtype": "float32", "averaged_bn_batches": 8,
-}
+def warmup_value(value):
+    """A type: ``auto`` or a number of epochs >= 0."""
+    if str(value).lower() == "auto":
+        return "auto"
+    try:
+        return nonneg_float(value)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be 'auto' or a number >= 0, got {value!r}") from None
+
+
+def sha1_prefix(text):
+    """A type: 8 to 40 hex digits, the start of a file's sha1 (GluonCV's hash tags)."""
+    from ..model_zoo.finetune import TAG
+    key = str(text).strip().lower()
+    if not TAG.match(key):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a sha1 prefix; give 8 to 40 hex digits, the start "
+                                          "of the file's sha1 (sha1sum FILE | cut -c1-8)")
+    return key
+
+
+def optimizer_names():
+    """The optimizer names MXNet knows (ours, lans and adaalter, are registered on import)."""
+    return mx.optimizer.Optimizer.opt_registry
+
+
+def _true_or_false(value):
+    if not isinstance(value, bool):
+        raise argparse.ArgumentTypeError(f"must be true or false, got {value!r}")
+    return value
+
+
+@dataclasses.dataclass
+class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticOptions, SecondCompressorOptions,
+                           CompressionOptions, RunOptions):
+    """``train_classification``'s configuration: the keys are the script's flags with ``_`` for
+    ``-`` (docs/cv.md); a ``--config`` YAML file may also say ``no_wd`` (GluonCV's spelling)."""
+    SCRIPT: ClassVar[str] = "scripts/cv/train_classification.py"
+    STATE_KEYS: ClassVar[tuple] = ("epoch", "best_acc", "history", "workers")
+    CHECKPOINT_FILES: ClassVar[tuple] = ("last.rank0.params", "last.rank0.states")
+    YAML_EXTRA: ClassVar[dict] = {"no_wd": _true_or_false}
+    out: str = option("runs/classification", output_dir)
+    # model and data
+    model: str = option("resnest14_digits", model_name)
+    dataset: str = option("digits", choice_of(("digits", "mnist5k", "cifar10", "cifar100", "rec", "folder"),
+                                              "dataset"))
+    data_dir: str = option(None, existing_path)
+    image_size: int = option(None, positive_int)
+    last_gamma: bool = option(False)
+    use_pretrained: bool = option(False)
+    pretrained_root: str = option(None, existing_dir)
+    pretrained_tag: str = option(None, sha1_prefix)
+    # optimisation
+    epochs: int = option(10, positive_int)
+    batch_size: int = option(32, positive_int, help="per device, as GluonCV's")
+    global_batch_size: int = option(None, positive_int)
+    optimizer: str = option("sgd", choice_of(optimizer_names, "optimizer"))
+    lr: float = option(0.1, positive_float)
+    momentum: float = option(0.9, fraction)
+    wd: float = option(1e-4, nonneg_float)
+    lr_mode: str = option("cosine", choice_of(("cosine", "step"), "lr mode"))
+    warmup_epochs: object = option("auto", warmup_value)
+    lr_milestones: list = option([], nonneg_float, many=True)
+    lr_decay: float = option(0.1, float_range(0, 1, low_open=True, what="a decay factor"))
+    label_smoothing: float = option(0.0, float_range(0, 1, high_open=True, what="a fraction"))
+    mixup: float = option(0.0, nonneg_float)
+    mixup_off_epochs: int = option(0, nonneg_int)
+    wd_on_bn_bias: bool = option(True)
+    # run and distributed extras
+    num_workers: int = option(0, nonneg_int)
+    progress: bool = option(True)
+    profile_comm: bool = option(False)
+    link_mbit: float = option(None, positive_float)
+    averaged_bn_batches: int = option(8, positive_int)
+
+    @classmethod
+    def adapt_yaml(cls, data, source):
+        """GluonCV's ``no_wd`` in a config file: the opposite of ``wd_on_bn_bias``."""
+        if "no_wd" in data:
+            no_wd = data.pop("no_wd")
+            if data.get("wd_on_bn_bias") is not None and data["wd_on_bn_bias"] == no_wd:
+                raise UserError(f"{source}: no_wd: {str(no_wd).lower()} contradicts wd_on_bn_bias: "
+                                f"{str(no_wd).lower()}; keep one of the two keys")
+            data["wd_on_bn_bias"] = not no_wd
+        return data
+
+    def check(self, comm):
+        resolve_devices(self.gpus, self.dtype, cpu_float16=True)  # a GPU this machine lacks, float16 on the CPU
+        from .data.pipeline import EMBEDDED
+        if self.dataset not in EMBEDDED and not self.data_dir:
+            raise UserError(f"dataset {self.dataset} reads from a local path: give --data-dir (or data_dir in "
+                            "the config)")
+        if self.global_batch_size and self.global_batch_size % comm.size:
+            raise UserError(f"global batch size {self.global_batch_size} does not divide across {comm.size} "
+                            f"workers; use a multiple of {comm.size} or --batch-size per worker")
+        if self.elastic and self.global_batch_size:
+            raise UserError("--elastic keeps the per-worker batch fixed (the global batch follows the "
+                            "worker count); use --batch-size, not --global-batch-size")
+        resolve(self.model)
+        if self.use_pretrained:   # a model without GluonCV weights (and no file of one's own): now
+            from ..model_zoo.finetune import gluoncv_file_name
+            gluoncv_file_name(resolve(self.model).name, self.pretrained_tag)
+        else:
+            for key in ("pretrained_root", "pretrained_tag"):
+                if self[key]:
+                    raise UserError(f"--{key.replace('_', '-')} is given but --use-pretrained is not; add "
+                                    "--use-pretrained (or drop the flag)")
+
+    def check_resume(self):
+        folder = super().check_resume()
+        if folder:
+            from ..model_zoo.registry import check_weights
+            check_weights(os.path.join(folder, "last.rank0.params"), self.model, "--resume checkpoint",
+                          fix="resume a run of this --model, or start afresh with --resume none")
+        return folder
+
+    def per_worker_batch(self, comm, devices=1):
+        """A worker's batch: ``batch_size`` per device times its ``devices`` (GluonCV's
+        ``--batch-size``), or its share of ``global_batch_size``."""
+        if self.global_batch_size:
+            return self.global_batch_size // comm.size
+        return self.batch_size * int(devices)
+
+
+DEFAULTS = ClassificationConfig().to_dict()   # the defaults as a mapping (earlier versions' name)
 
 
 def check_config(cfg, comm, devices=1):
-    """Validate a merged config before any work; returns the per-worker batch size: ``batch_size``
-    per device times the worker's ``devices`` (GluonCV's ``--batch-size``), or the worker's share
-    of ``global_batch_size``."""
-    unknown = sorted(set(cfg) - set(DEFAULTS))
-    if unknown:
-        raise UserError(f"unknown config key(s): {', '.join(unknown)}; valid keys: {', '.join(sorted(DEFAULTS))}")
-    for key in ("epochs", "batch_size", "averaged_bn_batches"):
-        if int(cfg[key]) < 1:
-            raise UserError(f"{key} must be >= 1, got {cfg[key]}")
-    if str(cfg["warmup_epochs"]).lower() != "auto":
-        try:
-            ok = float(cfg["warmup_epochs"]) >= 0
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            raise UserError(f"warmup_epochs must be 'auto' or a number >= 0, got {cfg['warmup_epochs']!r}")
-    if cfg["global_batch_size"]:
-        g = int(cfg["global_batch_size"])
-        if g % comm.size:
-            raise UserError(f"global batch size {g} does not divide across {comm.size} workers; use a "
-                            f"multiple of {comm.size} or --batch-size per worker")
-        per_worker = g // comm.size
-    else:
-        per_worker = int(cfg["batch_size"]) * int(devices)
-    if cfg["lr_mode"] not in ("cosine", "step"):
-        raise UserError(f"lr_mode must be cosine or step, got {cfg['lr_mode']!r}")
-    resume_folder(cfg["resume"], cfg["out"])  # none, auto or a run folder: checked before any work
-    if not 0 <= float(cfg["label_smoothing"]) < 1 or float(cfg["mixup"]) < 0:
-        raise UserError("label_smoothing must be in [0, 1) and mixup (the Beta alpha) >= 0")
-    require_elastic_launch("scripts/cv/train_classification.py", elastic=cfg["elastic"])
-    if cfg["elastic"] and cfg["global_batch_size"]:
-        raise UserError("--elastic keeps the per-worker batch fixed (the global batch follows the "
-                        "worker count); use --batch-size, not --global-batch-size")
-    for key in ("commit_every", "ramp_steps"):
-        if int(cfg[key]) < 1:
-            raise UserError(f"{key} must be >= 1, got {cfg[key]}")
-    resolve(cfg["model"])  # unknown model: error with close matches now, not after loading data
-    if cfg["use_pretrained"]:   # a model without GluonCV weights (and no file of one's own): now
-        from ..model_zoo.finetune import gluoncv_file_name
-        gluoncv_file_name(resolve(cfg["model"]).name, cfg["pretrained_tag"])
-    else:
-        for key in ("pretrained_root", "pretrained_tag"):
-            if cfg[key]:
-                raise UserError(f"--{key.replace('_', '-')} is given but --use-pretrained is not; add "
-                                "--use-pretrained (or drop the flag)")
-    return per_worker
+    """Check the configuration ``cfg`` (a mapping or ``ClassificationConfig``) before any work;
+    returns the per-worker batch size (``ClassificationConfig.per_worker_batch``)."""
+    cfg = ClassificationConfig.from_dict(cfg)
+    cfg.check(comm)
+    return cfg.per_worker_batch(comm, devices)
 
 
 def _seed(seed, epoch, rank):
@@ -291,33 +365,30 @@ def _train(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ct
     return result
 
 
-def train_classification(config, comm, log=print, ctx=None, flags=(), source="the config"):
-    """Run the recipe with ``config`` (``DEFAULTS`` overridden by the user's values) on ``comm``.
+def train_classification(config, comm=None, log=print, ctx=None):
+    """Run the recipe with ``config`` (a ``ClassificationConfig``, or a mapping of its keys) on
+    ``comm`` (default: the job's communicator).
 
     Returns ``{"best_acc", "final_acc", "history", "out", "published"}``. Only rank 0 writes logs,
     the best checkpoint and the card; every rank writes its own resumable ``last`` checkpoint.
-    ``ctx`` (a list of contexts) overrides the config's ``gpus``. ``flags``: the keys the command
-    line set (the rest came from the config file ``source`` or the defaults), so that an
-    algorithm/compressor pair nobody named is resolved and said (``settle_compression``); on one
-    worker no compression is applied.
+    ``ctx`` (a list of contexts) overrides the config's ``gpus``. The keys the command line set
+    (``ClassificationConfig.from_sources``) tell an algorithm/compressor pair nobody named from
+    one the user chose (``settle_compression``); on one worker no compression is applied.
     """
-    from ..utils.config import settle_compression
-    cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None or k not in DEFAULTS}}
-    cfg, notes = settle_compression(cfg, flags, comm.size, elastic=bool(cfg["elastic"]), source=source)
+    if comm is None:
+        from ..distributed import get_communicator
+        comm = get_communicator()
+    cfg = ClassificationConfig.from_dict(config).checked(comm, log)
     found, dtype = resolve_devices(cfg["gpus"], cfg["dtype"], cpu_float16=True)
     ctx = list(ctx or found)
-    per_worker = check_config(cfg, comm, devices=len(ctx))
-    if comm.rank == 0:
-        for note in notes:
-            log(f"note: {note}")
-    out, rank, size = cfg["out"], comm.rank, comm.size
-    os.makedirs(out, exist_ok=True)
+    per_worker = cfg.per_worker_batch(comm, len(ctx))
+    rank, size = comm.rank, comm.size
     train, test, classes, channels = build_datasets(cfg["dataset"], cfg["data_dir"], cfg["image_size"])
     if len(train) < per_worker * size:
         raise UserError(f"batch {per_worker} x {size} workers exceeds the {len(train)} training "
                         "images; use a smaller batch")
+    cfg.save(comm)
     if rank == 0:
-        write_json(os.path.join(out, "config.json"), {**cfg, "workers": size})
         split = f"{len(ctx)} device(s) x {per_worker // len(ctx)}" if per_worker % len(ctx) == 0 \
             else f"{per_worker} split over {len(ctx)} device(s)"
         log(f"{cfg['model']} on {cfg['dataset']}: {size} worker(s) x batch {per_worker} ({split}) = "

@@ -278,3 +278,27 @@ def float32_only(dtype, what, why):
     """A ``UserError`` when ``dtype`` is not float32 for a recipe that trains in float32 only."""
     if dtype != "float32":
         raise UserError(f"--dtype {dtype} is not supported by {what} ({why}); use --dtype float32")
+
+
+def _gpus_value(value):
+    """``gpus`` from a flag (``0,1``), a YAML list or a number."""
+    if isinstance(value, (list, tuple)):
+        value = ",".join(str(v) for v in value)
+    return gpus_flag(value)
+
+
+def _device_options():
+    import dataclasses
+
+    from .runconfig import option
+
+    @dataclasses.dataclass
+    class DeviceOptions:
+        """GluonCV's ``--gpus``/``--dtype``: the worker's devices and training dtype
+        (``resolve_devices``)."""
+        gpus: str = option(None, _gpus_value, help="GPU ids like 0,1; -1 or none: the CPU")
+        dtype: str = option("float32", dtype_flag(DTYPES), help="float32 or float16")
+    return DeviceOptions
+
+
+DeviceOptions = _device_options()

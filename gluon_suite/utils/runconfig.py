@@ -73,10 +73,13 @@ class RecipeConfig:
         """``{name: dataclasses.Field}`` of the configuration's keys."""
         return {f.name: f for f in dataclasses.fields(cls) if f.init}
 
+    YAML_EXTRA: ClassVar[dict] = {}            # keys a YAML file may hold besides the fields
+
     @classmethod
-    def from_dict(cls, data=None, source="the config", flags=()):
+    def from_dict(cls, data=None, source="the config", flags=(), origin="the config"):
         """A configuration from the mapping ``data`` (unset or None keys keep their defaults),
-        each value checked by its field's type; ``flags`` are the keys the command line set."""
+        each value checked by its field's type; ``flags`` are the keys the command line set, the
+        rest came from ``origin`` (a ``--config`` file, or the defaults) or the defaults."""
         if isinstance(data, cls):
             return data
         data = dict(data or {})
@@ -89,6 +92,7 @@ class RecipeConfig:
         values = {k: _check(fields[k], v, source) for k, v in data.items() if v is not None}
         cfg = cls(**values)
         object.__setattr__(cfg, "_flags", frozenset(flags))
+        object.__setattr__(cfg, "_origin", origin)
         return cfg
 
     @classmethod
@@ -99,15 +103,27 @@ class RecipeConfig:
         from .config import load_yaml_config
         args = dict(args)
         path = args.pop("config", None)
-        data = load_yaml_config(path, parser, extra) if path else {}
+        data = cls.adapt_yaml(load_yaml_config(path, parser, {**cls.YAML_EXTRA, **(extra or {})}),
+                              f"config file {path}") if path else {}
         data.update(args)
-        return cls.from_dict(data, source=f"config file {path}" if path else "the command line", flags=set(args))
+        return cls.from_dict(data, source=f"config file {path}" if path else "the command line", flags=set(args),
+                             origin=f"--config {path}" if path else "the defaults")
+
+    @classmethod
+    def adapt_yaml(cls, data, source):
+        """The checked YAML mapping, its extra keys turned into fields (a recipe may override)."""
+        return data
 
     def replace(self, **changes):
         """A copy with ``changes`` (checked like any value)."""
-        return type(self).from_dict({**self.to_dict(), **changes}, flags=self.flags)
+        return type(self).from_dict({**self.to_dict(), **changes}, flags=self.flags, origin=self.origin)
 
     # ---- reading -------------------------------------------------------------------------------
+    @property
+    def origin(self):
+        """Where the values the command line did not set came from (named in notes)."""
+        return getattr(self, "_origin", "the config")
+
     @property
     def flags(self):
         """The keys the command line set (what ``settle_compression`` needs to know)."""
@@ -148,10 +164,11 @@ class RecipeConfig:
         if "compressor" not in self:
             return self
         from .config import settle_compression
-        settled, notes = settle_compression(self.to_dict(), self.flags, comm.size, elastic=bool(self.get("elastic")))
+        settled, notes = settle_compression(self.to_dict(), self.flags, comm.size, elastic=bool(self.get("elastic")),
+                                            source=self.origin)
         for note in notes if comm.rank == 0 else ():
             log(f"note: {note}")
-        return type(self).from_dict(settled, flags=self.flags) if notes else self
+        return type(self).from_dict(settled, flags=self.flags, origin=self.origin) if notes else self
 
     def check_resume(self):
         """The folder ``resume`` names (none, auto: ``out`` when it holds a checkpoint, or a run

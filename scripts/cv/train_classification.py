@@ -10,20 +10,14 @@ OUT/config.json. Outputs: OUT/log.jsonl (one JSON line per epoch), OUT/summary.c
 (worker-averaged best model), OUT/last.rank*.params|states + OUT/state.json (resumable).
 """
 import argparse
-import os
 import sys
 
-from gluon_suite.utils import UserError, run_cli
+from gluon_suite.utils import run_cli
 
-
-
-def _warmup_epochs(value):
-    """``auto`` or a number of epochs >= 0."""
-    from gluon_suite.utils.validate import nonneg_float
-    return "auto" if str(value).lower() == "auto" else nonneg_float(value)
 
 
 def build_parser():
+    from gluon_suite.cv.recipe import optimizer_names, sha1_prefix, warmup_value
     from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
     from gluon_suite.distributed.launch import add_elastic_arguments
     from gluon_suite.model_zoo.registry import model_name
@@ -61,7 +55,7 @@ def build_parser():
     g.add_argument("--momentum", type=fraction)
     g.add_argument("--wd", type=nonneg_float)
     g.add_argument("--lr-mode", choices=["cosine", "step"])
-    g.add_argument("--warmup-epochs", type=_warmup_epochs,
+    g.add_argument("--warmup-epochs", type=warmup_value,
                    help="linear warm-up in epochs, or auto (default): CSER's grows with its ratio")
     g.add_argument("--lr-milestones", type=nonneg_float, nargs="*", help="epochs of the step decay")
     g.add_argument("--lr-decay", type=float_range(0, 1, low_open=True, what="a decay factor"))
@@ -113,76 +107,19 @@ def build_parser():
     return p
 
 
-def sha1_prefix(text):
-    """An argparse type: 8 to 40 hex digits, the start of a file's sha1 (GluonCV's hash tags)."""
-    from gluon_suite.model_zoo.finetune import TAG
-    key = str(text).strip().lower()
-    if not TAG.match(key):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a sha1 prefix; give 8 to 40 hex digits, the start "
-                                          "of the file's sha1 (sha1sum FILE | cut -c1-8)")
-    return key
-
-
-def _true_or_false(value):
-    """A config value that must be a YAML boolean (``no_wd: true``)."""
-    if not isinstance(value, bool):
-        raise argparse.ArgumentTypeError(f"must be true or false, got {value!r}")
-    return value
-
-
-def optimizer_names():
-    """The optimizer names MXNet knows (ours, lans and adaalter, are registered on import)."""
-    import mxnet as mx
-    return mx.optimizer.Optimizer.opt_registry
-
-
-def check_inputs(config):
-    """Cross-checks of the merged config that no single flag can make, and the checkpoint to resume
-    from; all before any data is loaded or folder created."""
-    from gluon_suite.cv.recipe import DEFAULTS
-    from gluon_suite.utils.checkpoints import check_resume
-    from gluon_suite.utils.devices import resolve_devices
-    cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None}}
-    resolve_devices(cfg["gpus"], cfg["dtype"], cpu_float16=True)  # a GPU this machine lacks, float16 on the CPU
-    from gluon_suite.cv.data.pipeline import EMBEDDED
-    if cfg["dataset"] not in EMBEDDED and not cfg["data_dir"]:
-        raise UserError(f"dataset {cfg['dataset']} reads from a local path: give --data-dir (or data_dir in "
-                        "the config)")
-    keys = ("epoch", "best_acc", "history", "workers")
-    folder = check_resume(cfg["resume"], cfg["out"], keys, ("last.rank0.params", "last.rank0.states"),
-                          model=cfg["model"])
-    if folder:
-        from gluon_suite.model_zoo.registry import check_weights
-        check_weights(os.path.join(folder, "last.rank0.params"), cfg["model"], "--resume checkpoint",
-                      fix="resume a run of this --model, or start afresh with --resume none")
-
-
 def main(argv=None):
     parser = build_parser()
-    args = vars(parser.parse_args(argv))
-    from gluon_suite.utils.config import load_yaml_config
-    config_path = args.pop("config") if "config" in args else None
-    config = load_yaml_config(config_path, parser, extra={"no_wd": _true_or_false}) \
-        if config_path is not None else {}
-    if "no_wd" in config:   # GluonCV's spelling in a config: the opposite of wd_on_bn_bias
-        no_wd = config.pop("no_wd")
-        if config.get("wd_on_bn_bias") is not None and config["wd_on_bn_bias"] == no_wd:
-            raise UserError(f"config file {config_path}: no_wd: {str(no_wd).lower()} contradicts wd_on_bn_bias: "
-                            f"{str(no_wd).lower()}; keep one of the two keys")
-        config["wd_on_bn_bias"] = not no_wd
-    config.update(args)
-    check_inputs(config)
+    from gluon_suite.cv.recipe import ClassificationConfig
+    cfg = ClassificationConfig.from_sources(vars(parser.parse_args(argv)), parser)
     from gluon_suite.cv.recipe import train_classification
     from gluon_suite.distributed import get_communicator
     comm = get_communicator()
-    elastic = bool(config.get("elastic"))
+    elastic = cfg.elastic
     # elastic: whoever is rank 0 when something is logged prints it (the recipe checks the rank)
     log = (lambda msg: print(msg, flush=True)) if comm.rank == 0 or elastic else (lambda msg: None)
-    from gluon_suite.cv.recipe import DEFAULTS
     from gluon_suite.utils.fileio import output_folder
-    with output_folder(config.get("out") or DEFAULTS["out"]):   # a run that saved nothing leaves nothing
-        res = train_classification(config, comm, log=log, flags=set(args),
-                                   source=f"--config {config_path}" if config_path is not None else "the defaults")
+    with output_folder(cfg.out):   # a run that saved nothing leaves nothing
+        res = train_classification(cfg, comm, log=log)
     if res["rank"] != 0:   # the rank at the end (an elastic job's may have changed)
         return 0
     if res["history"] and res["workers"] > 1:
