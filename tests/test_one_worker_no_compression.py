@@ -26,13 +26,13 @@ def _one_note(lines):
     return notes
 
 
-def test_quickstart(built, capsys):
+def test_quickstart(built, tmp_path):
     import gluon_suite.cv.quickstart as qs
-    seen = built(qs)
-    qs.train_digits(LocalCommunicator(), epochs=1, max_steps=2, show_progress=False, algorithm="cser",
-                    compressor="grbs", ratio=32, period=4)
+    seen, log = built(qs), []
+    qs.train_digits({"epochs": 1, "max_steps": 2, "progress": False, "algorithm": "cser", "compressor": "grbs",
+                     "ratio": 32, "period": 4, "out": str(tmp_path)}, LocalCommunicator(), log=log.append)
     assert seen == [{"algorithm": "cser", "compressor": "none", "ratio": None}]
-    _one_note(capsys.readouterr().out.splitlines())
+    _one_note(log)
 
 
 def test_bert_pretraining(built, tmp_path):

@@ -6,21 +6,24 @@ Each worker trains on its own shard of every epoch's shuffled order through a
 layer (``algorithm='cser', compressor='grbs', ratio=32, period=8``). Evaluation runs on the
 worker-averaged model.
 """
+import dataclasses
 import os
 import time
+from typing import ClassVar
 
 import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 
 from ..distributed import DistributedTrainer
-from ..distributed.launch import require_elastic_launch
 from ..distributed.loop import Interruption, train_loop, world_totals, write_records
+from ..distributed.options import CompressionOptions, ElasticOptions, SecondCompressorOptions
 from ..distributed.sampler import EpochSampler
 from ..optim import ElasticRamp
-from ..utils import seed_everything
-from ..utils.config import settle_compression
-from ..utils.devices import emulate_float16_kernels
+from ..utils import UserError, seed_everything
+from ..utils.devices import DeviceOptions, emulate_float16_kernels, resolve_devices
+from ..utils.runconfig import RecipeConfig, option
+from ..utils.validate import fraction, nonneg_float, nonneg_int, output_dir, positive_float, positive_int
 from .data import load_digits
 from .models import digits_cnn
 
@@ -34,58 +37,77 @@ def evaluate(net, images, labels, batch_size=256, ctx=None, dtype="float32"):
     return correct / len(labels)
 
 
-def train_digits(comm, epochs=6, batch_size=32, lr=0.1, momentum=0.9, wd=1e-4, seed=0,
-                 log_path=None, show_progress=True, max_steps=None, on_epoch=None, algorithm="sync",
-                 elastic=False, ramp_steps=50, commit_every=20, ref_workers=None, ctx=None,
-                 dtype="float32", **dist_kwargs):
-    """Train ``digits_cnn`` on digits over ``comm``'s workers with ``algorithm`` (and the
-    compressor options of ``DistributedTrainer`` in ``dist_kwargs``), with a fixed world or, with
-    ``elastic``, under Horovod Elastic (the same loop, ``distributed.loop.train_loop``).
+@dataclasses.dataclass
+class DigitsConfig(RecipeConfig, DeviceOptions, ElasticOptions, SecondCompressorOptions, CompressionOptions):
+    """``train_digits``' configuration (the flags of ``scripts/cv/train_digits.py``)."""
+    SCRIPT: ClassVar[str] = "scripts/cv/train_digits.py"
+    epochs: int = option(8, positive_int)
+    batch_size: int = option(32, positive_int, help="per worker")
+    lr: float = option(0.1, positive_float)
+    momentum: float = option(0.9, fraction)
+    wd: float = option(1e-4, nonneg_float)
+    seed: int = option(0, nonneg_int)
+    out: str = option("runs/digits", output_dir, help="folder of log.jsonl and config.json")
+    progress: bool = option(True)
+    max_steps: int = option(None, positive_int, help="cap on the steps of an epoch (quick checks)")
+
+
+def train_digits(config=None, comm=None, log=print, ctx=None):
+    """Train ``digits_cnn`` on digits over ``comm``'s workers (default: the job's) with the
+    configuration ``config`` (a ``DigitsConfig`` or a mapping of its keys): any algorithm and
+    compressor of the distributed layer, with a fixed world or, with ``elastic``, under Horovod
+    Elastic (the same loop, ``distributed.loop.train_loop``).
 
     ``batch_size`` is per worker (the global batch is ``batch_size`` x workers); ``lr`` is meant for
     ``ref_workers`` workers (default: the starting count) and follows the worker count through
     ``ElasticRamp`` over ``ramp_steps`` steps when an elastic job is resized; an elastic state is
     committed every ``commit_every`` steps. ``max_steps`` caps the steps per epoch (for quick
     tests). Returns a dict with the per-epoch history, the final test accuracy, the rate of every
-    step (``lrs``: [workers, rate]) and the wire counters. Rank 0 writes one JSON line per epoch to
-    ``log_path`` when given; ``on_epoch(record)`` is called on every rank after each epoch.
-    ``ctx``: the worker's contexts (default: the CPU); each batch is split over them
+    step (``lrs``: [workers, rate]) and the wire counters. Rank 0 writes ``config.json`` and one
+    JSON line per epoch (``log.jsonl``) into ``out`` and logs each epoch's line.
+    ``ctx``: the worker's contexts (default: ``gpus``, else the CPU); each batch is split over them
     (``split_and_load``). ``dtype='float16'`` trains a float16 network with float32 master weights.
     """
-    ctx = list(ctx or [mx.cpu()])
-    settled, notes = settle_compression({"algorithm": algorithm, **dist_kwargs}, (), comm.size, elastic=elastic)
-    dist_kwargs = {k: settled[k] for k in dist_kwargs}
-    for note in notes if comm.rank == 0 else ():
-        print(f"note: {note}", flush=True)
-    if batch_size < 1 or epochs < 1:
-        raise ValueError(f"batch_size and epochs must be >= 1 (got {batch_size}, {epochs})")
-    require_elastic_launch("scripts/cv/train_digits.py", elastic=elastic)
+    if comm is None:
+        from ..distributed import get_communicator
+        comm = get_communicator()
+    cfg = DigitsConfig.from_dict(config).checked(comm, log)
+    if ctx is None:
+        ctx, _ = resolve_devices(cfg.gpus, cfg.dtype, cpu_float16=True)
+    ctx, dtype = list(ctx), cfg.dtype
+    batch_size, epochs, seed, lr = cfg.batch_size, cfg.epochs, cfg.seed, cfg.lr
     seed_everything(seed + comm.rank)
     x_train, y_train = load_digits("train")
     x_test, y_test = load_digits("test")
     if batch_size * comm.size > len(y_train):
-        raise ValueError(f"batch_size {batch_size} x {comm.size} workers exceeds the "
-                         f"{len(y_train)} training images; use a smaller batch")
+        raise UserError(f"--batch-size {batch_size} x {comm.size} workers exceeds the "
+                        f"{len(y_train)} training images; use a smaller batch")
+    cfg.save(comm)
+    log_path = os.path.join(cfg.out, "log.jsonl")
+    if comm.rank == 0:
+        log(f"workers {comm.size}, batch {batch_size} per worker, {batch_size * comm.size} global")
 
     net = digits_cnn()
     net.initialize(mx.init.Xavier(magnitude=2.0), ctx=ctx)
     net(mx.nd.array(x_train[:1], ctx=ctx[0]))   # shapes first (an elastic state copies every parameter)
-    sched = ElasticRamp(lambda t: lr, ref_batch=batch_size * (ref_workers or comm.size),
-                        ramp_steps=ramp_steps, global_batch=batch_size * comm.size)
-    opt_params = {"lr_scheduler": sched, "momentum": momentum, "wd": wd}
+    sched = ElasticRamp(lambda t: lr, ref_batch=batch_size * (cfg.ref_workers or comm.size),
+                        ramp_steps=cfg.ramp_steps, global_batch=batch_size * comm.size)
+    opt_params = {"lr_scheduler": sched, "momentum": cfg.momentum, "wd": cfg.wd}
     if dtype != "float32":
         net.cast(dtype)
         if all(c.device_type == "cpu" for c in ctx):   # GLUON_SUITE_EMULATE_FLOAT16=1 (resolve_devices)
             emulate_float16_kernels(net)
         opt_params["multi_precision"] = True        # float32 master weights
-    trainer = DistributedTrainer(net.collect_params(), "sgd", opt_params,
-                                 algorithm=algorithm, communicator=comm, seed=seed, **dist_kwargs)
+    trainer = DistributedTrainer(net.collect_params(), "sgd", opt_params, algorithm=cfg.algorithm,
+                                 compressor=cfg.compressor, ratio=cfg.ratio, period=cfg.period,
+                                 compressor2=cfg.compressor2, ratio2=cfg.ratio2, min_size=cfg.min_size,
+                                 warmup_steps=cfg.compress_warmup, communicator=comm, seed=seed)
     net.hybridize(static_alloc=True)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     # what a dense ring allreduce of every gradient puts on each worker's link per step
     grad_bytes = sum(int(np.prod(p.shape)) * 4 for p in net.collect_params().values() if p.grad_req != "null")
     sampler = EpochSampler(len(y_train), seed=seed,
-                           per_epoch=max_steps * batch_size * comm.size if max_steps else None)
+                           per_epoch=cfg.max_steps * batch_size * comm.size if cfg.max_steps else None)
     t0 = time.time()
     no_ckpt = Interruption(hint="train_digits.py keeps no checkpoints: run it again, or use "
                                 "train_classification.py for resumable runs")
@@ -122,17 +144,17 @@ def train_digits(comm, epochs=6, batch_size=32, lr=0.1, momentum=0.9, wd=1e-4, s
                "payload_bytes": c.stats.total_payload, "train_wire_bytes": state.train_wire,
                "dense_wire_bytes": 2.0 * (c.size - 1) / c.size * grad_bytes * state.step}
         state.history = state.history + [rec]
-        if c.rank == 0 and log_path:
+        if c.rank == 0:   # the rank now (an elastic job's may have changed)
             write_records(log_path, state.history)
-        if on_epoch:
-            on_epoch(rec)
+            log(f"epoch {rec['epoch']:3d}  loss {rec['train_loss']:.4f}  train acc {rec['train_acc']:.4f}"
+                f"  test acc {rec['test_acc']:.4f}  ({rec['time_s']:.1f} s)")
 
-    if comm.rank == 0 and log_path and os.path.exists(log_path):
+    if comm.rank == 0 and os.path.exists(log_path):
         os.unlink(log_path)
     with no_ckpt:
-        state = train_loop(net, trainer, sampler, batch_size, epochs, step, end_epoch, commit_every=commit_every,
-                           counters={"history": [], "lrs": [], "train_wire": 0.0}, elastic=elastic,
-                           show_progress=show_progress)
+        state = train_loop(net, trainer, sampler, batch_size, epochs, step, end_epoch, commit_every=cfg.commit_every,
+                           counters={"history": [], "lrs": [], "train_wire": 0.0}, elastic=cfg.elastic,
+                           show_progress=cfg.progress)
     c = trainer.communicator
     return {"history": state.history, "test_acc": state.history[-1]["test_acc"], "lrs": state.lrs,
             "rank": c.rank, "wire": c.wire_summary()}

@@ -12,9 +12,9 @@ from gluon_suite.cv.quickstart import train_digits  # noqa: E402
 from gluon_suite.distributed import get_communicator  # noqa: E402
 
 out = os.environ["OUT"]
-res = train_digits(get_communicator(), epochs=2, batch_size=16, lr=0.05, seed=2, show_progress=False,
-                   log_path=os.path.join(out, "log.jsonl"), elastic=os.environ.get("ELASTIC") == "1",
-                   ctx=[mx.cpu(0), mx.cpu(1)], dtype="float16")
+res = train_digits({"epochs": 2, "batch_size": 16, "lr": 0.05, "seed": 2, "progress": False, "out": out,
+                    "elastic": os.environ.get("ELASTIC") == "1", "dtype": "float16"},
+                   get_communicator(), ctx=[mx.cpu(0), mx.cpu(1)])
 if res["rank"] == 0:
     with open(os.path.join(out, "result.json"), "w") as f:
         json.dump(res, f)

@@ -11,7 +11,7 @@ res = {}
 for name, kw in [("sync", dict(algorithm="sync")),
                  ("cser", dict(algorithm="cser", compressor="grbs", ratio=32, period=4))]:
     comm.stats.reset()
-    r = train_digits(comm, epochs=8, batch_size=32, lr=0.1, seed=0, show_progress=False, **kw)
+    r = train_digits(dict(epochs=8, batch_size=32, lr=0.1, seed=0, progress=False, out=os.environ["OUT"], **kw), comm)
     res[name] = {"acc": r["test_acc"], "wire": r["history"][-1]["wire_bytes"]}
 json.dump(res, open(os.path.join(os.environ["OUT"], f"rank{comm.rank}.json"), "w"))
 """

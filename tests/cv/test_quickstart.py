@@ -1,10 +1,13 @@
 """The quick-start digits job: fixed split, and real learning on a tiny budget."""
+import json
+
 import numpy as np
 import pytest
 
 from gluon_suite.cv.data import load_digits
 from gluon_suite.cv.quickstart import train_digits
 from gluon_suite.distributed import LocalCommunicator
+from gluon_suite.utils import UserError
 
 
 def test_digits_split_is_fixed_and_disjoint():
@@ -23,12 +26,21 @@ def test_digits_split_is_fixed_and_disjoint():
     assert x32.shape == (359, 1, 32, 32)
 
 
-def test_quickstart_learns_well_above_chance():
-    res = train_digits(LocalCommunicator(), epochs=2, batch_size=32, max_steps=30, show_progress=False)
+def test_quickstart_learns_well_above_chance(tmp_path):
+    lines = []
+    res = train_digits({"epochs": 2, "batch_size": 32, "max_steps": 30, "progress": False, "out": str(tmp_path)},
+                       LocalCommunicator(), log=lines.append)
     assert res["test_acc"] > 0.6  # chance is 0.1
     assert res["history"][-1]["train_loss"] < res["history"][0]["train_loss"]
+    # the run folder: the configuration at the start, one log line per epoch, each epoch logged
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert saved["epochs"] == 2 and saved["max_steps"] == 30 and saved["lr"] == 0.1 and saved["workers"] == 1
+    assert len((tmp_path / "log.jsonl").read_text().splitlines()) == 2
+    assert sum(m.startswith("epoch ") for m in lines) == 2
 
 
-def test_quickstart_rejects_bad_budget():
-    with pytest.raises(ValueError, match="exceeds"):
-        train_digits(LocalCommunicator(), epochs=1, batch_size=5000, show_progress=False)
+def test_quickstart_rejects_bad_budget(tmp_path):
+    with pytest.raises(UserError, match="--batch-size 5000 x 1 workers exceeds"):
+        train_digits({"epochs": 1, "batch_size": 5000, "out": str(tmp_path)}, LocalCommunicator())
+    with pytest.raises(UserError, match="epochs: must be a whole number >= 1, got 0"):
+        train_digits({"epochs": 0, "out": str(tmp_path)}, LocalCommunicator())
