@@ -6,40 +6,154 @@ accumulation. Phase k+1 starts from phase k's final weights with fresh optimizer
 fresh schedule (docs/methods.md, "LANS and LAMB": a phase restart resets both). Checkpoints every ``ckpt_every`` steps make
 the run resumable at any point, phase boundaries included.
 """
+import argparse
+import dataclasses
 import glob
 import os
+from typing import ClassVar
 
 import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 
 from ..distributed import DistributedTrainer
-from ..distributed.launch import require_elastic_launch
 from ..distributed.loss_scale import for_dtype
 from ..distributed.loop import RunFolder, fit, world_sums
+from ..distributed.options import CompressionOptions, ElasticOptions
 from ..distributed.sampler import EpochSampler
 from ..optim import ElasticRamp, WarmupConstantDecay, exclude_from_weight_decay
 from ..model_zoo import get_model
-from ..utils import UserError, write_json
-from ..utils.devices import float16_network
-from ..utils.config import settle_compression
+from ..model_zoo.registry import model_name
+from ..utils import UserError
+from ..utils.devices import DeviceOptions, float16_network
+from ..utils.runconfig import PublishOptions, RecipeConfig, option
+from ..utils.validate import (choice_of, float_range, fraction, int_at_least, nonneg_float, nonneg_int, output_dir,
+                              positive_float, positive_int, suggest, utf8_file)
 from ..utils.fileio import atomic_path, atomic_write
 from .pretraining_data import create_instances
 from .corpora import load_corpus
 from .text import build_vocab, embedded_corpus, load_vocab, tokenizer
 
-DEFAULTS = {
-    "model": "bert_2_128_2", "max_length": 512, "corpus": None, "vocab": None, "min_freq": 2, "lower": True,
-    "dropout": 0.1, "optimizer": "lans", "wd": 0.01, "seed": 0, "out": "runs/bert",
-    "ckpt_every": 50, "resume": "none", "log_every": 1, "progress": True,
-    "publish": None, "publish_name": None, "publish_url": None, "card": None,
-    "algorithm": "sync", "compressor": "none", "ratio": None, "period": None,
-    "elastic": False, "ramp_steps": 50, "commit_every": 20, "ref_workers": None, "dtype": "float32",
-    "phases": [{"seq_len": 64, "batch_size": 16, "accumulate": 1, "steps": 100, "lr": 0.005,
-                "warmup": 0.1, "constant": 0.2}],
-}
-PHASE_KEYS = {"seq_len", "batch_size", "accumulate", "steps", "lr", "warmup", "constant",
-              "max_predictions", "shards", "eval_shards"}
+_INT = {"seq_len", "batch_size", "total_batch_size", "accumulate", "steps", "max_predictions"}
+_FRACTION = {"warmup", "constant"}
+_PATHS = {"shards", "eval_shards"}   # a folder of .npz shards or a glob (write_shards)
+PHASE_KEYS = _INT | _FRACTION | _PATHS | {"lr"}
+_REQUIRED = ("seq_len", "steps", "lr")
+_EXAMPLE = "e.g. seq_len=128,batch_size=16,steps=100,lr=0.005"
+
+
+def shard_spec(value):
+    """A phase's ``shards``/``eval_shards``: a folder holding ``.npz`` shards, or a glob matching some."""
+    text = str(value)
+    found = glob.glob(os.path.join(text, "*.npz")) if os.path.isdir(text) else glob.glob(text)
+    if not found:
+        raise argparse.ArgumentTypeError(f"{text!r} names no .npz shards (a folder of them, or a glob)")
+    return text
+
+
+def check_phase(items, where):
+    """Check and convert one phase (a mapping of key -> value; ``where`` names it in messages):
+    known keys, whole numbers >= 1 for sizes and steps, lr > 0, warmup/constant fractions."""
+    if not isinstance(items, dict):
+        raise UserError(f"{where} must be a mapping of key: value ({_EXAMPLE}), got {items!r}")
+    out = {}
+    for k, v in items.items():
+        if k not in PHASE_KEYS:
+            raise UserError(f"{where}: unknown key {k!r}{suggest(k, sorted(PHASE_KEYS))}; valid keys: "
+                            f"{', '.join(sorted(PHASE_KEYS))}")
+        check = shard_spec if k in _PATHS else positive_int if k in _INT else fraction if k in _FRACTION \
+            else positive_float
+        try:
+            out[k] = check(v)
+        except argparse.ArgumentTypeError as exc:
+            raise UserError(f"{where}: {k} {exc}; fix the value ({_EXAMPLE})") from None
+    missing = [k for k in _REQUIRED if k not in out]
+    if "batch_size" not in out and "total_batch_size" not in out:
+        missing.insert(1, "batch_size (or total_batch_size)")
+    if missing:
+        raise UserError(f"{where} lacks {', '.join(missing)}; every phase needs seq_len, batch_size (per worker) "
+                        f"or total_batch_size (global), steps and lr ({_EXAMPLE})")
+    if "batch_size" in out and "total_batch_size" in out:
+        raise UserError(f"{where} gives both batch_size (per worker) and total_batch_size (global = batch_size x "
+                        "workers x accumulate); give one of them")
+    if out.get("warmup", 0.1) + out.get("constant", 0.0) > 1:
+        raise UserError(f"{where}: warmup + constant are fractions of the steps and must sum to <= 1")
+    return out
+
+
+def phase_list(value):
+    """The ``phases`` of a configuration: a non-empty list of phase mappings (``check_phase``)."""
+    if not isinstance(value, (list, tuple)) or not value:
+        raise argparse.ArgumentTypeError(f"must be a list of phases ({_EXAMPLE} as mappings), got {value!r}")
+    try:
+        return [check_phase(dict(ph) if isinstance(ph, dict) else ph, f"phase {i}")
+                for i, ph in enumerate(value, start=1)]
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+phase_list.takes_lists = True
+
+
+def corpus_spec(text):
+    """``corpus``: ``gensim:NAME`` (a corpus inside the installed gensim) or a UTF-8 text file."""
+    from .corpora import GENSIM_CORPORA, PREFIX
+    text = str(text)
+    if text.startswith(PREFIX):
+        if text[len(PREFIX):] not in GENSIM_CORPORA:
+            raise argparse.ArgumentTypeError(f"{text}: unknown gensim corpus; choose one of "
+                                             + ", ".join(PREFIX + n for n in GENSIM_CORPORA) + " or give a text file")
+        return text
+    return utf8_file(text)
+
+
+def optimizer_names():
+    """The optimizer names MXNet knows (lans and adaalter are registered by gluon_suite.optim)."""
+    return mx.optimizer.Optimizer.opt_registry
+
+
+@dataclasses.dataclass
+class PretrainConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticOptions, CompressionOptions):
+    """``pretrain_bert``'s configuration: the script's flags with ``_`` for ``-``, and ``phases``,
+    each a mapping of ``PHASE_KEYS`` (``check_phase``)."""
+    SCRIPT: ClassVar[str] = "scripts/nlp/pretrain_bert.py"
+    STATE_KEYS: ClassVar[tuple] = ("phase", "step", "history", "workers")
+    CHECKPOINT_FILES: ClassVar[tuple] = ("ckpt.rank0.params", "ckpt.rank0.states")
+    YAML_EXTRA: ClassVar[dict] = {"phases": phase_list}
+    model: str = option("bert_2_128_2", model_name)
+    max_length: int = option(512, int_at_least(8), help="positions of the model (>= every seq_len)")
+    corpus: str = option(None, corpus_spec)
+    vocab: str = option(None, utf8_file)
+    min_freq: int = option(2, positive_int)
+    lower: bool = option(True)
+    dropout: float = option(0.1, float_range(0, 1, high_open=True, what="a fraction"))
+    optimizer: str = option("lans", choice_of(optimizer_names, "optimizer"))
+    wd: float = option(0.01, nonneg_float)
+    seed: int = option(0, nonneg_int)
+    out: str = option("runs/bert", output_dir)
+    ckpt_every: int = option(50, positive_int)
+    resume: str = option("none", choice_of(("none", "auto"), "--resume value"), help="none or auto")
+    log_every: int = option(1, positive_int)
+    progress: bool = option(True)
+    phases: list = option([{"seq_len": 64, "batch_size": 16, "accumulate": 1, "steps": 100, "lr": 0.005,
+                            "warmup": 0.1, "constant": 0.2}], phase_list)
+
+    def check(self, comm):
+        longest = max(int(ph["seq_len"]) for ph in self.phases)
+        if longest > self.max_length:
+            raise UserError(f"a phase has seq_len {longest} > max_length {self.max_length}; raise --max-length "
+                            "or shorten the phase")
+
+    def check_resume(self):
+        folder = super().check_resume()
+        if folder:
+            from ..model_zoo.registry import check_weights
+            check_weights(os.path.join(folder, "ckpt.rank0.params"), self.model, "--resume checkpoint",
+                          fix="resume a run of this --model, or start afresh with --resume none")
+        return folder
+
+
+DEFAULTS = PretrainConfig().to_dict()   # the defaults as a mapping (earlier versions' name)
 
 
 def phase_batches(phases, workers):
@@ -180,42 +294,31 @@ def prepare_text(cfg, out, rank, log):
     return [[tok(s) for s in d] for d in docs], vocab
 
 
-def pretrain_bert(config, comm, log=print, ctx=None, flags=()):
-    """Run the phases of ``config`` (``DEFAULTS`` overridden). Returns the per-step history.
-    ``flags``: the keys the command line set; the algorithm/compressor pair is settled as in
-    ``settle_compression`` (on one worker, no compression).
-    ``ctx``: the worker's contexts (default: the current one); each batch is split over them
-    (``split_and_load``, one parameter copy per context, gradients summed by the trainer).
-    ``elastic``: the same loop under Horovod Elastic (``distributed.loop.fit``), one phase per
-    launch."""
-    cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None}}
+def pretrain_bert(config, comm=None, log=print, ctx=None):
+    """Run the phases of ``config`` (a ``PretrainConfig``, or a mapping of its keys) on ``comm``
+    (default: the job's communicator). Returns the per-step history. The algorithm/compressor pair
+    is settled as in ``settle_compression`` (on one worker, no compression), knowing the keys the
+    command line set. ``ctx``: the worker's contexts (default: the current one); each batch is
+    split over them (``split_and_load``, one parameter copy per context, gradients summed by the
+    trainer). ``elastic``: the same loop under Horovod Elastic (``distributed.loop.fit``), one
+    phase per launch."""
+    if comm is None:
+        from ..distributed import get_communicator
+        comm = get_communicator()
+    cfg = PretrainConfig.from_dict(config).checked(comm, log)
     ctx = list(ctx or [mx.current_context()])
-    bad = set(cfg) - set(DEFAULTS)
-    if bad:
-        raise UserError(f"unknown config key(s): {', '.join(sorted(bad))}")
     phases = check_phases(phase_batches(cfg["phases"], int(cfg["ref_workers"] or comm.size)))
-    dtype = str(cfg["dtype"])
-    if dtype not in ("float32", "float16"):
-        raise UserError(f"unknown dtype {dtype!r}; use float32 or float16")
+    dtype = cfg.dtype
     small = min(int(p["batch_size"]) for p in phases)
     if small < len(ctx):
         raise UserError(f"a phase's batch_size {small} is smaller than the {len(ctx)} devices it is "
                         "split over; raise the batch size or give fewer --gpus")
-    out, rank, size = cfg["out"], comm.rank, comm.size
-    cfg, notes = settle_compression(cfg, flags, size, elastic=bool(cfg["elastic"]))
-    for note in notes if rank == 0 else ():
-        log(f"note: {note}")
-    if cfg["resume"] not in ("none", "auto"):
-        raise UserError(f"--resume takes none or auto (continue OUT), got {cfg['resume']!r}")
-    require_elastic_launch("scripts/nlp/pretrain_bert.py", elastic=bool(cfg["elastic"]))
+    out, rank = cfg["out"], comm.rank
     run = RunFolder(out, cfg["resume"], comm, prefix="ckpt", elastic=bool(cfg["elastic"]),
                     required=("phase", "step", "history"))
     state = run.read_state()
     docs, vocab = prepare_text({**cfg, "resume": "none" if state is None else "auto"}, out, rank, log)
     max_len = int(cfg["max_length"])  # position embeddings: fixed for all phases (phase 2 is longer)
-    longest = max(int(p["seq_len"]) for p in phases)
-    if longest > max_len:
-        raise UserError(f"a phase has seq_len {longest} > max_length {max_len}; raise --max-length")
 
     mx.random.seed(int(cfg["seed"]))
     net = get_model(cfg["model"], vocab_size=len(vocab), max_length=max_len, dropout=float(cfg["dropout"]))
@@ -227,8 +330,7 @@ def pretrain_bert(config, comm, log=print, ctx=None, flags=()):
         net.load_parameters(run.paths()[0], cast_dtype=True, dtype_source="current")
         if rank == 0:
             log(f"resumed from {out}: phase {start['phase'] + 1}, step {start['step']}")
-    if rank == 0:
-        write_json(os.path.join(out, "config.json"), {**cfg, "workers": size, "vocab_size": len(vocab)})
+    cfg.save(comm, vocab_size=len(vocab))
     run.start_fresh()
     # float16: float32 master weights in each phase's optimizer and one dynamic loss scale for all
     # phases (kept in the checkpoints, so that a resumed run scales as the uninterrupted one would)

@@ -36,22 +36,28 @@ def type_copy(value):
     return list(value) if isinstance(value, list) else dict(value)
 
 
+def _convert(field, value):
+    """``value`` for ``field`` converted by its type; raises ``argparse.ArgumentTypeError`` (or
+    ``TypeError``/``ValueError``) with the reason."""
+    kind, many = field.metadata.get("type"), field.metadata.get("many")
+    if isinstance(field.default, bool):
+        if not isinstance(value, bool):
+            raise argparse.ArgumentTypeError(f"must be true or false, got {value!r}")
+        return value
+    if many:
+        if not isinstance(value, (list, tuple)):
+            raise argparse.ArgumentTypeError(f"must be a list (e.g. [1, 2]), got {value!r}")
+        return [kind(v) if kind else v for v in value]
+    if isinstance(value, (list, dict)) and not (kind and getattr(kind, "takes_lists", False)):
+        raise argparse.ArgumentTypeError(f"must be a single value, got {value!r}")
+    return kind(value) if kind else value
+
+
 def _check(field, value, source):
     """``value`` for ``field`` converted by its type; a UserError names the key and the problem."""
-    kind, many = field.metadata.get("type"), field.metadata.get("many")
     flag = "--" + field.name.replace("_", "-")
     try:
-        if isinstance(field.default, bool):
-            if not isinstance(value, bool):
-                raise argparse.ArgumentTypeError(f"must be true or false, got {value!r}")
-            return value
-        if many:
-            if not isinstance(value, (list, tuple)):
-                raise argparse.ArgumentTypeError(f"must be a list (e.g. [1, 2]), got {value!r}")
-            return [kind(v) if kind else v for v in value]
-        if isinstance(value, (list, dict)):
-            raise argparse.ArgumentTypeError(f"must be a single value, got {value!r}")
-        return kind(value) if kind else value
+        return _convert(field, value)
     except argparse.ArgumentTypeError as exc:
         raise UserError(f"{source}: {field.name}: {exc}; give a value as {flag} takes it") from None
     except (TypeError, ValueError):
@@ -103,11 +109,23 @@ class RecipeConfig:
         from .config import load_yaml_config
         args = dict(args)
         path = args.pop("config", None)
-        data = cls.adapt_yaml(load_yaml_config(path, parser, {**cls.YAML_EXTRA, **(extra or {})}),
+        data = cls.adapt_yaml(load_yaml_config(path, parser, cls.yaml_extra(parser, extra)),
                               f"config file {path}") if path else {}
         data.update(args)
         return cls.from_dict(data, source=f"config file {path}" if path else "the command line", flags=set(args),
                              origin=f"--config {path}" if path else "the defaults")
+
+    @classmethod
+    def yaml_extra(cls, parser, extra=None):
+        """``{key: check}`` for the keys a ``--config`` file may hold besides ``parser``'s flags:
+        the fields without a flag (checked by their type) and ``YAML_EXTRA``."""
+        from .config import parser_schema
+        flags = set(parser_schema(parser)) if parser is not None else set()
+
+        def checker(field):
+            return lambda value: _convert(field, value)
+        out = {name: checker(f) for name, f in cls.options().items() if name not in flags}
+        return {**out, **cls.YAML_EXTRA, **(extra or {})}
 
     @classmethod
     def adapt_yaml(cls, data, source):

@@ -15,16 +15,10 @@ start of each phase. One phase can also be given with GluonNLP's flags:
         --max_seq_length 64
 """
 import argparse
-import os
 import sys
 
 from gluon_suite.utils import UserError, run_cli
 
-_INT = {"seq_len", "batch_size", "total_batch_size", "accumulate", "steps", "max_predictions"}
-_FRACTION = {"warmup", "constant"}
-_PATHS = {"shards", "eval_shards"}   # a folder of .npz shards or a glob (nlp.pretrain.write_shards)
-PHASE_KEYS = _INT | _FRACTION | _PATHS | {"lr"}
-_REQUIRED = ("seq_len", "steps", "lr")
 _EXAMPLE = "e.g. seq_len=128,batch_size=16,steps=100,lr=0.005"
 # one phase from flags: (phase key, our spelling, GluonNLP's spelling, help)
 PHASE_FLAGS = (
@@ -40,50 +34,6 @@ PHASE_FLAGS = (
 )
 
 
-def check_phase(items, where):
-    """Check and convert one phase (a mapping of key -> value; ``where`` names it in messages):
-    known keys, whole numbers >= 1 for sizes and steps, lr > 0, warmup/constant fractions."""
-    import argparse
-
-    from gluon_suite.utils.validate import fraction, positive_float, positive_int, suggest
-    if not isinstance(items, dict):
-        raise UserError(f"{where} must be a mapping of key: value ({_EXAMPLE}), got {items!r}")
-    out = {}
-    for k, v in items.items():
-        if k not in PHASE_KEYS:
-            raise UserError(f"{where}: unknown key {k!r}{suggest(k, sorted(PHASE_KEYS))}; valid keys: "
-                            f"{', '.join(sorted(PHASE_KEYS))}")
-        check = shard_spec if k in _PATHS else positive_int if k in _INT else fraction if k in _FRACTION \
-            else positive_float
-        try:
-            out[k] = check(v)
-        except argparse.ArgumentTypeError as exc:
-            raise UserError(f"{where}: {k} {exc}; fix the value ({_EXAMPLE})") from None
-    missing = [k for k in _REQUIRED if k not in out]
-    if "batch_size" not in out and "total_batch_size" not in out:
-        missing.insert(1, "batch_size (or total_batch_size)")
-    if missing:
-        raise UserError(f"{where} lacks {', '.join(missing)}; every phase needs seq_len, batch_size (per worker) "
-                        f"or total_batch_size (global), steps and lr ({_EXAMPLE})")
-    if "batch_size" in out and "total_batch_size" in out:
-        raise UserError(f"{where} gives both batch_size (per worker) and total_batch_size (global = batch_size x "
-                        "workers x accumulate); give one of them")
-    if out.get("warmup", 0.1) + out.get("constant", 0.0) > 1:
-        raise UserError(f"{where}: warmup + constant are fractions of the steps and must sum to <= 1")
-    return out
-
-
-def shard_spec(value):
-    """A phase's ``shards``/``eval_shards``: a folder holding ``.npz`` shards, or a glob matching some."""
-    import argparse
-    import glob
-    text = str(value)
-    found = glob.glob(os.path.join(text, "*.npz")) if os.path.isdir(text) else glob.glob(text)
-    if not found:
-        raise argparse.ArgumentTypeError(f"{text!r} names no .npz shards (a folder of them, or a glob)")
-    return text
-
-
 def parse_phase(text):
     """'seq_len=128,batch_size=16,steps=100,lr=0.005' -> dict (an argparse type)."""
     import argparse
@@ -93,39 +43,15 @@ def parse_phase(text):
             raise argparse.ArgumentTypeError(f"items are key=value, got {part!r}; use {_EXAMPLE}")
         k, v = part.split("=", 1)
         items[k.strip()] = v.strip()
+    from gluon_suite.nlp.pretrain import check_phase
     try:
         return check_phase(items, "phase")
     except UserError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def check_phases(value):
-    """The ``phases`` key of a config: a non-empty list of phase mappings."""
-    import argparse
-    if not isinstance(value, list) or not value:
-        raise argparse.ArgumentTypeError(f"must be a list of phases ({_EXAMPLE} as mappings), got {value!r}")
-    try:
-        return [check_phase(ph, f"phase {i}") for i, ph in enumerate(value, start=1)]
-    except UserError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def check_bool(value):
-    """A config value that must be true or false."""
-    import argparse
-    if not isinstance(value, bool):
-        raise argparse.ArgumentTypeError(f"must be true or false, got {value!r}")
-    return value
-
-
-def optimizer_names():
-    """The optimizer names MXNet knows (lans and adaalter are registered by gluon_suite.optim)."""
-    import mxnet as mx
-    import gluon_suite.optim  # noqa: F401
-    return mx.optimizer.Optimizer.opt_registry
-
-
 def build_parser():
+    from gluon_suite.nlp.pretrain import corpus_spec, optimizer_names
     from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
     from gluon_suite.distributed.launch import add_elastic_arguments
     from gluon_suite.model_zoo.registry import model_name
@@ -167,12 +93,13 @@ def build_parser():
                           elastic_help="workers may join, leave or die; trains one phase per launch (--resume auto for the next)",
                           lr_name="the phases' lr")
     from gluon_suite.utils.devices import add_device_arguments
-    add_device_arguments(p)
+    add_device_arguments(p, defaults=False)
     return p
 
 
 def phase_value(key):
     """The argparse type of the phase flag for ``key``: the check ``check_phase`` applies to it."""
+    from gluon_suite.nlp.pretrain import _FRACTION, _INT
     from gluon_suite.utils.validate import fraction, positive_float, positive_int
     return positive_int if key in _INT else fraction if key in _FRACTION else positive_float
 
@@ -197,59 +124,34 @@ def fold_phase_flags(cfg, cli_phases):
         ph.pop("batch_size", None)
     if "batch_size" in given:
         ph.pop("total_batch_size", None)
+    from gluon_suite.nlp.pretrain import check_phase
     cfg["phases"] = [check_phase({**ph, **given}, f"the phase from {names}")]
     return cfg
-
-
-def corpus_spec(text):
-    """``--corpus``: ``gensim:NAME`` (a corpus inside the installed gensim) or a UTF-8 text file."""
-    from gluon_suite.nlp.corpora import GENSIM_CORPORA, PREFIX
-    from gluon_suite.utils.validate import utf8_file
-    if text.startswith(PREFIX):
-        if text[len(PREFIX):] not in GENSIM_CORPORA:
-            raise UserError(f"--corpus {text}: unknown gensim corpus; choose one of "
-                            + ", ".join(PREFIX + n for n in GENSIM_CORPORA) + " or give a text file")
-        return text
-    return utf8_file(text)
 
 
 def main(argv=None):
     p = build_parser()
     args = vars(p.parse_args(argv))
-    from gluon_suite.utils.devices import resolve_devices
-    ctx, dtype = resolve_devices(args.pop("gpus"), args.pop("dtype"), cpu_float16=True)
-    cfg = {}
-    if "config" in args:
+    from gluon_suite.nlp.pretrain import PretrainConfig
+    cfg, path = {}, args.pop("config", None)
+    if path is not None:   # the file's keys, checked; then the flags over them, then the one-phase flags folded
         from gluon_suite.utils.config import load_yaml_config
-        from gluon_suite.utils.validate import positive_int
-        cfg = load_yaml_config(args.pop("config"), p,
-                               extra={"phases": check_phases, "lower": check_bool, "log_every": positive_int})
+        cfg = load_yaml_config(path, p, extra=PretrainConfig.yaml_extra(p))
     cli_phases = "phases" in args
-    cfg.update({k: v for k, v in args.items()})
-    fold_phase_flags(cfg, cli_phases)
-    cfg["dtype"] = dtype
-    from gluon_suite.nlp.pretrain import DEFAULTS
-    from gluon_suite.utils.checkpoints import check_resume
-    merged = {**DEFAULTS, **{k: v for k, v in cfg.items() if v is not None}}
-    longest = max(ph["seq_len"] for ph in merged["phases"])
-    if longest > int(merged["max_length"]):
-        raise UserError(f"a phase has seq_len {longest} > max_length {merged['max_length']}; raise --max-length "
-                        "or shorten the phase")
-    keys = ("phase", "step", "history", "workers")
-    folder = check_resume(merged["resume"], merged["out"], keys, ("ckpt.rank0.params", "ckpt.rank0.states"),
-                          model=merged["model"])
-    if folder:
-        from gluon_suite.model_zoo.registry import check_weights
-        check_weights(os.path.join(folder, "ckpt.rank0.params"), merged["model"], "--resume checkpoint",
-                      fix="resume a run of this --model, or start afresh with --resume none")
+    cfg.update(args)
+    cfg = PretrainConfig.from_dict(fold_phase_flags(cfg, cli_phases), flags=set(args),
+                                   source=f"config file {path}" if path else "the command line",
+                                   origin=f"--config {path}" if path else "the defaults")
+    from gluon_suite.utils.devices import resolve_devices
+    ctx, _ = resolve_devices(cfg.gpus, cfg.dtype, cpu_float16=True)
     from gluon_suite.distributed import get_communicator
     from gluon_suite.nlp.pretrain import pretrain_bert
     comm = get_communicator()
-    elastic = bool(cfg.get("elastic"))
+    elastic = cfg.elastic
     log = (lambda m: print(m, flush=True)) if comm.rank == 0 or elastic else (lambda m: None)
     from gluon_suite.utils.fileio import output_folder
-    with ctx[0], output_folder(merged["out"]):   # the worker's first device as the recipe's default context
-        res = pretrain_bert(cfg, comm, log=log, ctx=ctx, flags=set(args))   # what the command line set
+    with ctx[0], output_folder(cfg.out):   # the worker's first device as the recipe's default context
+        res = pretrain_bert(cfg, comm, log=log, ctx=ctx)
     if elastic:
         return 0
     if comm.rank == 0 and res["history"]:

@@ -18,5 +18,5 @@ def test_sync_flag_over_a_cser_config_drops_its_compressor(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     notes = [line for line in p.stdout.splitlines() if line.startswith("note: ")]
     assert len(notes) == 1, p.stdout
-    assert notes[0].startswith("note: --algorithm sync: the compressor grbs (ratio 32) from the config belonged to "
-                               "its algorithm and is dropped"), notes
+    assert notes[0].startswith(f"note: --algorithm sync: the compressor grbs (ratio 32) from --config {config} "
+                               "belonged to its algorithm and is dropped"), notes
