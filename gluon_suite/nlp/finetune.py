@@ -6,17 +6,112 @@ pretraining output (``ckpt.rank0.params`` + ``vocab.txt``) or a zoo checkpoint. 
 the shared loop (``distributed.loop.fit``), fixed-size or under Horovod Elastic alike: per-epoch
 resumable checkpoints in ``out``, SIGINT/SIGTERM handled.
 """
+import dataclasses
 import json
+from typing import ClassVar
 
 import mxnet as mx
 import numpy as np
 from mxnet import gluon
 
 from ..distributed import loss_scale
-from ..utils.devices import float16_network
+from ..distributed.options import ElasticOptions
+from ..model_zoo.registry import model_name
+from ..utils.devices import DeviceOptions, float16_network
 from ..utils.errors import UserError
+from ..utils.runconfig import RecipeConfig, option
+from ..utils.validate import (choice_of, existing_dir, int_at_least, nonneg_int, output_dir, positive_float,
+                              positive_int, run_folder, utf8_file)
 from .tasks import (BertClassifier, BertQA, accuracy, binary_f1, encode_pairs, encode_squad, predict_squad,
                     read_squad, read_tsv, squad_metrics)
+
+
+# ---- configuration -------------------------------------------------------------------------------------
+def optimizer_names():
+    """The optimizer names MXNet knows (lans and adaalter are registered by gluon_suite.optim)."""
+    return mx.optimizer.Optimizer.opt_registry
+
+
+@dataclasses.dataclass
+class FinetuneConfig(RecipeConfig, DeviceOptions, ElasticOptions):
+    """What both fine-tuning recipes share (the flags of their scripts, with ``_`` for ``-``): the
+    data files, the backbone (a pretraining output folder ``init``, or ``model`` with
+    ``pretrained``), the optimisation and the run folder (``out``; None: no checkpoints)."""
+    STATE_KEYS: ClassVar[tuple] = ("epoch", "history")
+    CHECKPOINT_FILES: ClassVar[tuple] = ("last.rank0.params", "last.rank0.states")
+    train: str = option(None, utf8_file, help="training file")
+    dev: str = option(None, utf8_file, help="development file, evaluated after every epoch")
+    init: str = option(None, existing_dir, help="pretraining output folder (or model + pretrained)")
+    model: str = option(None, model_name, help="a pretrained zoo BERT to start from, with pretrained")
+    pretrained: bool = option(False, help="start from model's zoo checkpoint")
+    max_len: int = option(64, int_at_least(8), help="tokens per input")
+    epochs: int = option(3, positive_int)
+    batch_size: int = option(16, positive_int, help="examples per worker and step, split over its devices")
+    lr: float = option(5e-4, positive_float)
+    optimizer: str = option("adam", choice_of(optimizer_names, "optimizer"))
+    seed: int = option(0, nonneg_int)
+    out: str = option(None, output_dir, help="run folder: per-epoch checkpoints, log.jsonl, config.json")
+    resume: str = option("none", run_folder, help="none, auto (continue out) or a run folder")
+
+    def check(self, comm):
+        if not self.train or not self.dev:
+            raise UserError("fine-tuning needs train and dev files: give --train and --dev")
+        if bool(self.init) == bool(self.pretrained) or (self.model and not self.pretrained):
+            raise UserError("start from either --init FOLDER or --model NAME --pretrained")
+        self.check_data()
+        if self.init:
+            from .inputs import check_init_folder
+            check_init_folder(self.init)
+
+    def check_data(self):
+        """The task's data files and lengths, read once before any model is built."""
+
+    def check_resume(self):
+        return super().check_resume() if self.out else None
+
+
+@dataclasses.dataclass
+class ClassifierConfig(FinetuneConfig):
+    """``finetune_classification``'s configuration: GLUE-style TSV files."""
+    SCRIPT: ClassVar[str] = "scripts/nlp/finetune_classification.py"
+    out: str = option("runs/finetune_classification", output_dir, help="run folder")
+    text_columns: list = option(["sentence"], many=True, help="one column, or two for a sentence pair")
+    label_column: str = option("label")
+
+    def check_data(self):
+        if len(self.text_columns) > 2:
+            raise UserError(f"--text-columns takes one or two columns (a sentence or a pair), got "
+                            f"{len(self.text_columns)}; name at most two")
+        from .inputs import check_tsv_files
+        check_tsv_files(self.train, self.dev, tuple(self.text_columns), self.label_column)
+
+
+@dataclasses.dataclass
+class SquadConfig(FinetuneConfig):
+    """``finetune_squad``'s configuration: SQuAD v1.1 files, windows of long contexts."""
+    SCRIPT: ClassVar[str] = "scripts/nlp/finetune_squad.py"
+    out: str = option("runs/finetune_squad", output_dir, help="run folder")
+    max_len: int = option(96, int_at_least(8), help="tokens per window: [CLS] question [SEP] context [SEP]")
+    max_query_length: int = option(24, positive_int, help="question tokens kept")
+    doc_stride: int = option(32, positive_int, help="tokens between the starts of a context's windows")
+
+    def check_data(self):
+        from .tasks import check_squad_lengths
+        check_squad_lengths(self.max_len, self.max_query_length, self.doc_stride)
+        from .inputs import check_squad_files
+        check_squad_files(self.train, self.dev)
+
+
+def _start(config_class, config, comm, log):
+    """A fine-tuning recipe's start: its checked configuration, saved into ``out`` when there is
+    one, and the communicator (the job's, by default)."""
+    if comm is None:
+        from ..distributed import get_communicator
+        comm = get_communicator()
+    cfg = config_class.from_dict(config).checked(comm, log)
+    if cfg.out:
+        cfg.save(comm)
+    return cfg, comm
 
 
 # ---- training ------------------------------------------------------------------------------------------
@@ -72,11 +167,10 @@ def _zoo_backbone(model, max_length, dropout, use_pooler):
     return net, vocab, {"model": name, "max_length": limit}
 
 
-def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, log, eval_fn, elastic=None,
-                out=None, resume="none", ctx=None, dtype="float32"):
-    """Data-parallel fine-tuning for ``epochs`` epochs on the shared loop (``distributed.loop.fit``),
-    evaluating after each; with ``elastic`` (a dict of ``ramp_steps``, ``commit_every``,
-    ``ref_workers``) under Horovod Elastic, the same loop. The schedule (warm-up over the first
+def _train_loop(cfg, net, arrays, loss_of, comm, log, eval_fn, ctx=None):
+    """Data-parallel fine-tuning for ``cfg.epochs`` epochs on the shared loop
+    (``distributed.loop.fit``), evaluating after each; with ``cfg.elastic`` under Horovod Elastic,
+    the same loop. The schedule (warm-up over the first
     tenth, then linear decay) runs over epochs and is scaled by the global batch against ``batch x
     ref_workers`` (default: the starting count), ramping over ``ramp_steps`` steps on a resize.
     With ``out``, every epoch ends with a resumable checkpoint and a ``log.jsonl`` line, and
@@ -86,12 +180,11 @@ def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, 
     optimizer keeps float32 master weights and a dynamic loss scale guards the float16 gradients
     (its state is kept with the rest: committed, checkpointed, restored)."""
     from ..distributed import DistributedTrainer
-    from ..distributed.launch import require_elastic_launch
     from ..distributed.loop import RunFolder, fit
     from ..distributed.sampler import VIRTUAL_STEPS, EpochSampler, over_epochs
     from ..optim import ElasticRamp, WarmupConstantDecay, exclude_from_weight_decay
-    settings = {"ramp_steps": 50, "commit_every": 20, "ref_workers": None, **(elastic or {})}
-    require_elastic_launch("scripts/nlp/<script>", elastic=elastic is not None)
+    epochs, batch, lr, optimizer, seed = cfg.epochs, cfg.batch_size, cfg.lr, cfg.optimizer, cfg.seed
+    dtype, out, elastic = cfg.dtype, cfg.out, cfg.elastic
     ctx = list(ctx or [mx.current_context()])
     if batch < len(ctx):
         raise UserError(f"--batch-size {batch} is smaller than the {len(ctx)} devices it is split "
@@ -102,7 +195,7 @@ def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, 
     sampler = EpochSampler(n, seed=seed)
     total = epochs * VIRTUAL_STEPS
     sched = ElasticRamp(over_epochs(WarmupConstantDecay(lr, total, max(1, total // 10), 0), sampler),
-                        ref_batch=batch * (settings["ref_workers"] or comm.size), ramp_steps=settings["ramp_steps"],
+                        ref_batch=batch * (cfg.ref_workers or comm.size), ramp_steps=cfg.ramp_steps,
                         global_batch=batch * comm.size)
     params = net.collect_params()
     loss_of([mx.nd.array(a[:1], dtype=a.dtype).as_in_context(ctx[0]) for a in arrays])  # deferred shapes
@@ -112,7 +205,7 @@ def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, 
     wd = 0.01 if optimizer in ("lans", "lamb") else 0.0
     opt_params, scaler = loss_scale.for_dtype({"lr_scheduler": sched, "wd": wd}, dtype)
     trainer = DistributedTrainer(params, optimizer, opt_params, communicator=comm, prefix="finetune.")
-    run = RunFolder(out, resume, comm, elastic=elastic is not None, required=("epoch", "history")) if out else None
+    run = RunFolder(out, cfg.resume, comm, elastic=elastic, required=("epoch", "history")) if out else None
 
     def step(state, idx, step_size):
         mx.random.seed((seed * 131 + state.step * 7 + trainer.communicator.rank) % 2 ** 31)
@@ -143,29 +236,28 @@ def _train_loop(net, arrays, loss_of, comm, epochs, batch, lr, optimizer, seed, 
         return rec
 
     state = fit(run, net, trainer, sampler, batch, epochs, step, end_epoch, stats=("loss", "seen"),
-                elastic=elastic is not None, commit_every=settings["commit_every"], log=log,
+                elastic=elastic, commit_every=cfg.commit_every, log=log,
                 counters=scaler.counters() if scaler else None)
     return state.history
 
 
-def finetune_classification(train_path, dev_path, init, text_columns=("sentence",), label_column="label",
-                            max_len=64, epochs=3, batch=16, lr=5e-4, optimizer="adam", seed=0,
-                            comm=None, log=print, elastic=None, out=None, resume="none", model=None,
-                            pretrained=False, ctx=None, dtype="float32"):
-    """Fine-tune a pretrained backbone on GLUE-style TSV files; returns the per-epoch history
-    (train loss, dev accuracy and F1). ``elastic`` (a dict of ``ramp_steps``, ``commit_every``,
-    ``ref_workers``) runs it under Horovod Elastic; ``out``/``resume`` as in ``_train_loop``;
-    ``model`` + ``pretrained=True`` start from a zoo BERT instead of the folder ``init``."""
-    from ..distributed import LocalCommunicator
+def finetune_classification(config, comm=None, log=print, ctx=None):
+    """Fine-tune a pretrained backbone on GLUE-style TSV files (``config``: a ``ClassifierConfig``
+    or a mapping of its keys); returns the per-epoch history (train loss, dev accuracy and F1).
+    ``elastic`` runs it under Horovod Elastic; ``out``/``resume`` as in ``_train_loop``; ``model``
+    + ``pretrained`` start from a zoo BERT instead of the folder ``init``. ``ctx``: the worker's
+    contexts (default: the current one)."""
     from .text import tokenizer
-    comm = comm or LocalCommunicator()
-    backbone, vocab, _ = load_backbone(init, model=model, max_length=max_len, pretrained=pretrained)
+    cfg, comm = _start(ClassifierConfig, config, comm, log)
+    max_len, dtype = cfg.max_len, cfg.dtype
+    backbone, vocab, _ = load_backbone(cfg.init, model=cfg.model, max_length=max_len, pretrained=cfg.pretrained)
     tok = tokenizer(vocab)
-    tr_texts, tr_y, names = read_tsv(train_path, text_columns, label_column)
-    dv_texts, dv_y, _ = read_tsv(dev_path, text_columns, label_column, labels=names)
+    columns = tuple(cfg.text_columns)
+    tr_texts, tr_y, names = read_tsv(cfg.train, columns, cfg.label_column)
+    dv_texts, dv_y, _ = read_tsv(cfg.dev, columns, cfg.label_column, labels=names)
     tr = (*encode_pairs(tr_texts, tok, vocab, max_len), tr_y)
     dv = encode_pairs(dv_texts, tok, vocab, max_len)
-    mx.random.seed(seed)
+    mx.random.seed(cfg.seed)
     net = BertClassifier(backbone, len(names))
     net.out.initialize(mx.init.Normal(0.02))
     net.drop.initialize()
@@ -183,30 +275,28 @@ def finetune_classification(train_path, dev_path, init, text_columns=("sentence"
             out["dev_f1"] = binary_f1(pred, dv_y)
         return out
 
-    return _train_loop(net, tr, loss_of, comm, epochs, batch, lr, optimizer, seed, log, evaluate, elastic,
-                       out=out, resume=resume, ctx=ctx, dtype=dtype)
+    return _train_loop(cfg, net, tr, loss_of, comm, log, evaluate, ctx=ctx)
 
 
-def finetune_squad(train_path, dev_path, init, max_len=96, epochs=3, batch=16, lr=5e-4,
-                   optimizer="adam", seed=0, comm=None, log=print, elastic=None, out=None, resume="none",
-                   model=None, pretrained=False, ctx=None, dtype="float32", max_query=24, doc_stride=32):
-    """Fine-tune a pretrained backbone for extractive QA on SQuAD v1.1 files; returns the
-    per-epoch history (train loss, dev exact match and F1, in percent). Long contexts are split
-    into windows (``encode_squad``: ``max_query`` question tokens, windows ``doc_stride`` tokens
-    apart) and a question's answer is its best span over its windows (``predict_squad``).
-    ``out``/``resume`` as in ``_train_loop``; ``model`` + ``pretrained=True`` start from a zoo BERT."""
-    from ..distributed import LocalCommunicator
+def finetune_squad(config, comm=None, log=print, ctx=None):
+    """Fine-tune a pretrained backbone for extractive QA on SQuAD v1.1 files (``config``: a
+    ``SquadConfig`` or a mapping of its keys); returns the per-epoch history (train loss, dev exact
+    match and F1, in percent). Long contexts are split into windows (``encode_squad``:
+    ``max_query_length`` question tokens, windows ``doc_stride`` tokens apart) and a question's
+    answer is its best span over its windows (``predict_squad``). ``out``/``resume`` as in
+    ``_train_loop``; ``model`` + ``pretrained`` start from a zoo BERT."""
     from .text import tokenizer
-    comm = comm or LocalCommunicator()
-    backbone, vocab, _ = load_backbone(init, model=model, max_length=max_len, use_pooler=False,
-                                       pretrained=pretrained)
+    cfg, comm = _start(SquadConfig, config, comm, log)
+    max_len, max_query, doc_stride, dtype = cfg.max_len, cfg.max_query_length, cfg.doc_stride, cfg.dtype
+    backbone, vocab, _ = load_backbone(cfg.init, model=cfg.model, max_length=max_len, use_pooler=False,
+                                       pretrained=cfg.pretrained)
     tok = tokenizer(vocab)
-    tr_ex, dv_ex = read_squad(train_path), read_squad(dev_path)
+    tr_ex, dv_ex = read_squad(cfg.train), read_squad(cfg.dev)
     ids, types, vlen, s, e, _ = encode_squad(tr_ex, tok, vocab, max_len, max_query, doc_stride)
     dv = encode_squad(dv_ex, tok, vocab, max_len, max_query, doc_stride)
     log(f"SQuAD windows: {len(tr_ex)} training questions -> {len(ids)} windows, {len(dv_ex)} dev questions "
         f"-> {len(dv.ids)} (--max-len {max_len}, --max-query-length {max_query}, --doc-stride {doc_stride})")
-    mx.random.seed(seed)
+    mx.random.seed(cfg.seed)
     net = BertQA(backbone)
     net.span.initialize(mx.init.Normal(0.02))
     float16_network(net, dtype, list(ctx or [mx.current_context()]))
@@ -223,5 +313,4 @@ def finetune_squad(train_path, dev_path, init, max_len=96, epochs=3, batch=16, l
         m = squad_metrics(preds, dv_ex)
         return {"dev_exact_match": m["exact_match"], "dev_f1": m["f1"]}
 
-    return _train_loop(net, (ids, types, vlen, s, e), loss_of, comm, epochs, batch, lr, optimizer,
-                       seed, log, evaluate, elastic, out=out, resume=resume, ctx=ctx, dtype=dtype)
+    return _train_loop(cfg, net, (ids, types, vlen, s, e), loss_of, comm, log, evaluate, ctx=ctx)

@@ -128,6 +128,22 @@ class RecipeConfig:
         return {**out, **cls.YAML_EXTRA, **(extra or {})}
 
     @classmethod
+    def describe_defaults(cls, parser):
+        """``parser`` with each flag's help ending in its key's default (the one place defaults are
+        written is the configuration class; the flags are parsed without defaults)."""
+        fields = cls.options()
+        for action in parser._actions:
+            f = fields.get(action.dest)
+            if f is None or not action.option_strings or action.help == argparse.SUPPRESS \
+                    or "default" in (action.help or "") or isinstance(f.default, bool):
+                continue
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            if default is not None and default != []:
+                shown = " ".join(map(str, default)) if isinstance(default, list) else default
+                action.help = f"{action.help} (default {shown})" if action.help else f"default {shown}"
+        return parser
+
+    @classmethod
     def adapt_yaml(cls, data, source):
         """The checked YAML mapping, its extra keys turned into fields (a recipe may override)."""
         return data

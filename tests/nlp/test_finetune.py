@@ -48,8 +48,9 @@ def film_tsvs(folder, seed=1):
 def test_classification_learns_above_chance(pretrained, tmp_path):
     tmp, out = pretrained
     film_tsvs(tmp_path)
-    hist = finetune_classification(str(tmp_path / "train.tsv"), str(tmp_path / "dev.tsv"), str(out),
-                                   max_len=24, epochs=4, batch=16, lr=1e-3, log=lambda m: None)
+    hist = finetune_classification({"train": str(tmp_path / "train.tsv"), "dev": str(tmp_path / "dev.tsv"),
+                                    "init": str(out), "max_len": 24, "epochs": 4, "batch_size": 16, "lr": 1e-3,
+                                    "out": str(tmp_path / "ft")}, log=lambda m: None)
     assert hist[-1]["dev_accuracy"] >= 0.8        # chance is 0.5
     assert hist[-1]["train_loss"] < hist[0]["train_loss"]
     assert 0.0 <= hist[-1]["dev_f1"] <= 1.0
@@ -72,8 +73,9 @@ def test_squad_learns_to_point_at_the_answer(pretrained, tmp_path):
     rs = np.random.RandomState(2)
     _squad(tmp_path / "train.json", 200, rs)
     _squad(tmp_path / "dev.json", 50, rs)
-    hist = finetune_squad(str(tmp_path / "train.json"), str(tmp_path / "dev.json"), str(out), max_len=40,
-                          epochs=4, batch=16, lr=1e-3, log=lambda m: None)
+    hist = finetune_squad({"train": str(tmp_path / "train.json"), "dev": str(tmp_path / "dev.json"), "init": str(out),
+                           "max_len": 40, "epochs": 4, "batch_size": 16, "lr": 1e-3, "out": str(tmp_path / "ft")},
+                          log=lambda m: None)
     # a context has about 10 words: picking one word at random would give EM of about 10%
     assert hist[-1]["dev_exact_match"] >= 50.0, hist
     assert hist[-1]["dev_f1"] >= hist[-1]["dev_exact_match"]
@@ -116,9 +118,9 @@ def test_squad_fine_tunes_the_zoo_bert(offline_zoo, tmp_path):
     rs = np.random.RandomState(2)
     _squad(tmp_path / "train.json", 200, rs)
     _squad(tmp_path / "dev.json", 50, rs)
-    hist = finetune_squad(str(tmp_path / "train.json"), str(tmp_path / "dev.json"), None, max_len=40,
-                          epochs=4, batch=16, lr=1e-3, log=lambda m: None, model="bert_2_128_2_lee",
-                          pretrained=True)
+    hist = finetune_squad({"train": str(tmp_path / "train.json"), "dev": str(tmp_path / "dev.json"), "max_len": 40,
+                           "epochs": 4, "batch_size": 16, "lr": 1e-3, "model": "bert_2_128_2_lee", "pretrained": True,
+                           "out": str(tmp_path / "ft")}, log=lambda m: None)
     # picking one context word at random gives an exact match of about 10%; the news-pretrained
     # BERT has seen none of these words (measured: 34% after 4 epochs)
     assert hist[-1]["dev_exact_match"] >= 25.0, hist
@@ -127,6 +129,8 @@ def test_squad_fine_tunes_the_zoo_bert(offline_zoo, tmp_path):
 
 def test_pretrained_needs_a_zoo_bert_with_a_vocabulary(offline_zoo, tmp_path):
     from gluon_suite.utils import UserError
+    for name in ("t.json", "d.json"):
+        _squad(tmp_path / name, 4, np.random.RandomState(0))
     with pytest.raises(UserError, match="has no published vocabulary"):
-        finetune_squad(str(tmp_path / "t.json"), str(tmp_path / "d.json"), None, model="bert_2_128_2",
-                       pretrained=True)
+        finetune_squad({"train": str(tmp_path / "t.json"), "dev": str(tmp_path / "d.json"), "model": "bert_2_128_2",
+                        "pretrained": True, "out": str(tmp_path / "ft")})

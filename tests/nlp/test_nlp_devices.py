@@ -76,8 +76,9 @@ def test_classification_on_two_contexts_learns_and_keeps_copies_identical(bert, 
         return nets[-1]
     monkeypatch.setattr(finetune, "BertClassifier", spy)
     ctx = [mx.cpu(0), mx.cpu(1)]
-    hist = finetune_classification(str(tmp_path / "train.tsv"), str(tmp_path / "dev.tsv"), str(out),
-                                   max_len=24, epochs=4, batch=16, lr=1e-3, log=lambda m: None, ctx=ctx)
+    hist = finetune_classification({"train": str(tmp_path / "train.tsv"), "dev": str(tmp_path / "dev.tsv"),
+                                    "init": str(out), "max_len": 24, "epochs": 4, "batch_size": 16, "lr": 1e-3,
+                                    "out": str(tmp_path / "ft")}, log=lambda m: None, ctx=ctx)
     assert hist[-1]["dev_accuracy"] >= 0.8        # chance is 0.5
     for p in nets[0].collect_params().values():
         assert [d.context for d in p.list_data()] == ctx
@@ -92,8 +93,8 @@ def test_float16_fine_tuning_learns(bert, tmp_path, monkeypatch):
     _, out = bert
     monkeypatch.setenv("GLUON_SUITE_EMULATE_FLOAT16", "1")
     film_tsvs(tmp_path)
-    hist = finetune_classification(str(tmp_path / "train.tsv"), str(tmp_path / "dev.tsv"), str(out),
-                                   max_len=24, epochs=4, batch=16, lr=1e-3, log=lambda m: None,
-                                   dtype="float16", out=str(tmp_path / "ft"))
+    hist = finetune_classification({"train": str(tmp_path / "train.tsv"), "dev": str(tmp_path / "dev.tsv"),
+                                    "init": str(out), "max_len": 24, "epochs": 4, "batch_size": 16, "lr": 1e-3,
+                                    "dtype": "float16", "out": str(tmp_path / "ft")}, log=lambda m: None)
     assert hist[-1]["dev_accuracy"] >= 0.8        # chance is 0.5
     assert hist[-1]["loss_scale"] >= 1.0 and np.isfinite(hist[-1]["train_loss"])

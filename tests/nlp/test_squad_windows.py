@@ -165,9 +165,9 @@ def test_fine_tuning_finds_answers_past_the_first_window(tmp_path, monkeypatch):
     _late_answer_squad(tmp_path / "train.json", 200, rs)
     _late_answer_squad(tmp_path / "dev.json", 50, rs)
     logs = []
-    hist = finetune_squad(str(tmp_path / "train.json"), str(tmp_path / "dev.json"), None, max_len=36, epochs=4,
-                          batch=16, lr=1e-3, log=logs.append, model="bert_2_128_2_lee", pretrained=True,
-                          max_query=8, doc_stride=8)
+    hist = finetune_squad({"train": str(tmp_path / "train.json"), "dev": str(tmp_path / "dev.json"), "max_len": 36,
+                           "epochs": 4, "batch_size": 16, "lr": 1e-3, "model": "bert_2_128_2_lee", "pretrained": True,
+                           "max_query_length": 8, "doc_stride": 8, "out": str(tmp_path / "ft")}, log=logs.append)
     assert any("200 training questions ->" in m for m in logs), logs
     # the code word occurs once, past the first window: without windows no dev answer is in view and the
     # exact match is 0; one of a context's about 35 words picked at random matches about 3% of the time
