@@ -291,22 +291,16 @@ def add_arguments(p):
 
 
 
-def add_elastic_arguments(p, defaults=False, elastic_help=None, lr_name="--lr"):
-    """The ``--elastic`` flag group shared by the training scripts. ``defaults=True`` fills the
-    numbers in here; otherwise the script's recipe supplies them (as it does for its other flags)."""
-    def num(value):
-        return {"default": value} if defaults else {}
-
-    def note(value):
-        return "" if defaults else f" (default {value})"
-
+def add_elastic_arguments(p, elastic_help=None, lr_name="--lr"):
+    """The ``--elastic`` flag group shared by the training scripts (the keys of
+    ``distributed.options.ElasticOptions``, which holds their defaults)."""
     g = p.add_argument_group("elastic (launch with gluon-suite launch --min-np/--max-np, see docs/elastic.md)")
     g.add_argument("--elastic", action="store_true", help=elastic_help or
                    "workers may join, leave or die; the LR follows the worker count smoothly")
-    g.add_argument("--ramp-steps", type=positive_int, **num(RAMP_STEPS),
-                   help="steps over which the LR moves to a new worker count" + note(RAMP_STEPS))
-    g.add_argument("--commit-every", type=positive_int, **num(COMMIT_EVERY),
-                   help="steps between commits of the job state" + note(COMMIT_EVERY))
+    g.add_argument("--ramp-steps", type=positive_int,
+                   help=f"steps over which the LR moves to a new worker count (default {RAMP_STEPS})")
+    g.add_argument("--commit-every", type=positive_int,
+                   help=f"steps between commits of the job state (default {COMMIT_EVERY})")
     g.add_argument("--ref-workers", type=positive_int,
                    help=f"worker count {lr_name} is meant for (default: the count the job starts with)")
     return g

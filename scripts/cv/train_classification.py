@@ -87,7 +87,7 @@ def build_parser():
     g.add_argument("--link-mbit", type=positive_float, help="link rate, to log link utilisation (with --profile-comm)")
     g = p.add_argument_group("devices")
     add_device_arguments(g, defaults=False)
-    add_elastic_arguments(p, defaults=False)
+    add_elastic_arguments(p)
     g = p.add_argument_group("run")
     g.add_argument("--seed", type=nonneg_int)
     g.add_argument("--out", "--save-dir", type=output_dir, help="output folder")

@@ -33,7 +33,7 @@ def main(argv=None):
     p.add_argument("--period", type=positive_int)
     from gluon_suite.model_zoo.publish import add_publish_arguments
     add_publish_arguments(p)
-    add_elastic_arguments(p, defaults=False)
+    add_elastic_arguments(p)
     from gluon_suite.utils.devices import add_device_arguments, resolve_devices, single_device
     add_device_arguments(p, dtypes=("float32",), why=" (the graph kernels are float32)")
     args = vars(p.parse_args(argv))

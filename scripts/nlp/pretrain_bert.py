@@ -89,8 +89,7 @@ def build_parser():
     p.add_argument("--no-progress", dest="progress", action="store_false")
     from gluon_suite.model_zoo.publish import add_publish_arguments
     add_publish_arguments(p)
-    add_elastic_arguments(p, defaults=False,
-                          elastic_help="workers may join, leave or die; trains one phase per launch (--resume auto for the next)",
+    add_elastic_arguments(p, elastic_help="workers may join, leave or die; trains one phase per launch (--resume auto for the next)",
                           lr_name="the phases' lr")
     from gluon_suite.utils.devices import add_device_arguments
     add_device_arguments(p, defaults=False)
