@@ -30,7 +30,7 @@ def build_parser():
                        argument_default=argparse.SUPPRESS)
     p.add_argument("--config", help="YAML file of defaults (keys as the flags, with _ for -)")
     g = p.add_argument_group("model and data")
-    g.add_argument("--model", type=model_name, help="registered zoo name (default resnest14_digits)")
+    g.add_argument("--model", type=model_name, help="registered zoo name")
     g.add_argument("--dataset", choices=["digits", "mnist5k", "cifar10", "cifar100", "rec", "folder"])
     g.add_argument("--data-dir", type=existing_path, help="local path of the data set (not needed for digits, mnist5k)")
     g.add_argument("--image-size", "--input-size", type=positive_int)
@@ -46,12 +46,12 @@ def build_parser():
     g = p.add_argument_group("optimisation")
     g.add_argument("--epochs", "--num-epochs", type=positive_int)
     g.add_argument("--batch-size", type=positive_int,
-                   help="per device, as GluonCV's: a worker's batch is this x its --gpus (default 32)")
+                   help="per device, as GluonCV's: a worker's batch is this x its --gpus")
     g.add_argument("--global-batch-size", type=positive_int,
                    help="total over all workers and devices; must divide by the worker count")
     g.add_argument("--optimizer", type=choice_of(optimizer_names, "optimizer"),
-                   help="any MXNet optimizer name, incl. lans, lamb, adaalter (default sgd)")
-    g.add_argument("--lr", type=positive_float, help="peak learning rate (default 0.1)")
+                   help="any MXNet optimizer name, incl. lans, lamb, adaalter")
+    g.add_argument("--lr", type=positive_float, help="peak learning rate")
     g.add_argument("--momentum", type=fraction)
     g.add_argument("--wd", type=nonneg_float)
     g.add_argument("--lr-mode", choices=["cosine", "step"])
@@ -80,7 +80,7 @@ def build_parser():
     g.add_argument("--ratio2", type=ratio)
     g.add_argument("--min-size", type=nonneg_int, help="tensors smaller than this go uncompressed")
     g.add_argument("--averaged-bn-batches", type=positive_int,
-                   help="batches per worker for the averaged model's BatchNorm statistics (default 8)")
+                   help="batches per worker for the averaged model's BatchNorm statistics")
     g.add_argument("--compress-warmup", type=nonneg_int, help="first steps uncompressed")
     g.add_argument("--profile-comm", action="store_true",
                    help="measure synchronisation time: logs sync_s and the measured scaling factor")
@@ -104,7 +104,8 @@ def build_parser():
                    help="let this machine's record win over the shipped checkpoint of the same name")
     g.add_argument("--card", type=output_file, help="where to write the model card (default OUT/NAME.json)")
     g.add_argument("--stop-after-epochs", type=positive_int, help=argparse.SUPPRESS)
-    return p
+    from gluon_suite.cv.recipe import ClassificationConfig
+    return ClassificationConfig.describe_defaults(p)   # the defaults are the configuration's
 
 
 def main(argv=None):

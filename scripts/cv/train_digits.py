@@ -19,11 +19,11 @@ def build_parser():
     from gluon_suite.utils.validate import (ArgumentParser, choice_of, nonneg_int, output_dir, positive_float,
                                             positive_int, ratio)
     p = ArgumentParser(description=__doc__.split("\n")[0], argument_default=argparse.SUPPRESS)
-    p.add_argument("--epochs", type=positive_int, help="(default 8)")
-    p.add_argument("--batch-size", type=positive_int, help="per worker (default 32)")
-    p.add_argument("--lr", type=positive_float, help="(default 0.1)")
+    p.add_argument("--epochs", type=positive_int)
+    p.add_argument("--batch-size", type=positive_int, help="per worker")
+    p.add_argument("--lr", type=positive_float)
     p.add_argument("--seed", type=nonneg_int)
-    p.add_argument("--out", type=output_dir, help="folder for the log, config.json and the result (default runs/digits)")
+    p.add_argument("--out", type=output_dir, help="folder for the log, config.json and the result")
     p.add_argument("--no-progress", dest="progress", action="store_false")
     p.add_argument("--algorithm", type=choice_of(ALGORITHMS, "algorithm"), help="sync, ef, local or cser")
     p.add_argument("--compressor", type=choice_of(COMPRESSORS, "compressor"),
@@ -35,7 +35,8 @@ def build_parser():
     p.add_argument("--ratio2", type=ratio)
     add_elastic_arguments(p)
     add_device_arguments(p, defaults=False)
-    return p
+    from gluon_suite.cv.quickstart import DigitsConfig
+    return DigitsConfig.describe_defaults(p)   # the defaults are the configuration's
 
 
 def main(argv=None):

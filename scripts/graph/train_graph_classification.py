@@ -10,7 +10,7 @@ import sys
 from gluon_suite.utils import run_cli
 
 
-def main(argv=None):
+def build_parser():
     from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
     from gluon_suite.distributed.launch import add_elastic_arguments
     from gluon_suite.utils.validate import (ArgumentParser, choice_of, existing_dir, nonneg_int, output_dir,
@@ -34,9 +34,16 @@ def main(argv=None):
     from gluon_suite.model_zoo.publish import add_publish_arguments
     add_publish_arguments(p)
     add_elastic_arguments(p)
-    from gluon_suite.utils.devices import add_device_arguments, resolve_devices, single_device
+    from gluon_suite.utils.devices import add_device_arguments
     add_device_arguments(p, dtypes=("float32",), why=" (the graph kernels are float32)")
+    from gluon_suite.graph.recipes import GraphConfig
+    return GraphConfig.describe_defaults(p)   # the defaults are the configuration's
+
+
+def main(argv=None):
+    p = build_parser()
     args = vars(p.parse_args(argv))
+    from gluon_suite.utils.devices import resolve_devices, single_device
     ctx, _ = resolve_devices(args.pop("gpus"), args.pop("dtype"))
     device = single_device(ctx, "train_graph_classification.py")
     from gluon_suite.graph.recipes import GraphConfig, train_graph_classification

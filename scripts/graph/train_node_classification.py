@@ -13,7 +13,7 @@ import sys
 from gluon_suite.utils import run_cli
 
 
-def main(argv=None):
+def build_parser():
     from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
     from gluon_suite.graph import recipes
     from gluon_suite.distributed.launch import add_elastic_arguments
@@ -23,7 +23,7 @@ def main(argv=None):
     p = ArgumentParser(description=__doc__.split("\n")[0], argument_default=argparse.SUPPRESS)
     p.add_argument("--dataset", choices=["karate", "sbm", "linqs"])
     p.add_argument("--data-dir", type=existing_dir, help="folder of {name}.content and {name}.cites (linqs)")
-    p.add_argument("--name", help="LINQS data set name (default cora)")
+    p.add_argument("--name", help="LINQS data set name")
     p.add_argument("--drop-dangling-cites", action="store_true",
                    help="skip cites lines naming a paper absent from the content file (else an error)")
     p.add_argument("--model", choices=["gcn", "gat", "sage"])
@@ -46,9 +46,16 @@ def main(argv=None):
     from gluon_suite.model_zoo.publish import add_publish_arguments
     add_publish_arguments(p)
     add_elastic_arguments(p)
-    from gluon_suite.utils.devices import add_device_arguments, resolve_devices, single_device
+    from gluon_suite.utils.devices import add_device_arguments
     add_device_arguments(p, dtypes=("float32",), why=" (the graph kernels are float32)")
+    from gluon_suite.graph.recipes import NodeConfig
+    return NodeConfig.describe_defaults(p)   # the defaults are the configuration's
+
+
+def main(argv=None):
+    p = build_parser()
     args = vars(p.parse_args(argv))
+    from gluon_suite.utils.devices import resolve_devices, single_device
     ctx, _ = resolve_devices(args.pop("gpus"), args.pop("dtype"))
     device = single_device(ctx, "train_node_classification.py")
     from gluon_suite.graph.recipes import NodeConfig, train_node_classification

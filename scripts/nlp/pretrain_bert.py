@@ -59,9 +59,9 @@ def build_parser():
                                             nonneg_int, output_dir, positive_int, ratio, utf8_file)
     p = ArgumentParser(description=__doc__.split("\n")[0], argument_default=argparse.SUPPRESS)
     p.add_argument("--config", help="YAML with the keys below and a 'phases' list")
-    p.add_argument("--model", type=model_name, help="zoo BERT name (default bert_2_128_2)")
+    p.add_argument("--model", type=model_name, help="zoo BERT name")
     p.add_argument("--max-length", type=int_at_least(8),
-                   help="positions of the model (default 512; >= every seq_len)")
+                   help="positions of the model, >= every seq_len")
     p.add_argument("--corpus", type=corpus_spec, help="text file (one sentence per line, blank line between "
                    "documents), or gensim:lee_background / gensim:head500")
     p.add_argument("--vocab", type=utf8_file, help="BERT vocab file (default: built from the corpus)")
@@ -93,7 +93,8 @@ def build_parser():
                           lr_name="the phases' lr")
     from gluon_suite.utils.devices import add_device_arguments
     add_device_arguments(p, defaults=False)
-    return p
+    from gluon_suite.nlp.pretrain import PretrainConfig
+    return PretrainConfig.describe_defaults(p)   # the defaults are the configuration's
 
 
 def phase_value(key):
