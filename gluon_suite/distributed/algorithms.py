@@ -266,6 +266,25 @@ class LocalSGD(Algorithm):
         return {"name": self.name, "period": self.period}
 
 
+def error_compressor(c1, period, ratio2=None):
+    """CSER's error compressor C2 when none is named: for a sparsifying C1 (grbs, randomk, topk)
+    the same kind at ratio ``ratio2`` (default R1/H, at least 1; a dense grbs/randomk is none), so
+    the overall ratio is about R1/2; for a zero C1 (CSER-PL's model averaging) none; for a
+    fixed-ratio C1 (fp16, sign, none) the same kind. A compressor of the user's own gets none. Its
+    shared randomness is seeded apart from C1's."""
+    from .compression import COMPRESSORS
+    name = c1.name
+    if name == "zero" or name not in COMPRESSORS:
+        return make_compressor("none")
+    common = {"min_size": c1.min_size, "warmup_steps": c1.warmup_steps, "seed": c1.seed + 7919}
+    if name in ("grbs", "randomk", "topk"):
+        ratio2 = max(1.0, c1.ratio / period) if ratio2 is None else ratio2
+        if name != "topk" and ratio2 <= 1.0:
+            return make_compressor("none", **common)
+        return make_compressor(name, ratio=ratio2, **common)
+    return make_compressor(name, ratio=ratio2, **common)
+
+
 class CSER(Algorithm):
     """Communication-efficient SGD with error reset (docs/methods.md, "CSER"): partial synchronisation of the
     update with C1 every step and of the residual error with C2 every ``period`` steps.
@@ -288,8 +307,8 @@ class CSER(Algorithm):
                  reset_step="both"):
         super().__init__()
         self.c1 = make_compressor(compressor)
-        self.c2 = make_compressor(compressor2 if compressor2 is not None else "none")
         self.period = _check_period(period)
+        self.c2 = make_compressor(compressor2) if compressor2 is not None else error_compressor(self.c1, self.period)
         if c1_operand not in self.C1_OPERANDS:
             raise ValueError(f"c1_operand must be one of {', '.join(self.C1_OPERANDS)}, got {c1_operand!r}")
         if reset_step not in self.RESET_STEPS:

@@ -3,7 +3,7 @@
 period). The classes live below: ``algorithms`` (the contract and the sync/ef/local/cser family),
 ``local_adaalter`` and ``auto`` (which builds the algorithm it picks through ``make_algorithm``,
 at run time)."""
-from .algorithms import CSER, Algorithm, ErrorFeedbackSGD, LocalSGD, SyncSGD, _check_period
+from .algorithms import CSER, Algorithm, ErrorFeedbackSGD, LocalSGD, SyncSGD, _check_period, error_compressor
 from .auto import AutoAlgorithm
 from .compression import Compressor, make_compressor
 from .local_adaalter import LocalAdaAlter
@@ -64,13 +64,7 @@ def make_algorithm(name="sync", compressor="none", ratio=None, period=None, comp
         return LocalSGD(period or 8)
     period = period or 8
     c1 = comp(compressor, ratio, 0)
-    if compressor2 is None:
-        compressor2 = "none" if c1.name == "zero" else c1.name
-        if ratio2 is None and c1.name in ("grbs", "randomk", "topk"):
-            ratio2 = max(1.0, c1.ratio / period)
-        if compressor2 in ("grbs", "randomk") and ratio2 is not None and ratio2 <= 1.0:
-            compressor2 = "none"
-    c2 = comp(compressor2, ratio2, 7919)
+    c2 = error_compressor(c1, period, ratio2) if compressor2 is None else comp(compressor2, ratio2, 7919)
     return CSER(c1, c2, period, c1_operand=c1_operand, reset_step=reset_step)
 
 

@@ -126,6 +126,15 @@ def test_cser_default_error_compressor_follows_the_ratio_over_period():
     tr = DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1},
                             algorithm="cser", compressor="grbs", ratio=8, period=16)
     assert tr.algorithm.config()["c2"]["name"] == "none"  # R1/H <= 1: dense error reset
+    # the object form derives the same error compressor (it used to default to none)
+    from gluon_suite.distributed.algorithms import CSER
+    from gluon_suite.distributed.compression import GRBSCompressor, ZeroCompressor
+    tr = DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1},
+                            algorithm=CSER(GRBSCompressor(ratio=64), period=16))
+    cfg = tr.algorithm.config()
+    assert cfg["c2"]["name"] == "grbs" and cfg["c2"]["ratio"] == 4
+    assert tr.algorithm.c2.seed != tr.algorithm.c1.seed   # its own shared randomness
+    assert CSER(ZeroCompressor(), period=4).c2.name == "none"   # CSER-PL without C2: plain local SGD
 
 
 def test_averaged_is_noop_on_one_worker():
