@@ -70,7 +70,9 @@ CONFIGS_AUTO = {"auto": dict(algorithm="auto"),
                 # the first version: the choice is not checked against the measured step time
                 "auto (no verification)": dict(algorithm="auto", auto_verify=False),
                 # the check's first version: it timed the chosen algorithm from its second step on
-                "auto (check from its 2nd step)": dict(algorithm="auto", auto_verify_skip=1)}
+                "auto (check from its 2nd step)": dict(algorithm="auto", auto_verify_skip=1),
+                # the candidates before CSER-PL joined them (sync, fp16 and CSER at R1 = 4 ... 256)
+                "auto (without CSER-PL)": dict(algorithm="auto", auto_candidates=("sync", "fp16", "cser"))}
 CONFIGS = {**CONFIGS_MLP, **CONFIGS_RESNET, **VARIANTS_RESNET, **CONFIGS_AUTO}
 
 
@@ -122,9 +124,11 @@ def worker(model, cfg, epochs, seed, out):
         opt["lr_scheduler"] = WarmupConstantDecay(lr, total, steps * warm, total - steps * warm, min_lr=lr)
     cfg = dict(cfg)
     verify, skip = cfg.pop("auto_verify", True), cfg.pop("auto_verify_skip", None)
-    if verify is False or skip is not None:
-        from gluon_suite.distributed.auto import AutoAlgorithm
-        cfg["algorithm"] = AutoAlgorithm(seed=seed, verify=verify, verify_skip=skip)
+    kinds = cfg.pop("auto_candidates", None)
+    if verify is False or skip is not None or kinds is not None:
+        from gluon_suite.distributed.auto import CANDIDATE_KINDS, AutoAlgorithm
+        cfg["algorithm"] = AutoAlgorithm(seed=seed, verify=verify, verify_skip=skip,
+                                         candidates=kinds or CANDIDATE_KINDS)
     tr = DistributedTrainer(net.collect_params(), "nag", opt, communicator=comm, seed=seed, **cfg)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     rec, train_s = [], 0.0

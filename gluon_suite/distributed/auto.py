@@ -14,16 +14,17 @@ reaches a target scaling factor, and switches to it once, identically on every w
    t0 = min(p, a/K) and 1/B = (a - K t0)/W. ``link_mbit`` and ``latency_s`` replace the measured B
    and t0 (e.g. to plan for another network, or in tests).
 4. Predict. Each candidate (``candidate_list``: synchronous SGD, fp16 gradients, CSER with GRBS at
-   R1 = 4 ... 256 and error-reset period H) is a cycle of steps, step j sending the dense bytes over
-   r_j with m_j collectives per bucket (CSER's reset step: two). Step j takes
-   c + o + K m_j t0 + W / (r_j B); SF = (c + o) / (the cycle's mean step). Communication is not
-   overlapped with backward here, as it was not in the measured c (a conservative choice).
-   Compression's own compute time is not counted.
+   R1 = 4 ... 256 and error-reset period H, and CSER-PL: nothing sent for H - 1 steps, then the
+   model's deviation at R2 = 1 ... 8 with GRBS, 1 being plain local SGD) is a cycle of steps, step
+   j sending the dense bytes over r_j with m_j collectives per bucket (CSER's reset step: two; a
+   CSER-PL step between averages: none). Step j takes c + o + K m_j t0 + W / (r_j B); SF = (c + o)
+   / (the cycle's mean step). Communication is not overlapped with backward here, as it was not in
+   the measured c (a conservative choice). Compression's own compute time is not counted.
 5. Choose (``choose``, the rule ``whatif.advise`` uses too): the candidate of the smallest overall
-   ratio whose SF reaches ``target_sf`` (sync first, then fp16, then CSER); when none does, the one
-   of the highest SF. Rank 0's choice is broadcast, every worker builds the same algorithm from the
-   same arguments, takes over the synchronous phase's buckets and continues; one line is logged and
-   ``decision`` holds the measurements and every candidate's prediction.
+   ratio whose SF reaches ``target_sf`` (sync first, then fp16, then CSER, then CSER-PL); when
+   none does, the one of the highest SF. Rank 0's choice is broadcast, every worker builds the same
+   algorithm from the same arguments, takes over the synchronous phase's buckets and continues;
+   one line is logged and ``decision`` holds the measurements and every candidate's prediction.
 6. Verify (``verify=True``). The chosen algorithm's steps are timed for whole cycles (at least
    ``measure_steps`` steps), after one cycle (at least 2 steps; ``verify_skip``) in which its
    compressors set up; if their mean over workers is longer than the measured synchronous step
@@ -38,6 +39,7 @@ On one worker nothing is communicated: ``auto`` is synchronous SGD without measu
 reset (``reset_for_resize``) measures and decides again in the new world; a checkpoint restores
 the decision it was saved with.
 """
+import math
 import sys
 import time
 
@@ -55,8 +57,10 @@ def make_algorithm(name, **kwargs):
     return make(name, **kwargs)
 
 
-CANDIDATE_KINDS = ("sync", "fp16", "cser")
+CANDIDATE_KINDS = ("sync", "fp16", "cser", "cser_pl")
+GRADIENT_KINDS = ("sync", "fp16", "cser")   # those that send gradients every step (what-if's advice)
 CSER_RATIOS = (4, 8, 16, 32, 64, 128, 256)
+PL_RATIOS = (1, 2, 4, 8)   # CSER-PL's R2: the share of the model averaged every H steps (1: all)
 PROBE_VALUES = 256
 
 
@@ -67,7 +71,14 @@ def cser_cycle(r1, period):
     return [float(r1)] * (period - 1) + [1.0 / (1.0 / r1 + 1.0 / r2)]
 
 
-def candidate_list(kinds=CANDIDATE_KINDS, grad_dtype="float32", ratios=CSER_RATIOS, period=8):
+def pl_cycle(r2, period):
+    """Per-step ratios of one CSER-PL cycle: ``period - 1`` steps that send nothing, then the
+    model's deviation at ``r2``."""
+    return [math.inf] * (period - 1) + [float(r2)]
+
+
+def candidate_list(kinds=GRADIENT_KINDS, grad_dtype="float32", ratios=CSER_RATIOS, period=8,
+                   pl_ratios=PL_RATIOS):
     """The candidates of ``kinds`` as ``[{'name', 'cycle', 'messages', 'algorithm', 'flags'}]``:
     ``cycle`` the ratio of each step of one cycle, ``messages`` its collectives per bucket,
     ``algorithm`` the keyword arguments of ``make_algorithm`` and ``flags`` the training scripts'
@@ -84,9 +95,7 @@ def candidate_list(kinds=CANDIDATE_KINDS, grad_dtype="float32", ratios=CSER_RATI
                         "algorithm": {"name": "sync", "compressor": "fp16"},
                         "flags": "--algorithm sync --compressor fp16"})
         elif kind == "cser":
-            if int(period) != period or period < 1:
-                raise UserError(f"CSER's period must be an integer >= 1, got {period}")
-            period = int(period)
+            period = _period(period)
             for r in sorted(set(float(x) for x in ratios)):
                 if not r >= 1:
                     raise UserError(f"CSER ratios must be >= 1, got {r}")
@@ -94,10 +103,27 @@ def candidate_list(kinds=CANDIDATE_KINDS, grad_dtype="float32", ratios=CSER_RATI
                             "messages": [1] * (period - 1) + [2],
                             "algorithm": {"name": "cser", "compressor": "grbs", "ratio": r, "period": period},
                             "flags": f"--algorithm cser --compressor grbs --ratio {r:g} --period {period}"})
+        elif kind == "cser_pl":
+            period = _period(period)
+            for r in sorted(set(float(x) for x in pl_ratios)):
+                if not r >= 1:
+                    raise UserError(f"CSER-PL ratios must be >= 1, got {r}")
+                c2 = {"compressor2": "grbs", "ratio2": r} if r > 1 else {"compressor2": "none"}
+                flags = f"--compressor2 grbs --ratio2 {r:g}" if r > 1 else "--compressor2 none"
+                out.append({"name": f"cser-pl R2={r:g} H={period}", "cycle": pl_cycle(r, period),
+                            "messages": [0] * (period - 1) + [1],
+                            "algorithm": {"name": "cser", "compressor": "zero", "period": period, **c2},
+                            "flags": f"--algorithm cser --compressor zero --period {period} {flags}"})
     if not out:
         raise UserError("no candidate left to choose from (fp16 alone cannot compress float16 gradients); "
                         "add sync or cser")
     return out
+
+
+def _period(period):
+    if int(period) != period or period < 1:
+        raise UserError(f"CSER's period must be an integer >= 1, got {period}")
+    return int(period)
 
 
 def overall_ratio(cycle):

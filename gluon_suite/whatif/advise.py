@@ -17,7 +17,9 @@ highest scaling factor, marked as not reaching it. Compression's own compute tim
 unless ``compress_s_per_byte`` is given.
 
 The candidates and the rule are those of the trainer's ``algorithm="auto"``
-(``distributed/auto.py``), which applies them to what it measures in the first steps of a job.
+(``distributed/auto.py``), which applies them to what it measures in the first steps of a job; the
+trainer also weighs CSER-PL (steps that send nothing between model averages), which this per-step
+model of every bucket's collective would overcharge, so the advice leaves it out.
 """
 from dataclasses import replace
 

@@ -207,12 +207,38 @@ def test_candidate_step_times_by_hand():
     cser = (3 * (0.101 + 0.15 / 8) + (0.102 + 0.15 / 8 + 0.15 / 2)) / 4
     assert by["cser R1=8 H=4"]["step_s"] == pytest.approx(cser)
     assert by["cser R1=8 H=4"]["ratio"] == pytest.approx(4 / (3 / 8 + (1 / 8 + 1 / 2)))
-    # SF: sync 0.398, fp16 0.568, CSER 0.1/0.14425 = 0.693: none reaches 0.9, CSER is the best;
+    # SF: sync 0.398, fp16 0.568, CSER 0.1/0.13875 = 0.721: none reaches 0.9, CSER is the best;
     # 0.6 is reached by CSER alone; 0.5 by fp16 first (the smaller ratio)
     assert choose(rows, 0.9) == (2, False)
     assert choose(rows, 0.6) == (2, True)
     assert choose(rows, 0.5) == (1, True)
     assert choose(rows, 0.3) == (0, True)
+
+
+def test_cser_pl_candidates_by_hand():
+    """CSER-PL: H - 1 steps send nothing (no collective at all), the H-th averages the model's
+    deviation at R2 in one collective per bucket; R2 = 1 is plain local SGD."""
+    from gluon_suite.distributed.factory import make_algorithm
+    cands = candidate_list(("sync", "cser", "cser_pl"), ratios=(8,), period=4, pl_ratios=(1, 4))
+    rows = predict_candidates(cands, 0.1, [1e6], 4, 0.001, 1e-7)
+    by = {r["name"]: r for r in rows}
+    # same measured link as above: compute 0.1 s, dense 0.15 s, t0 = 1 ms
+    assert by["cser-pl R2=4 H=4"]["step_s"] == pytest.approx((3 * 0.1 + (0.1 + 0.001 + 0.15 / 4)) / 4)
+    assert by["cser-pl R2=4 H=4"]["ratio"] == pytest.approx(16.0)
+    assert by["cser-pl R2=1 H=4"]["step_s"] == pytest.approx((3 * 0.1 + (0.1 + 0.001 + 0.15)) / 4)
+    assert by["cser-pl R2=1 H=4"]["ratio"] == pytest.approx(4.0)
+    # SF: CSER 0.1/0.13875 = 0.721 (ratio 4), CSER-PL R2=1 0.1/0.13775 = 0.726 (ratio 4), R2=4
+    # 0.1/0.109625 = 0.912 (ratio 16): 0.9 only with the R2 = 4 average; 0.723 by plain local SGD
+    # (ratio 4 < 16); 0.7 by both of ratio 4, and the tie goes to the earlier candidate, CSER
+    names = [r["name"] for r in rows]
+    assert choose(rows, 0.9) == (names.index("cser-pl R2=4 H=4"), True)
+    assert choose(rows, 0.723) == (names.index("cser-pl R2=1 H=4"), True)
+    assert choose(rows, 0.7) == (names.index("cser R1=8 H=4"), True)
+    # what the choice builds: CSER with a zero C1 and the named C2
+    alg = make_algorithm(**by["cser-pl R2=4 H=4"]["algorithm"])
+    assert (alg.c1.name, alg.c2.name, alg.c2.ratio, alg.period) == ("zero", "grbs", 4.0, 4)
+    assert make_algorithm(**by["cser-pl R2=1 H=4"]["algorithm"]).c2.name == "none"
+    assert by["cser-pl R2=4 H=4"]["flags"] == "--algorithm cser --compressor zero --period 4 --compressor2 grbs --ratio2 4"
 
 
 def test_one_worker_runs_sync_without_measuring():
