@@ -308,6 +308,8 @@ def main():
     ap.add_argument("--variants", action="store_true",
                     help="resnet only: CSER 64x's four variants (C1 operand x reset step) instead of the "
                          "algorithm comparison; results in cser_speedup_resnet_variants.json")
+    ap.add_argument("--suffix", default="",
+                    help="added to the result file's name (e.g. _rerun: a comparison run afresh side by side)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -337,6 +339,7 @@ def main():
         configs = {c: configs[c] for c in wanted}
     if args.rate_mbit != 100:    # another link: its own file (e.g. the compute floor on a fast link)
         stem += f"_{args.rate_mbit:g}mbit"
+    stem += args.suffix
     curves = {name: [] for name in configs}
     reused = {}
     if args.append and os.path.exists(stem + ".json"):
