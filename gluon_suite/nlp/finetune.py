@@ -102,6 +102,39 @@ class SquadConfig(FinetuneConfig):
         check_squad_files(self.train, self.dev)
 
 
+def finetune_parser(description, config_class, unit, task_flags):
+    """A fine-tuning script's parser: the flags of ``FinetuneConfig`` (GluonNLP's spellings such as
+    ``--batch_size`` and ``--learning_rate`` as aliases), ``task_flags(parser)`` for the task's own,
+    the elastic and device groups, and ``config_class``'s defaults in the help. ``unit`` names what
+    a batch holds (examples, windows)."""
+    import argparse
+
+    from ..distributed.launch import add_elastic_arguments
+    from ..utils.devices import add_device_arguments
+    from ..utils.validate import ArgumentParser
+    p = ArgumentParser(description=description, argument_default=argparse.SUPPRESS)
+    p.add_argument("--init", type=existing_dir, help="pretraining output folder (or --model NAME --pretrained)")
+    p.add_argument("--model", type=model_name, help="a pretrained zoo BERT to start from, with --pretrained "
+                   "(gluon-suite zoo list 'bert*' --pretrained)")
+    p.add_argument("--pretrained", action="store_true", help="start from --model's zoo checkpoint")
+    p.add_argument("--train", required=True, type=utf8_file)
+    p.add_argument("--dev", required=True, type=utf8_file)
+    task_flags(p)
+    p.add_argument("--epochs", type=positive_int)
+    p.add_argument("--batch-size", "--batch_size", dest="batch_size", type=positive_int,
+                   help=f"{unit} per worker and step, split over its --gpus")
+    p.add_argument("--lr", "--learning_rate", dest="lr", type=positive_float)
+    p.add_argument("--optimizer", type=choice_of(optimizer_names, "optimizer"))
+    p.add_argument("--seed", type=nonneg_int)
+    p.add_argument("--out", "--output_dir", dest="out", type=output_dir,
+                   help="run folder: per-epoch checkpoints, log.jsonl and config.json")
+    p.add_argument("--resume", type=run_folder,
+                   help="none, auto (continue --out if it holds a checkpoint) or a run folder")
+    add_elastic_arguments(p)
+    add_device_arguments(p, defaults=False)
+    return config_class.describe_defaults(p)   # the defaults are the configuration's
+
+
 def _start(config_class, config, comm, log):
     """A fine-tuning recipe's start: its checked configuration, saved into ``out`` when there is
     one, and the communicator (the job's, by default)."""

@@ -23,8 +23,8 @@ def build_parser():
     from gluon_suite.model_zoo.registry import model_name
     from gluon_suite.utils.devices import add_device_arguments
     from gluon_suite.utils.validate import (ArgumentParser, choice_of, existing_dir, existing_path, float_range,
-                                            fraction, nonneg_float, nonneg_int, output_dir, output_file,
-                                            positive_float, positive_int, ratio, run_folder, url)
+                                            fraction, nonneg_float, nonneg_int, output_dir, positive_float,
+                                            positive_int, ratio, run_folder)
     p = ArgumentParser(description=__doc__.split("\n")[0],
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                        argument_default=argparse.SUPPRESS)
@@ -95,15 +95,9 @@ def build_parser():
                    help="none, auto (continue OUT if it holds a checkpoint) or a run folder")
     g.add_argument("--num-workers", type=nonneg_int, help="data-loading processes")
     g.add_argument("--no-progress", dest="progress", action="store_false")
-    g.add_argument("--publish", type=output_dir, help="zoo store folder to publish the best checkpoint into")
-    g.add_argument("--publish-name", type=model_name, help="zoo name of the published model (default --model)")
-    g.add_argument("--publish-url", type=url, help="base URL the store is served from")
-    g.add_argument("--publish-tag", metavar="TAG",
-                   help="publish as NAME.TAG, a checkpoint name of its own (needed beside a shipped checkpoint)")
-    g.add_argument("--publish-replace", action="store_true",
-                   help="let this machine's record win over the shipped checkpoint of the same name")
-    g.add_argument("--card", type=output_file, help="where to write the model card (default OUT/NAME.json)")
     g.add_argument("--stop-after-epochs", type=positive_int, help=argparse.SUPPRESS)
+    from gluon_suite.model_zoo.publish import add_publish_arguments
+    add_publish_arguments(p)
     from gluon_suite.cv.recipe import ClassificationConfig
     return ClassificationConfig.describe_defaults(p)   # the defaults are the configuration's
 

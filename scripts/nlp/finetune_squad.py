@@ -9,42 +9,18 @@ from gluon_suite.utils import run_cli
 
 
 def build_parser():
-    import argparse
-
-    from gluon_suite.nlp.finetune import optimizer_names
     """The script's flags; GluonNLP's spellings (``--max_seq_length``, ``--doc_stride``, ...) are aliases."""
-    from gluon_suite.distributed.launch import add_elastic_arguments
-    from gluon_suite.model_zoo.registry import model_name
-    from gluon_suite.utils.validate import (output_dir, run_folder, ArgumentParser, choice_of, existing_dir, int_at_least, utf8_file,
-                                            nonneg_int, positive_float, positive_int)
-    p = ArgumentParser(description=__doc__.split("\n")[0], argument_default=argparse.SUPPRESS)
-    p.add_argument("--init", type=existing_dir, help="pretraining output folder (or --model NAME --pretrained)")
-    p.add_argument("--model", type=model_name, help="a pretrained zoo BERT to start from, with --pretrained "
-                   "(gluon-suite zoo list 'bert*' --pretrained)")
-    p.add_argument("--pretrained", action="store_true", help="start from --model's zoo checkpoint")
-    p.add_argument("--train", required=True, type=utf8_file)
-    p.add_argument("--dev", required=True, type=utf8_file)
-    p.add_argument("--max-len", "--max_seq_length", dest="max_len", type=int_at_least(8),
-                   help="tokens per input window: [CLS] question [SEP] context window [SEP]")
-    p.add_argument("--max-query-length", "--max_query_length", dest="max_query_length", type=positive_int,
-                   help="question tokens kept, the rest cut off")
-    p.add_argument("--doc-stride", "--doc_stride", dest="doc_stride", type=positive_int,
-                   help="a context longer than its window is split into windows this many tokens apart")
-    p.add_argument("--epochs", type=positive_int)
-    p.add_argument("--batch-size", "--batch_size", dest="batch_size", type=positive_int,
-                   help="windows per worker and step, split over its --gpus")
-    p.add_argument("--lr", "--learning_rate", dest="lr", type=positive_float)
-    p.add_argument("--optimizer", type=choice_of(optimizer_names, "optimizer"))
-    p.add_argument("--seed", type=nonneg_int)
-    p.add_argument("--out", "--output_dir", dest="out", type=output_dir,
-                   help="run folder: per-epoch checkpoints and log.jsonl")
-    p.add_argument("--resume", type=run_folder,
-                   help="none, auto (continue --out if it holds a checkpoint) or a run folder")
-    add_elastic_arguments(p)
-    from gluon_suite.utils.devices import add_device_arguments
-    add_device_arguments(p, defaults=False)
-    from gluon_suite.nlp.finetune import SquadConfig
-    return SquadConfig.describe_defaults(p)   # the defaults are the configuration's
+    from gluon_suite.nlp.finetune import SquadConfig, finetune_parser
+    from gluon_suite.utils.validate import int_at_least, positive_int
+
+    def task_flags(p):
+        p.add_argument("--max-len", "--max_seq_length", dest="max_len", type=int_at_least(8),
+                       help="tokens per input window: [CLS] question [SEP] context window [SEP]")
+        p.add_argument("--max-query-length", "--max_query_length", dest="max_query_length", type=positive_int,
+                       help="question tokens kept, the rest cut off")
+        p.add_argument("--doc-stride", "--doc_stride", dest="doc_stride", type=positive_int,
+                       help="a context longer than its window is split into windows this many tokens apart")
+    return finetune_parser(__doc__.split("\n")[0], SquadConfig, "windows", task_flags)
 
 
 def main(argv=None):
