@@ -177,14 +177,6 @@ class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticO
 DEFAULTS = ClassificationConfig().to_dict()   # the defaults as a mapping (earlier versions' name)
 
 
-def check_config(cfg, comm, devices=1):
-    """Check the configuration ``cfg`` (a mapping or ``ClassificationConfig``) before any work;
-    returns the per-worker batch size (``ClassificationConfig.per_worker_batch``)."""
-    cfg = ClassificationConfig.from_dict(cfg)
-    cfg.check(comm)
-    return cfg.per_worker_batch(comm, devices)
-
-
 def _seed(seed, epoch, rank):
     s = (int(seed) * 1_000_003 + epoch * 7919 + rank) % (2 ** 31)
     random.seed(s)

@@ -105,10 +105,6 @@ class GraphConfig(_GraphConfig):
     batch_size: int = option(20, positive_int, help="graphs per worker and step")
 
 
-NODE_DEFAULTS = NodeConfig().to_dict()     # the defaults as a mapping (earlier versions' name)
-GRAPH_DEFAULTS = GraphConfig().to_dict()
-
-
 def _train(cfg, net, trainer, n, batch_size, step, evaluate, log):
     """Both recipes' training (see the module docstring): ``n`` training samples, ``batch_size`` per
     worker, ``step(state, idx, step_size)`` per global step (returning its loss sum and sample

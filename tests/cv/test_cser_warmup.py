@@ -20,7 +20,7 @@ def test_auto_warmup(over, want):
 
 
 def test_bad_warmup_is_a_config_error():
-    from gluon_suite.cv.recipe import check_config
+    from gluon_suite.cv.recipe import ClassificationConfig
     from gluon_suite.distributed import LocalCommunicator
     with pytest.raises(UserError, match="warmup_epochs: must be 'auto' or a number >= 0, got 'long'"):
-        check_config(dict(DEFAULTS, warmup_epochs="long"), LocalCommunicator())
+        ClassificationConfig.from_dict(dict(DEFAULTS, warmup_epochs="long")).check(LocalCommunicator())

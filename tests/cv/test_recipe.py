@@ -10,7 +10,7 @@ import mxnet as mx
 import numpy as np
 import pytest
 
-from gluon_suite.cv.recipe import check_config, DEFAULTS
+from gluon_suite.cv.recipe import ClassificationConfig
 from gluon_suite.utils import UserError
 
 from ..conftest import HOROVODRUN, REPO
@@ -86,8 +86,10 @@ class _Comm:
 
 def test_global_batch_must_divide_across_workers():
     with pytest.raises(UserError, match="global batch size 33 does not divide across 2 workers"):
-        check_config({**DEFAULTS, "global_batch_size": 33}, _Comm(2))
-    assert check_config({**DEFAULTS, "global_batch_size": 64}, _Comm(2)) == 32
+        ClassificationConfig.from_dict({"global_batch_size": 33}).check(_Comm(2))
+    cfg = ClassificationConfig.from_dict({"global_batch_size": 64})
+    cfg.check(_Comm(2))
+    assert cfg.per_worker_batch(_Comm(2)) == 32
 
 
 @pytest.mark.parametrize("args, needle", [
