@@ -251,3 +251,45 @@ def test_gspmm_copy_u_extreme_ties_go_to_the_first_edge(red, idtype):
     out.backward(mx.nd.array(dy))
     np.testing.assert_array_equal(out.asnumpy(), want_out)
     np.testing.assert_allclose(xn.grad.asnumpy(), want_dx, rtol=1e-6, atol=1e-6)
+
+
+# ---- the row widths with a fixed-size accumulator (8, 16, 32, 64, 128) and one without ----------
+def dense_adjacency(src, dst, n):
+    """A[v, u] = the number of edges u -> v (parallel edges count twice), float64."""
+    A = np.zeros((n, n))
+    np.add.at(A, (dst, src), 1.0)
+    return A
+
+
+@pytest.mark.parametrize("ctx", CTXS, ids=str)
+@pytest.mark.parametrize("idtype", IDTYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("width", [8, 16, 32, 64, 128, 24])
+def test_wide_rows_sum_mean_and_scaled_sum_against_dense_products(width, idtype, ctx):
+    """copy_u with sum and mean, and the scaled sum with both scales and a bias, forward and
+    gradients, against float64 dense-adjacency products, at the widths that have a fixed-size
+    accumulator and at one that does not."""
+    src, dst, n = small_graph()
+    rs = np.random.RandomState(width)
+    A = dense_adjacency(src, dst, n)
+    deg = A.sum(1)
+    x, w = rs.normal(size=(n, width)), rs.normal(size=(n, width))
+    S = topology(src, dst, n, n).structure(ctx, idtype)
+
+    out, (gx, _) = run(lambda a, b: native.gspmm(S, "copy_lhs", "sum", a, b), [x, None], ctx, w)
+    np.testing.assert_allclose(out, A @ x, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(gx, A.T @ w, rtol=1e-5, atol=1e-5)
+
+    inv = np.where(deg > 0, 1.0 / np.maximum(deg, 1), 0.0)[:, None]
+    out, (gx, _) = run(lambda a, b: native.gspmm(S, "copy_lhs", "mean", a, b), [x, None], ctx, w)
+    np.testing.assert_allclose(out, inv * (A @ x), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(gx, A.T @ (inv * w), rtol=1e-5, atol=1e-5)
+
+    left, right, bias = rs.uniform(0.2, 2.0, n), rs.uniform(0.2, 2.0, n), rs.normal(size=width)
+    out, (gx, gl, gr, gb) = run(lambda *a: native.scaled_sum(S, *a), [x, left, right, bias], ctx, w)
+    agg = A @ (left[:, None] * x)
+    back = A.T @ (right[:, None] * w)
+    np.testing.assert_allclose(out, right[:, None] * agg + bias, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(gx, left[:, None] * back, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(gl, (x * back).sum(1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gr, (w * agg).sum(1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gb, w.sum(0), rtol=1e-4, atol=1e-4)

@@ -170,6 +170,47 @@ inline void Prefetch(const float* p, int64_t len) {
   for (int64_t i = 0; i < len; i += 16) __builtin_prefetch(p + i);
 }
 
+// out = sum over k in [k0, k1) of scale(k) * base[idx[k]] (rows of L floats), in list order. For
+// the common widths the row accumulates in a local array, which the compiler keeps in registers,
+// instead of being stored and reloaded for every neighbour (the output row may alias the input
+// for all the compiler knows); the operations, and so the sums, are the same either way.
+struct Unit {
+  template <typename I>
+  float operator()(I) const { return 1.f; }
+};
+
+template <int W, typename I, typename Scale>
+inline void GatherSumFixed(const float* base, const I* idx, I k0, I k1, Scale scale, float* out) {
+  float acc[W];
+  for (int j = 0; j < W; ++j) acc[j] = 0.f;
+  for (I k = k0; k < k1; ++k) {
+    if (k + kAhead < k1) Prefetch(base + static_cast<int64_t>(idx[k + kAhead]) * W, W);
+    const float* x = base + static_cast<int64_t>(idx[k]) * W;
+    const float s = scale(k);
+    for (int j = 0; j < W; ++j) acc[j] += s * x[j];
+  }
+  for (int j = 0; j < W; ++j) out[j] = acc[j];
+}
+
+template <typename I, typename Scale>
+inline void GatherSum(const float* base, const I* idx, I k0, I k1, int64_t L, Scale scale, float* out) {
+  switch (L) {
+    case 8: return GatherSumFixed<8>(base, idx, k0, k1, scale, out);
+    case 16: return GatherSumFixed<16>(base, idx, k0, k1, scale, out);
+    case 32: return GatherSumFixed<32>(base, idx, k0, k1, scale, out);
+    case 64: return GatherSumFixed<64>(base, idx, k0, k1, scale, out);
+    case 128: return GatherSumFixed<128>(base, idx, k0, k1, scale, out);
+    default: break;
+  }
+  std::fill(out, out + L, 0.f);
+  for (I k = k0; k < k1; ++k) {
+    if (k + kAhead < k1) Prefetch(base + static_cast<int64_t>(idx[k + kAhead]) * L, L);
+    const float* x = base + static_cast<int64_t>(idx[k]) * L;
+    const float s = scale(k);
+    for (int64_t j = 0; j < L; ++j) out[j] += s * x[j];
+  }
+}
+
 // Run CALL with the constexpr int O set to the runtime operator `op`.
 #define GS_WITH_OP(op, CALL)                                    \
   switch (op) {                                                 \
@@ -198,11 +239,7 @@ void SpmmForward(const Bcast& b, Reduce red, const float* X, const float* W, con
     if (red == kSum || red == kMean) {
       std::fill(o, o + L, 0.f);
       if (op == kCopyL && b.lid) {
-        for (I k = k0; k < k1; ++k) {
-          if (k + kAhead < k1) Prefetch(X + static_cast<int64_t>(nbr[k + kAhead]) * L, L);
-          const float* x = X + static_cast<int64_t>(nbr[k]) * L;
-          for (int64_t j = 0; j < L; ++j) o[j] += x[j];
-        }
+        GatherSum(X, nbr, k0, k1, L, Unit(), o);
       } else if (op == kCopyR && b.rid) {
         for (I k = k0; k < k1; ++k) {
           const float* w = W + static_cast<int64_t>(eid[k]) * L;
@@ -329,6 +366,15 @@ void SpmmBackward(const Bcast& b, Reduce red, const float* dY, const float* X, c
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t u = 0; u < n_src; ++u) {
       float* d = dX + u * b.lhs;
+      if (sum && op == kCopyL && b.lid && b.lhs == L) {
+        // a mean divides each destination's sum by its in-degree (>= 1: this edge reaches it)
+        if (red == kMean)
+          GatherSum(dY, rnbr, rptr[u], rptr[u + 1], L,
+                    [&](I k) { return 1.f / static_cast<float>(indptr[rnbr[k] + 1] - indptr[rnbr[k]]); }, d);
+        else
+          GatherSum(dY, rnbr, rptr[u], rptr[u + 1], L, Unit(), d);
+        continue;
+      }
       std::fill(d, d + b.lhs, 0.f);
       if (op == kCopyR) continue;
       const float* x = X + u * b.lhs;
@@ -725,19 +771,11 @@ void ScaledSumForward(const float* X, const float* l, const float* r, const floa
 #pragma omp parallel for schedule(dynamic, 64)
   for (int64_t v = 0; v < n; ++v) {
     float* o = Y + v * L;
-    std::fill(o, o + L, 0.f);
     const I k0 = indptr[v], k1 = indptr[v + 1];
-    for (I k = k0; k < k1; ++k) {
-      if (k + kAhead < k1) Prefetch(X + static_cast<int64_t>(nbr[k + kAhead]) * L, L);
-      const int64_t u = nbr[k];
-      const float* x = X + u * L;
-      if (l) {
-        const float s = l[u];
-        for (int64_t j = 0; j < L; ++j) o[j] += s * x[j];
-      } else {
-        for (int64_t j = 0; j < L; ++j) o[j] += x[j];
-      }
-    }
+    if (l)
+      GatherSum(X, nbr, k0, k1, L, [&](I k) { return l[nbr[k]]; }, o);
+    else
+      GatherSum(X, nbr, k0, k1, L, Unit(), o);
     if (r) {
       const float s = r[v];
       for (int64_t j = 0; j < L; ++j) o[j] *= s;
@@ -761,18 +799,10 @@ void ScaledSumBackward(const float* dY, const float* X, const float* l, const fl
       for (int64_t u = 0; u < n_src; ++u) {
         // g accumulates in dX's row (scaled by l[u] in place at the end) when there is one
         float* g = dX ? dX + u * L : buf.data();
-        std::fill(g, g + L, 0.f);
-        for (I k = rptr[u]; k < rptr[u + 1]; ++k) {
-          if (k + kAhead < rptr[u + 1]) Prefetch(dY + static_cast<int64_t>(rnbr[k + kAhead]) * L, L);
-          const int64_t v = rnbr[k];
-          const float* dy = dY + v * L;
-          if (r) {
-            const float sc = r[v];
-            for (int64_t j = 0; j < L; ++j) g[j] += sc * dy[j];
-          } else {
-            for (int64_t j = 0; j < L; ++j) g[j] += dy[j];
-          }
-        }
+        if (r)
+          GatherSum(dY, rnbr, rptr[u], rptr[u + 1], L, [&](I k) { return r[rnbr[k]]; }, g);
+        else
+          GatherSum(dY, rnbr, rptr[u], rptr[u + 1], L, Unit(), g);
         if (dl) {
           const float* x = X + u * L;
           float acc = 0.f;
