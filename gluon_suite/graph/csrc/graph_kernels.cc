@@ -237,7 +237,7 @@ void SpmmForward(const Bcast& b, Reduce red, const float* X, const float* W, con
     float* o = Y + v * L;
     const I k0 = indptr[v], k1 = indptr[v + 1];
     if (red == kSum || red == kMean) {
-      std::fill(o, o + L, 0.f);
+      if (!(op == kCopyL && b.lid)) std::fill(o, o + L, 0.f);   // GatherSum writes the whole row
       if (op == kCopyL && b.lid) {
         GatherSum(X, nbr, k0, k1, L, Unit(), o);
       } else if (op == kCopyR && b.rid) {
