@@ -2,7 +2,20 @@
 graph object on any context with int32 or int64 ids, one-relation heterographs (bipartite
 graphs), message passing with fused built-ins, edge softmax, transforms and in-place mutation,
 batching with readouts, blocks and neighbour sampling for mini-batch training, data loaders and GNN
-layers (``gluon_suite.graph.nn``)."""
+layers (``gluon_suite.graph.nn``).
+
+Importing it sets glibc's malloc for MXNet's way of allocating (``gluon_suite.malloc``;
+``GLUON_SUITE_MALLOC=off`` leaves it alone), and turns MXNet's bulked backward off
+(``MXNET_EXEC_BULK_EXEC_TRAIN=0``) unless the variable is already set: a bulked segment keeps
+every buffer it frees alive until the segment ends, and with (edges, heads) tensors that is a
+large part of a graph model's peak memory (docs/graph.md, "Memory"). MXNet reads the variable when autograd first runs, so it holds for a
+process that imports this package before it trains anything."""
+import os as _os
+
+from .. import malloc as _malloc
+
+_malloc.tune()
+_os.environ.setdefault("MXNET_EXEC_BULK_EXEC_TRAIN", "0")
 from . import dataloading, function, ops, sampling
 from .base import ALL, EID, NID, EdgeBatch, GraphError, NodeBatch
 from .batch import batch, unbatch
