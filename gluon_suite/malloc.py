@@ -1,4 +1,4 @@
-"""glibc malloc settings suited to MXNet's way of allocating (docs/design.md, "Memory").
+"""glibc malloc settings suited to MXNet's way of allocating (docs/design.md, "Conventions").
 
 MXNet allocates an operator's output in its engine's worker threads and frees it, asynchronously,
 in another. With glibc's defaults each worker thread gets its own malloc arena, an arena's heap
@@ -15,14 +15,13 @@ and its pages fault in again on every first touch: about 6,000 page faults for e
 - up to 1 GiB of free memory kept at the heap's top before it is returned
   (``M_TRIM_THRESHOLD``).
 
-``import gluon_suite.graph`` calls it: on the graph bench it makes a GCN epoch about a quarter
-faster and its peak memory about a quarter smaller. The vision models' steps take the same time
-either way, with 7-11% more peak memory, so the other packages leave it to the user
-(``gluon_suite.malloc.tune()``; docs/graph.md, "Memory"). It changes nothing when the process does not use glibc, when the
-user has set glibc's own variables (``MALLOC_ARENA_MAX``, ``MALLOC_MMAP_THRESHOLD_``,
-``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_``, ``MALLOC_MMAP_MAX_``, or ``glibc.malloc.*`` in
-``GLIBC_TUNABLES``: the user's settings win), when another allocator is preloaded, or when
-``GLUON_SUITE_MALLOC=off``. ``state()`` says what was done and why.
+``import gluon_suite.graph`` calls it; the vision and language packages leave it to the user
+(``gluon_suite.malloc.tune()``). docs/graph.md, "Memory and the allocator", has the measurements.
+It changes nothing when the process does not use glibc, when the user has set glibc's own
+variables (``MALLOC_ARENA_MAX``, ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``,
+``MALLOC_TOP_PAD_``, ``MALLOC_MMAP_MAX_``, or ``glibc.malloc.*`` in ``GLIBC_TUNABLES``: the
+user's settings win), when another allocator is preloaded, or when ``GLUON_SUITE_MALLOC=off``.
+``state()`` says what was done and why.
 """
 import os
 import platform

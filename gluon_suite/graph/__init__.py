@@ -8,8 +8,9 @@ Importing it sets glibc's malloc for MXNet's way of allocating (``gluon_suite.ma
 ``GLUON_SUITE_MALLOC=off`` leaves it alone), and turns MXNet's bulked backward off
 (``MXNET_EXEC_BULK_EXEC_TRAIN=0``) unless the variable is already set: a bulked segment keeps
 every buffer it frees alive until the segment ends, and with (edges, heads) tensors that is a
-large part of a graph model's peak memory (docs/graph.md, "Memory"). MXNet reads the variable when autograd first runs, so it holds for a
-process that imports this package before it trains anything."""
+large part of a graph model's peak memory (docs/graph.md, "Memory and the allocator"). MXNet
+reads the variable when autograd first runs, so it holds for a process that imports this package
+before it trains anything."""
 import os as _os
 
 from .. import malloc as _malloc

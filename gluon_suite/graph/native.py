@@ -9,8 +9,9 @@ Operators (forward and backward, OpenMP over rows, float32 features, int32 or in
 - ``gsddmm``: out[e] = op(lhs[t_l(e)], rhs[t_r(e)]) for targets u (source), v (destination),
   e (edge), op one of add, sub, mul, div, dot (summed over the last axis), copy_lhs, copy_rhs.
 - ``edge_softmax``: a[e] = exp(s[e]) / sum over the edges w->v of exp(s[w->v]).
-- ``scaled_sum``: out[v] = r[v] * sum over edges u->v of l[u] x[u] + b, each of l, r, b optional:
-  GraphConv's aggregation with its degree normalisation and bias inside the operator.
+- ``scaled_sum``: out[v] = r[v] * sum over edges u->v of l[u] x[u] + b + c x[v], each of l, r,
+  b, c optional: GraphConv's aggregation with its degree normalisation and bias inside the
+  operator, and GINConv's (1 + eps) x[v] + sum.
 - ``gat_attention``: GAT's scores, leaky ReLU, edge softmax, dropout mask and weighted sum in one
   operator whose backward recomputes the attention from the scores.
 
@@ -123,14 +124,19 @@ def gat_attention(structure, x, el, er, negative_slope, mask=None):
                                   masked="1" if mask is not None else "0")
 
 
-def scaled_sum(structure, x, left=None, right=None, bias=None, scale_grad=True):
-    """``right[v] * sum over edges u->v of left[u] * x[u] + bias``: x (N_src, ...), left (N_src,)
-    or None, right (N_dst,) or None, bias (B,) or None with B dividing the row length (repeated
-    along it) -> (N_dst, ...). Differentiable in all four; ``scale_grad=False`` declares the
-    scales constants (a graph's degree normalisers), whose gradients are then zero and cost
-    nothing (MXNet computes every input's gradient an operator offers)."""
+def scaled_sum(structure, x, left=None, right=None, bias=None, scale_grad=True, self_scale=None,
+               self_grad=True):
+    """``right[v] * sum over edges u->v of left[u] * x[u] + bias + self_scale * x[v]``: x
+    (N_src, ...), left (N_src,) or None, right (N_dst,) or None, bias (B,) or None with B dividing
+    the row length (repeated along it), self_scale (1,) or None -> (N_dst, ...); the self term
+    reads the first N_dst rows of x, a block's destination nodes. Differentiable in all five;
+    ``scale_grad=False`` declares left and right constants (a graph's degree normalisers) and
+    ``self_grad=False`` self_scale, whose gradients are then zero and cost nothing (MXNet computes
+    every input's gradient an operator offers)."""
     ph = _placeholder(x.context)
     return mx.nd.gs_scaled_sum(x, left if left is not None else ph, right if right is not None else ph,
-                               bias if bias is not None else ph, *structure, left=str(int(left is not None)),
+                               bias if bias is not None else ph, self_scale if self_scale is not None else ph,
+                               *structure, left=str(int(left is not None)),
                                right=str(int(right is not None)), bias=str(int(bias is not None)),
-                               scale_grad=str(int(bool(scale_grad))))
+                               self=str(int(self_scale is not None)), scale_grad=str(int(bool(scale_grad))),
+                               self_grad=str(int(bool(self_grad))))

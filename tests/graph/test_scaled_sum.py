@@ -2,7 +2,8 @@
 a bias inside the neighbour sum) against a float64 per-edge loop, forward and gradients (central
 differences of the reference), on a graph with self-loops, parallel edges, a node without incoming
 edges and an isolated node, int32 and int64 structure, two CPU contexts; and GraphConv itself, on
-the compiled and on the Python kernels, against float64 NumPy formulas for every normalisation."""
+the compiled and on the Python kernels, against float64 NumPy formulas for every normalisation;
+the self term (GINConv's (1 + eps) h_v inside the operator) and GINConv on it."""
 import zlib
 
 import mxnet as mx
@@ -252,3 +253,117 @@ def test_sageconv_mean_projects_before_aggregating_when_it_narrows(ctx, kernels)
                                             layer.fc_neigh.bias)]
     for a, b in zip(got, want):
         np.testing.assert_allclose(a.asnumpy(), b, rtol=1e-4, atol=1e-4)
+
+
+# ---- the self term: GINConv's (1 + eps) h_v inside the operator ------------------------------
+def ref_with_self(src, dst, n_dst, x, left, right, bias, c):
+    """The scaled sum plus c[0] * x[v] for the destination nodes, x's first n_dst rows."""
+    return ref_scaled_sum(src, dst, n_dst, x, left, right, bias) + c[0] * x[:n_dst]
+
+
+@pytest.mark.parametrize("ctx", CTXS, ids=str)
+@pytest.mark.parametrize("idtype", IDTYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("use_left, use_right, bshape", [(False, False, None), (False, True, None),
+                                                         (True, True, (F,))], ids=str)
+def test_self_term_forward_and_gradients(use_left, use_right, bshape, idtype, ctx):
+    src, dst, n = small_graph()
+    rs = np.random.RandomState(zlib.crc32(repr(("self", use_left, use_right, bshape)).encode()))
+    x = rs.normal(size=(n, H, F))
+    left = rs.uniform(0.2, 2.0, size=n) if use_left else None
+    right = rs.uniform(0.2, 2.0, size=n) if use_right else None
+    bias = rs.normal(size=bshape) if bshape else None
+    c = np.array([1.37])
+    S = topology(src, dst, n, n).structure(ctx, idtype)
+    expect = ref_with_self(src, dst, n, x, left, right, bias, c)
+    w = rs.normal(size=expect.shape)
+    out, grads = run(lambda *a: native.scaled_sum(S, *a[:4], self_scale=a[4]), [x, left, right, bias, c], ctx, w)
+    np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-5)
+    want = numeric_grads(lambda *a: ref_with_self(src, dst, n, *a), [x, left, right, bias, c], w)
+    for got, ref in zip(grads, want):
+        if ref is not None:
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("idtype", IDTYPES, ids=lambda t: np.dtype(t).name)
+def test_self_term_on_a_block_reads_the_destination_prefix_and_can_be_constant(idtype):
+    # 4 source nodes, the first 2 are the destinations; 3->0 and 2->1 twice
+    src, dst = np.array([0, 2, 2, 1, 3, 3]), np.array([1, 1, 0, 1, 0, 1])
+    rs = np.random.RandomState(5)
+    x, right, c = rs.normal(size=(4, 6)), rs.rand(2) + 0.5, np.array([0.6])
+    S = topology(src, dst, 4, 2).structure(mx.cpu(), idtype)
+    w = rs.normal(size=(2, 6))
+    nds = [mx.nd.array(a) for a in (x, right, c)]
+    for a in nds:
+        a.attach_grad()
+    with autograd.record():
+        o = native.scaled_sum(S, nds[0], None, nds[1], None, self_scale=nds[2])
+        (o * mx.nd.array(w)).sum().backward()
+    np.testing.assert_allclose(o.asnumpy(), ref_with_self(src, dst, 2, x, None, right, None, c), rtol=1e-5, atol=1e-6)
+    want = numeric_grads(lambda x, r, c: ref_with_self(src, dst, 2, x, None, r, None, c), [x, right, c], w)
+    for got, ref in zip(nds, want):
+        np.testing.assert_allclose(got.grad.asnumpy(), ref, rtol=1e-4, atol=1e-4)
+    # self_grad=False: the scale is a constant, its gradient zero, the others unchanged
+    for a in nds:
+        a.attach_grad()
+    with autograd.record():
+        o = native.scaled_sum(S, nds[0], None, nds[1], None, self_scale=nds[2], self_grad=False)
+        (o * mx.nd.array(w)).sum().backward()
+    assert (nds[2].grad.asnumpy() == 0).all()
+    np.testing.assert_allclose(nds[0].grad.asnumpy(), want[0], rtol=1e-4, atol=1e-4)
+
+
+def test_self_term_refuses_a_long_scale_and_more_destinations_than_sources():
+    src, dst, n = small_graph()
+    S = topology(src, dst, n, n).structure(mx.cpu(), np.int32)
+    x = mx.nd.ones((n, 4))
+    with pytest.raises(mx.base.MXNetError, match="self term"):
+        native.scaled_sum(S, x, self_scale=mx.nd.ones((2,))).wait_to_read()
+    wide = topology(np.array([0, 1]), np.array([2, 0]), 2, 3).structure(mx.cpu(), np.int32)
+    with pytest.raises(mx.base.MXNetError, match="self term"):
+        native.scaled_sum(wide, mx.nd.ones((2, 4)), self_scale=mx.nd.ones((1,))).wait_to_read()
+
+
+def ref_gin(x, eps, agg, src=SRC, dst=DST, n_dst=N):
+    """(1 + eps) x_v + sum (or mean; 0 without incoming edges) over edges u->v of x_u, float64."""
+    a = np.zeros((n_dst, x.shape[0]))
+    np.add.at(a, (dst, src), 1.0)
+    h = a @ x
+    if agg == "mean":
+        h = h / np.maximum(a.sum(1), 1)[:, None]
+    return (1 + eps[0]) * x[:n_dst] + h
+
+
+@pytest.mark.parametrize("ctx", CTXS, ids=str)
+@pytest.mark.parametrize("agg", ["sum", "mean"])
+@pytest.mark.parametrize("learn_eps", [True, False])
+def test_ginconv_on_the_fused_operator_matches_the_formula(agg, learn_eps, ctx, kernels):
+    from gluon_suite.graph.nn import GINConv
+    rs = np.random.RandomState(31)
+    x = rs.normal(size=(N, 4))
+    conv = GINConv(None, agg, init_eps=0.25, learn_eps=learn_eps)
+    conv.initialize(ctx=ctx)
+    g = dgl.graph((SRC, DST), num_nodes=N, device=ctx)
+    X = mx.nd.array(x, ctx=ctx)
+    X.attach_grad()
+    w = rs.normal(size=(N, 4))
+    with autograd.record():
+        out = conv(g, X)
+        (out * mx.nd.array(w, ctx=ctx)).sum().backward()
+    eps = np.array([0.25])
+    np.testing.assert_allclose(out.asnumpy(), ref_gin(x, eps, agg), rtol=1e-5, atol=1e-5)
+    gx, geps = numeric_grads(lambda x, e: ref_gin(x, e, agg), [x, eps], w, h=1e-3)
+    np.testing.assert_allclose(X.grad.asnumpy(), gx, rtol=1e-4, atol=1e-4)
+    if learn_eps:
+        np.testing.assert_allclose(conv.eps.grad(ctx).asnumpy(), geps, rtol=1e-4, atol=1e-4)
+
+
+def test_ginconv_on_a_block(kernels):
+    from gluon_suite.graph.nn import GINConv
+    src, dst = np.array([0, 2, 2, 1, 3, 3]), np.array([1, 1, 0, 1, 0, 1])
+    blk = dgl.create_block((src, dst), num_src_nodes=4, num_dst_nodes=2)
+    rs = np.random.RandomState(32)
+    x = rs.normal(size=(4, 3))
+    conv = GINConv(None, "sum", init_eps=-0.4)
+    conv.initialize()
+    out = conv(blk, mx.nd.array(x))
+    np.testing.assert_allclose(out.asnumpy(), ref_gin(x, np.array([-0.4]), "sum", src, dst, 2), rtol=1e-5, atol=1e-6)

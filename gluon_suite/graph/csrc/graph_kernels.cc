@@ -765,9 +765,13 @@ void GatBackward(const float* dY, const float* X, const float* el, const float* 
 // of r[v] dy[v]: dx[u] = l[u] g[u], dl[u] = <x[u], g[u]>, dr[v] = <dy[v], sum over edges u->v of
 // l[u] x[u]>, db = sum over rows of dy folded to B (fixed row blocks summed in order). With
 // scale_grad = "0" the scales count as constants (zero gradient): dr alone costs a second pass.
+// Optionally a self term (attribute self = "1", input c of one element): out[v] += c x[v] for the
+// destination nodes, which are the first N_dst source nodes (a graph, or a block's prefix rule),
+// so GIN's (1 + eps) h_v + sum and its gradient dx[v] += c dy[v] need no (N, F) temporaries;
+// dc = sum over v < N_dst of <x[v], dy[v]> (fixed row blocks summed in order) unless self_grad = "0".
 template <typename I>
 void ScaledSumForward(const float* X, const float* l, const float* r, const float* bias, int64_t B,
-                      const I* indptr, const I* nbr, int64_t n, int64_t L, float* Y) {
+                      const float* c, const I* indptr, const I* nbr, int64_t n, int64_t L, float* Y) {
 #pragma omp parallel for schedule(dynamic, 64)
   for (int64_t v = 0; v < n; ++v) {
     float* o = Y + v * L;
@@ -783,13 +787,18 @@ void ScaledSumForward(const float* X, const float* l, const float* r, const floa
     if (bias)
       for (int64_t j0 = 0; j0 < L; j0 += B)
         for (int64_t j = 0; j < B; ++j) o[j0 + j] += bias[j];
+    if (c) {
+      const float a = c[0];
+      const float* x = X + v * L;
+      for (int64_t j = 0; j < L; ++j) o[j] += a * x[j];
+    }
   }
 }
 
 template <typename I>
 void ScaledSumBackward(const float* dY, const float* X, const float* l, const float* r, int64_t B,
-                       const I* const* s, int64_t n_dst, int64_t n_src, int64_t L, float* dX, float* dl,
-                       float* dr, float* db) {
+                       const float* c, const I* const* s, int64_t n_dst, int64_t n_src, int64_t L, float* dX,
+                       float* dl, float* dr, float* db, float* dc) {
   const I *indptr = s[0], *nbr = s[1], *rptr = s[3], *rnbr = s[4];
   if (dX || dl) {
 #pragma omp parallel
@@ -812,6 +821,11 @@ void ScaledSumBackward(const float* dY, const float* X, const float* l, const fl
         if (dX && l) {
           const float sc = l[u];
           for (int64_t j = 0; j < L; ++j) g[j] *= sc;
+        }
+        if (dX && c && u < n_dst) {
+          const float a = c[0];
+          const float* dy = dY + u * L;
+          for (int64_t j = 0; j < L; ++j) g[j] += a * dy[j];
         }
       }
     }
@@ -854,6 +868,25 @@ void ScaledSumBackward(const float* dY, const float* X, const float* l, const fl
     for (int64_t blk = 0; blk < blocks; ++blk)
       for (int64_t j = 0; j < B; ++j) db[j] += part[blk * B + j];
   }
+  if (dc) {
+    const int64_t kRows = 1024, blocks = (n_dst + kRows - 1) / kRows;
+    std::vector<double> part(static_cast<size_t>(std::max<int64_t>(blocks, 1)), 0.0);
+#pragma omp parallel for schedule(static)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      double acc = 0.0;
+      const int64_t v1 = std::min(n_dst, (blk + 1) * kRows);
+      for (int64_t v = blk * kRows; v < v1; ++v) {
+        const float *dy = dY + v * L, *x = X + v * L;
+        float row = 0.f;
+        for (int64_t j = 0; j < L; ++j) row += x[j] * dy[j];
+        acc += row;
+      }
+      part[blk] = acc;
+    }
+    double total = 0.0;
+    for (int64_t blk = 0; blk < blocks; ++blk) total += part[blk];
+    dc[0] = static_cast<float>(total);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -865,7 +898,7 @@ struct Kind {
 };
 
 const Kind kSpmmKind{Kind::kSpmm, 2}, kSddmmKind{Kind::kSddmm, 2}, kSoftmaxKind{Kind::kSoftmax, 1},
-    kGatKind{Kind::kGat, 4}, kScaledKind{Kind::kScaled, 4};
+    kGatKind{Kind::kGat, 4}, kScaledKind{Kind::kScaled, 5};
 
 template <const Kind* K>
 MXReturnValue ParseAttrs(const Attrs& attrs, int* num_in, int* num_out) {
@@ -943,6 +976,10 @@ MXReturnValue InferShape(const Attrs& attrs, Shapes* in, Shapes* out) {
     }
     if (Flag(attrs, "bias") && (B == 0 || L % B != 0)) {
       MX_ERROR_MSG << "scaled sum: the bias length " << B << " does not divide the row length " << L;
+      return MX_FAIL;
+    }
+    if (Flag(attrs, "self") && (Prod(ToI64(st[4])) != 1 || n_dst > n_src)) {
+      MX_ERROR_MSG << "scaled sum: the self term needs one scale and no more destination than source nodes";
       return MX_FAIL;
     }
     std::vector<unsigned int> o(st[0]);
@@ -1119,31 +1156,32 @@ MXReturnValue GatBwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vector
 
 template <typename I>
 MXReturnValue ScaledFwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out) {
-  // in: x, left, right, bias, structure x 8
+  // in: x, left, right, bias, self scale, structure x 8
   const I* s[kStructure];
-  Structure<I>(in, 4, s);
+  Structure<I>(in, 5, s);
   MXTensor& x = in->at(0);
   const int64_t N = Rows(x), L = N ? x.size() / N : Prod(RowShape(x.shape));
   auto opt = [&](int i, const char* flag) { return Flag(attrs, flag) ? in->at(i).data<float>() : nullptr; };
-  ScaledSumForward<I>(x.data<float>(), opt(1, "left"), opt(2, "right"), opt(3, "bias"), in->at(3).size(), s[0],
-                      s[1], Rows(in->at(4)) - 1, L, out->at(0).data<float>());
+  ScaledSumForward<I>(x.data<float>(), opt(1, "left"), opt(2, "right"), opt(3, "bias"), in->at(3).size(),
+                      opt(4, "self"), s[0], s[1], Rows(in->at(5)) - 1, L, out->at(0).data<float>());
   return MX_SUCCESS;
 }
 
 template <typename I>
 MXReturnValue ScaledBwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out) {
-  // in: dY, x, left, right, bias, structure x 8, Y; out: dx, dleft, dright, dbias
+  // in: dY, x, left, right, bias, self scale, structure x 8, Y; out: dx, dleft, dright, dbias, dself
   const I* s[kStructure];
-  Structure<I>(in, 5, s);
+  Structure<I>(in, 6, s);
   MXTensor& x = in->at(1);
   const int64_t N = Rows(x), L = N ? x.size() / N : Prod(RowShape(x.shape));
-  const char* flags[4] = {nullptr, "left", "right", "bias"};
-  float* d[4];
-  for (int i = 0; i < 4; ++i) {
+  const char* flags[5] = {nullptr, "left", "right", "bias", "self"};
+  float* d[5];
+  for (int i = 0; i < 5; ++i) {
     d[i] = Bad(out->at(i)) ? nullptr : out->at(i).data<float>();
-    // a placeholder, or a scale the caller declared constant (scale_grad=0; MXNet does not
-    // tell an operator which gradients are wanted): zero gradient, no work
-    const bool constant = (i == 1 || i == 2) && Get(attrs, "scale_grad", "1") == "0";
+    // a placeholder, or a scale the caller declared constant (scale_grad=0 / self_grad=0; MXNet
+    // does not tell an operator which gradients are wanted): zero gradient, no work
+    const bool constant = ((i == 1 || i == 2) && Get(attrs, "scale_grad", "1") == "0") ||
+                          (i == 4 && Get(attrs, "self_grad", "1") == "0");
     if (d[i] && i > 0 && (!Flag(attrs, flags[i]) || constant)) {
       std::memset(d[i], 0, sizeof(float) * out->at(i).size());
       d[i] = nullptr;
@@ -1151,7 +1189,7 @@ MXReturnValue ScaledBwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vec
   }
   auto opt = [&](int i, const char* flag) { return Flag(attrs, flag) ? in->at(i).data<float>() : nullptr; };
   ScaledSumBackward<I>(in->at(0).data<float>(), x.data<float>(), opt(2, "left"), opt(3, "right"), in->at(4).size(),
-                       s, Rows(in->at(5)) - 1, Rows(in->at(8)) - 1, L, d[0], d[1], d[2], d[3]);
+                       opt(5, "self"), s, Rows(in->at(6)) - 1, Rows(in->at(9)) - 1, L, d[0], d[1], d[2], d[3], d[4]);
   return MX_SUCCESS;
 }
 
@@ -1171,8 +1209,8 @@ GS_DISPATCH(SoftmaxFwd, SoftmaxFwdT, 1)
 GS_DISPATCH(SoftmaxBwd, SoftmaxBwdT, 2)
 GS_DISPATCH(GatFwd, GatFwdT, 4)
 GS_DISPATCH(GatBwd, GatBwdT, 5)
-GS_DISPATCH(ScaledFwd, ScaledFwdT, 4)
-GS_DISPATCH(ScaledBwd, ScaledBwdT, 5)
+GS_DISPATCH(ScaledFwd, ScaledFwdT, 5)
+GS_DISPATCH(ScaledBwd, ScaledBwdT, 6)
 
 }  // namespace
 

@@ -4,6 +4,7 @@ import mxnet as mx
 from mxnet import gluon
 
 from ... import function as fn
+from ... import native
 from ...base import GraphError
 from ..utils import check_rows, expand_as_pair
 
@@ -18,6 +19,7 @@ class GINConv(gluon.Block):
         if aggregator_type not in ("sum", "max", "mean"):
             raise GraphError(f"GINConv(aggregator_type={aggregator_type!r}): choose 'sum', 'max' or 'mean'")
         self._reducer = getattr(fn, aggregator_type)
+        self._aggregator_type, self._learn_eps = aggregator_type, learn_eps
         with self.name_scope():
             self.apply_func = apply_func
             self.eps = self.params.get("eps", shape=(1,), grad_req="write" if learn_eps else "null",
@@ -29,6 +31,16 @@ class GINConv(gluon.Block):
         with graph.local_scope():
             feat_src, feat_dst = expand_as_pair(feat, graph)
             check_rows(graph, feat_src, "GINConv")
+            ctx = feat_src.context
+            if (self._aggregator_type != "max" and not isinstance(feat, (tuple, list))
+                    and native.usable(feat_src) and graph.num_edges() > 0):
+                # one operator: (1 + eps) h_v (the destination nodes are feat's first rows) plus
+                # the neighbours' sum, or their mean as the sum scaled by 1/in-degree
+                right = (graph._degree_power("in", -1.0, ctx).reshape((-1,))
+                         if self._aggregator_type == "mean" else None)
+                rst = native.scaled_sum(graph._structure(ctx), feat_src, None, right, None, scale_grad=False,
+                                        self_scale=1 + self.eps.data(ctx), self_grad=self._learn_eps)
+                return self.apply_func(rst) if self.apply_func is not None else rst
             graph.srcdata["h"] = feat_src
             graph.update_all(fn.copy_u("h", "m"), self._reducer("m", "neigh"))
             # (1 + eps) spread to feat_dst's shape and multiplied element-wise: MXNet's broadcast_mul
