@@ -5,18 +5,32 @@ batching with readouts, blocks and neighbour sampling for mini-batch training, d
 layers (``gluon_suite.graph.nn``).
 
 Importing it sets glibc's malloc for MXNet's way of allocating (``gluon_suite.malloc``;
-``GLUON_SUITE_MALLOC=off`` leaves it alone), and turns MXNet's bulked backward off
-(``MXNET_EXEC_BULK_EXEC_TRAIN=0``) unless the variable is already set: a bulked segment keeps
-every buffer it frees alive until the segment ends, and with (edges, heads) tensors that is a
-large part of a graph model's peak memory (docs/graph.md, "Memory and the allocator"). MXNet
-reads the variable when autograd first runs, so it holds for a process that imports this package
-before it trains anything."""
+``GLUON_SUITE_MALLOC=off`` leaves it alone), and turns MXNet's bulked backward off in this
+process, as ``MXNET_EXEC_BULK_EXEC_TRAIN=0`` would, unless that variable is set: a bulked segment
+keeps every buffer it frees alive until the segment ends, and with (edges, heads) tensors that is
+a large part of a graph model's peak memory (docs/graph.md, "Memory and the allocator"). MXNet
+reads the variable once, when autograd is first used, so this holds for a process that imports
+the package before it trains anything; processes it starts later keep MXNet's default."""
 import os as _os
 
 from .. import malloc as _malloc
 
 _malloc.tune()
-_os.environ.setdefault("MXNET_EXEC_BULK_EXEC_TRAIN", "0")
+
+
+def _backward_unbulked():
+    name = "MXNET_EXEC_BULK_EXEC_TRAIN"
+    if name in _os.environ:
+        return                                   # the user's choice
+    import mxnet
+    _os.environ[name] = "0"
+    try:
+        mxnet.autograd.is_recording()            # MXNet's autograd reads it here, once per process
+    finally:
+        del _os.environ[name]                    # not inherited by processes started later
+
+
+_backward_unbulked()
 from . import dataloading, function, ops, sampling
 from .base import ALL, EID, NID, EdgeBatch, GraphError, NodeBatch
 from .batch import batch, unbatch

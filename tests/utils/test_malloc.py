@@ -22,7 +22,7 @@ glibc_only = pytest.mark.skipif(not sys.platform.startswith("linux") or
                                 reason="glibc's malloc only")
 
 PROBE = r"""
-import ctypes, json, os, sys, threading
+import ctypes, json, sys, threading
 if sys.argv[1] == "import":
     import gluon_suite.graph
 elif sys.argv[1] == "tune":
@@ -57,7 +57,6 @@ def in_thread():
 t = threading.Thread(target=in_thread)
 t.start(); t.join()
 out.update(seen)
-out["bulk_train"] = os.environ.get("MXNET_EXEC_BULK_EXEC_TRAIN")
 print(json.dumps(out))
 """
 
@@ -82,12 +81,6 @@ def test_graph_import_or_tune_sets_one_arena_heap_blocks_to_32mb_and_keeps_the_t
     assert out["non_main_arena"] is False                 # a new thread uses the main arena
 
 
-def test_graph_import_turns_bulked_backward_off_unless_the_user_set_it():
-    assert _probe("import")["bulk_train"] == "0"
-    assert _probe("import", MXNET_EXEC_BULK_EXEC_TRAIN="1")["bulk_train"] == "1"
-    assert _probe("tune")["bulk_train"] is None           # only the graph package sets it
-
-
 @glibc_only
 @pytest.mark.parametrize("env", [{"GLUON_SUITE_MALLOC": "off"}, {"GLUON_SUITE_MALLOC": "0"},
                                  {"MALLOC_ARENA_MAX": "4"}, {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=8"}])
@@ -104,7 +97,7 @@ def test_without_the_package_the_probe_sees_glibcs_defaults():
     # the probe itself tells the two apart: the same process without importing gluon_suite
     out = _probe("plain")
     assert out == {"big_mmapped": True, "heap_after_free": out["heap_after_free"],
-                   "top_after_free": out["top_after_free"], "non_main_arena": True, "bulk_train": None}
+                   "top_after_free": out["top_after_free"], "non_main_arena": True}
     assert out["heap_after_free"] < 20 << 20
 
 
