@@ -10,6 +10,7 @@ import numpy as np
 from mxnet.gluon import nn
 
 from ...base import GraphError
+from ..utils import apply_activation
 
 
 def _xavier():
@@ -65,7 +66,7 @@ class DenseGraphConv(nn.Block):
                                                    (-0.5 if self._norm == "both" else -1.0)))
         if self.bias is not None:
             rst = mx.nd.broadcast_add(rst, self.bias.data(feat.context))
-        return self._activation(rst) if self._activation is not None else rst
+        return apply_activation(self._activation, rst)
 
 
 class DenseSAGEConv(nn.Block):
@@ -98,8 +99,7 @@ class DenseSAGEConv(nn.Block):
                              f"{feat_dst.shape[0]}")
         neigh = mx.nd.broadcast_div(mx.nd.dot(a, feat_src) + feat_dst, _column(a.sum(axis=1)) + 1)
         rst = self.fc(neigh)
-        if self.activation is not None:
-            rst = self.activation(rst)
+        rst = apply_activation(self.activation, rst)
         return self._norm(rst) if self._norm is not None else rst
 
 

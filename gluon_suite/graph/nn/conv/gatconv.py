@@ -10,7 +10,7 @@ from mxnet.gluon.contrib.nn import Identity
 from ... import function as fn
 from ...gat_attention import gat_attention
 from ...ops import edge_softmax
-from ..utils import check_in_degree, check_rows, maybe_dropout
+from ..utils import apply_activation, check_in_degree, check_rows, maybe_dropout
 
 
 def _xavier():
@@ -102,8 +102,7 @@ class GATConv(nn.Block):
             rst = mx.nd.broadcast_add(rst, self.res_fc(h_dst).reshape((num_dst, -1, F)))
         if self.bias is not None:
             rst = mx.nd.broadcast_add(rst, self.bias.data(rst.context).reshape((1, H, F)))
-        if self.activation is not None:
-            rst = self.activation(rst)
+        rst = apply_activation(self.activation, rst)
         return (rst, attention) if get_attention else rst
 
     def _composed(self, graph, ft_src, el, er):

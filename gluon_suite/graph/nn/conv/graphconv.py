@@ -7,7 +7,7 @@ from mxnet import gluon
 from ... import function as fn
 from ... import native
 from ...base import GraphError
-from ..utils import check_in_degree, check_rows, expand_as_pair
+from ..utils import apply_activation, check_in_degree, check_rows, expand_as_pair
 
 
 def _linear(x, weight, bias):
@@ -84,7 +84,7 @@ class GraphConv(gluon.Block):
                     rst = mx.nd.broadcast_add(rst, bias)
             if not last:
                 rst = _linear(rst, weight, bias)
-            return self._activation(rst) if self._activation is not None else rst
+            return apply_activation(self._activation, rst)
 
     def __repr__(self):
         return (f"GraphConv(in={self._in_feats}, out={self._out_feats}, normalization={self._norm}, "

@@ -14,6 +14,7 @@ from mxnet.gluon import nn
 from ... import function as fn
 from ... import native
 from ...base import GraphError
+from ..utils import apply_activation
 
 
 def _norm(graph, h):
@@ -122,7 +123,7 @@ class TAGConv(nn.Block):
                 h = propagate(graph, h)
                 hops.append(h)
             out = hop_sum(hops, blocks, bias)
-        return self.activation(out) if self.activation is not None else out
+        return apply_activation(self.activation, out)
 
 
 class APPNPConv(nn.Block):

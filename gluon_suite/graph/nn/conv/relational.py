@@ -17,6 +17,7 @@ from mxnet.gluon import nn
 
 from ... import function as fn
 from ...base import GraphError
+from ..utils import apply_activation
 
 
 def _edge_types(graph, etypes, ctx, layer):
@@ -134,8 +135,7 @@ class RelGraphConv(gluon.Block):
             h = mx.nd.broadcast_add(h, self.h_bias.data(ctx))
         if self.self_loop:
             h = h + self._project(x, self.loop_weight.data(ctx))
-        if self.activation is not None:
-            h = self.activation(h)
+        h = apply_activation(self.activation, h)
         return self.dropout(h)
 
 

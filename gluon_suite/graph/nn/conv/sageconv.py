@@ -7,7 +7,7 @@ from mxnet.gluon import nn
 from ... import function as fn
 from ... import native
 from ...base import GraphError
-from ..utils import check_rows, maybe_dropout
+from ..utils import apply_activation, check_rows, maybe_dropout
 
 
 def _dense(units, in_units, bias):
@@ -61,8 +61,7 @@ class SAGEConv(nn.Block):
                 rst = native.scaled_sum(graph._structure(ctx), h, None,
                                         graph._degree_power("in", -1.0, ctx).reshape((-1,)), b, scale_grad=False)
                 rst = mx.nd.elemwise_add(self.fc_self(feat_dst), rst)
-                if self.activation is not None:
-                    rst = self.activation(rst)
+                rst = apply_activation(self.activation, rst)
                 return self.norm(rst) if self.norm is not None else rst
             if self._aggre_type == "mean":
                 graph.srcdata["h"] = feat_src
@@ -82,8 +81,7 @@ class SAGEConv(nn.Block):
             rst = self.fc_neigh(h_neigh)
             if self._aggre_type != "gcn":
                 rst = mx.nd.elemwise_add(self.fc_self(feat_dst), rst)
-            if self.activation is not None:
-                rst = self.activation(rst)
+            rst = apply_activation(self.activation, rst)
             if self.norm is not None:
                 rst = self.norm(rst)
             return rst
