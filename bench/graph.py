@@ -28,6 +28,11 @@ load from other jobs on the machine hits all alike; the table gives medians and 
 per-repeat time ratios, and the epochs' process CPU time beside their wall time. ``--large`` adds one GCN and one GAT epoch of ours and DGL's on 1M nodes
 and 10M edges: memory must grow with the edges, not with edges x features. Writes
 bench/results/graph.json and prints a table.
+
+Threads: ``OMP_NUM_THREADS`` (and torch's intra-op threads) = ``--threads``; MXNet's engine keeps
+its default of one CPU worker thread, each operator using the OpenMP threads. (Runs before
+2026-12-05's second run gave the engine ``--threads`` workers as well: two operators of two
+OpenMP threads each then shared the two cores, and short operators waited on each other.)
 """
 import argparse
 import json
@@ -429,7 +434,7 @@ def main():
     unknown = [m for m in models if m not in ("gcn", "gat", "sage", "kernels", *LAYERS)]
     if unknown:
         ap.error(f"unknown model(s) {', '.join(unknown)}")
-    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MXNET_CPU_WORKER_NTHREADS=str(args.threads),
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MXNET_CPU_WORKER_NTHREADS="1",
                MKL_NUM_THREADS=str(args.threads), MXNET_STORAGE_FALLBACK_LOG_VERBOSE="0")
     pythons = {"ours": sys.executable, "ours_python": sys.executable, "dgl": args.dgl_python,
                "pyg": args.pyg_python}

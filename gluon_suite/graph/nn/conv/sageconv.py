@@ -75,7 +75,7 @@ class SAGEConv(nn.Block):
                                                                           ctx=ctx))
                 h_neigh = mx.nd.broadcast_div(graph.dstdata["neigh"] + feat_dst, deg)
             else:
-                graph.srcdata["h"] = mx.nd.relu(self.fc_pool(feat_src))
+                graph.srcdata["h"] = mx.nd.Activation(self.fc_pool(feat_src), act_type="relu")
                 graph.update_all(fn.copy_u("h", "m"), fn.max("m", "neigh"))
                 h_neigh = graph.dstdata["neigh"]
             rst = self.fc_neigh(h_neigh)
