@@ -9,7 +9,7 @@ def apply_activation(fn, x):
     """``fn(x)`` (``x`` when ``fn`` is None). MXNet's ``nd.relu`` runs as
     ``nd.Activation(act_type="relu")``: the same values and gradient (1 where x > 0, else 0) from
     oneDNN's kernel, whose forward and backward take 3.5 ms on 100k x 64 with 2 threads against
-    ``nd.relu``'s 18.7 ms (docs/graph.md, "Where the time goes")."""
+    ``nd.relu``'s 18.7 ms (docs/graph.md, "Where the time went")."""
     if fn is None:
         return x
     if fn is mx.nd.relu:
