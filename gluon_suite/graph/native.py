@@ -11,7 +11,8 @@ Operators (forward and backward, OpenMP over rows, float32 features, int32 or in
 - ``edge_softmax``: a[e] = exp(s[e]) / sum over the edges w->v of exp(s[w->v]).
 - ``scaled_sum``: out[v] = r[v] * sum over edges u->v of l[u] x[u] + b + c x[v], each of l, r,
   b, c optional: GraphConv's aggregation with its degree normalisation and bias inside the
-  operator, and GINConv's (1 + eps) x[v] + sum.
+  operator, GINConv's (1 + eps) x[v] + sum, and (``halves``) SAGEConv's self and neighbour parts
+  from one product.
 - ``gat_attention``: GAT's scores, leaky ReLU, edge softmax, dropout mask and weighted sum in one
   operator whose backward recomputes the attention from the scores.
 
@@ -125,11 +126,13 @@ def gat_attention(structure, x, el, er, negative_slope, mask=None):
 
 
 def scaled_sum(structure, x, left=None, right=None, bias=None, scale_grad=True, self_scale=None,
-               self_grad=True):
+               self_grad=True, halves=False):
     """``right[v] * sum over edges u->v of left[u] * x[u] + bias + self_scale * x[v]``: x
     (N_src, ...), left (N_src,) or None, right (N_dst,) or None, bias (B,) or None with B dividing
     the row length (repeated along it), self_scale (1,) or None -> (N_dst, ...); the self term
-    reads the first N_dst rows of x, a block's destination nodes. Differentiable in all five;
+    reads the first N_dst rows of x, a block's destination nodes. ``halves=True``: x is (N_src,
+    2 L), each row [self part | neighbour part]; the sum runs over the neighbour parts and the self
+    term (self_scale, or 1 without it) reads the self parts: (N_dst, L). Differentiable in all five;
     ``scale_grad=False`` declares left and right constants (a graph's degree normalisers) and
     ``self_grad=False`` self_scale, whose gradients are then zero and cost nothing (MXNet computes
     every input's gradient an operator offers)."""
@@ -139,4 +142,4 @@ def scaled_sum(structure, x, left=None, right=None, bias=None, scale_grad=True, 
                                *structure, left=str(int(left is not None)),
                                right=str(int(right is not None)), bias=str(int(bias is not None)),
                                self=str(int(self_scale is not None)), scale_grad=str(int(bool(scale_grad))),
-                               self_grad=str(int(bool(self_grad))))
+                               self_grad=str(int(bool(self_grad))), halves=str(int(bool(halves))))

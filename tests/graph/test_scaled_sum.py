@@ -367,3 +367,87 @@ def test_ginconv_on_a_block(kernels):
     conv.initialize()
     out = conv(blk, mx.nd.array(x))
     np.testing.assert_allclose(out.asnumpy(), ref_gin(x, np.array([-0.4]), "sum", src, dst, 2), rtol=1e-5, atol=1e-6)
+
+
+# ---- halves: SAGEConv's [self | neighbour] rows from one product -------------------------------
+def ref_halves(src, dst, n_dst, x, left, right, bias, c):
+    """x (N_src, 2L): the scaled sum over the neighbour halves plus c (1 when None) times the
+    destination rows' self halves."""
+    L = x.shape[1] // 2
+    a = 1.0 if c is None else c[0]
+    return ref_scaled_sum(src, dst, n_dst, x[:, L:], left, right, bias) + a * x[:n_dst, :L]
+
+
+@pytest.mark.parametrize("ctx", CTXS, ids=str)
+@pytest.mark.parametrize("idtype", IDTYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("use_left, use_right, use_bias, use_c", [(False, True, True, False), (True, False, False, True),
+                                                                  (True, True, True, True), (False, False, False, False)],
+                         ids=str)
+def test_halves_forward_and_gradients(use_left, use_right, use_bias, use_c, idtype, ctx):
+    src, dst, n = small_graph()
+    rs = np.random.RandomState(zlib.crc32(repr(("halves", use_left, use_right, use_bias, use_c)).encode()))
+    x = rs.normal(size=(n, 2 * 5))
+    left = rs.uniform(0.2, 2.0, size=n) if use_left else None
+    right = rs.uniform(0.2, 2.0, size=n) if use_right else None
+    bias = rs.normal(size=5) if use_bias else None
+    c = np.array([0.7]) if use_c else None
+    S = topology(src, dst, n, n).structure(ctx, idtype)
+    expect = ref_halves(src, dst, n, x, left, right, bias, c)
+    assert expect.shape == (n, 5)
+    w = rs.normal(size=expect.shape)
+    out, grads = run(lambda *a: native.scaled_sum(S, *a[:4], self_scale=a[4], halves=True),
+                     [x, left, right, bias, c], ctx, w)
+    np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-5)
+    want = numeric_grads(lambda *a: ref_halves(src, dst, n, *a), [x, left, right, bias, c], w)
+    for got, ref in zip(grads, want):
+        if ref is not None:
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("idtype", IDTYPES, ids=lambda t: np.dtype(t).name)
+def test_halves_on_a_block_zero_the_self_gradient_of_source_only_rows(idtype):
+    src, dst = np.array([0, 2, 2, 1, 3, 3]), np.array([1, 1, 0, 1, 0, 1])   # 4 sources, 2 destinations
+    rs = np.random.RandomState(8)
+    x, right, bias = rs.normal(size=(4, 8)), rs.rand(2) + 0.5, rs.normal(size=4)
+    S = topology(src, dst, 4, 2).structure(mx.cpu(), idtype)
+    w = rs.normal(size=(2, 4))
+    X, R, Bn = (mx.nd.array(a) for a in (x, right, bias))
+    for a in (X, R, Bn):
+        a.attach_grad()
+    with autograd.record():
+        o = native.scaled_sum(S, X, None, R, Bn, halves=True)
+        (o * mx.nd.array(w)).sum().backward()
+    np.testing.assert_allclose(o.asnumpy(), ref_halves(src, dst, 2, x, None, right, bias, None), rtol=1e-5, atol=1e-6)
+    want = numeric_grads(lambda x, r, b: ref_halves(src, dst, 2, x, None, r, b, None), [x, right, bias], w)
+    for got, ref in zip((X, R, Bn), want):
+        np.testing.assert_allclose(got.grad.asnumpy(), ref, rtol=1e-4, atol=1e-4)
+    assert (X.grad.asnumpy()[2:, :4] == 0).all()          # source-only rows have no self part
+
+
+def test_halves_refuses_odd_rows_and_more_than_two_axes():
+    src, dst, n = small_graph()
+    S = topology(src, dst, n, n).structure(mx.cpu(), np.int32)
+    with pytest.raises(mx.base.MXNetError, match="halves"):
+        native.scaled_sum(S, mx.nd.ones((n, 5)), halves=True).wait_to_read()
+    with pytest.raises(mx.base.MXNetError, match="halves"):
+        native.scaled_sum(S, mx.nd.ones((n, 2, 4)), halves=True).wait_to_read()
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_sageconv_narrowing_on_one_product_runs_halves_and_matches_the_formula(bias, monkeypatch):
+    seen = []
+    real = native.scaled_sum
+    monkeypatch.setattr(native, "scaled_sum", lambda *a, **k: seen.append(k.get("halves")) or real(*a, **k))
+    rs = np.random.RandomState(22)
+    layer = SAGEConv(5, 3, "mean", bias=bias)
+    layer.initialize()
+    dense = [layer.fc_self.weight, layer.fc_neigh.weight] + ([layer.fc_self.bias, layer.fc_neigh.bias] if bias else [])
+    vals = [rs.normal(size=p.shape) for p in dense]
+    for p, v in zip(dense, vals):
+        p.set_data(mx.nd.array(v))
+    x = rs.normal(size=(N, 5))
+    out = layer(dgl.graph((SRC, DST), num_nodes=N), mx.nd.array(x)).asnumpy()
+    ws, wn = vals[0], vals[1]
+    bs, bn = (vals[2], vals[3]) if bias else (np.zeros(3), np.zeros(3))
+    np.testing.assert_allclose(out, ref_sage_mean(x, ws, bs, wn, bn), rtol=1e-5, atol=1e-5)
+    assert seen == [True]

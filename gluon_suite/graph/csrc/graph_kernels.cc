@@ -180,32 +180,35 @@ struct Unit {
 };
 
 template <int W, typename I, typename Scale>
-inline void GatherSumFixed(const float* base, const I* idx, I k0, I k1, Scale scale, float* out) {
+inline void GatherSumFixed(const float* base, const I* idx, I k0, I k1, Scale scale, float* out, int64_t stride) {
   float acc[W];
   for (int j = 0; j < W; ++j) acc[j] = 0.f;
   for (I k = k0; k < k1; ++k) {
-    if (k + kAhead < k1) Prefetch(base + static_cast<int64_t>(idx[k + kAhead]) * W, W);
-    const float* x = base + static_cast<int64_t>(idx[k]) * W;
+    if (k + kAhead < k1) Prefetch(base + static_cast<int64_t>(idx[k + kAhead]) * stride, W);
+    const float* x = base + static_cast<int64_t>(idx[k]) * stride;
     const float s = scale(k);
     for (int j = 0; j < W; ++j) acc[j] += s * x[j];
   }
   for (int j = 0; j < W; ++j) out[j] = acc[j];
 }
 
+// ``stride``: the distance between rows of base (L when 0), for a column block of wider rows.
 template <typename I, typename Scale>
-inline void GatherSum(const float* base, const I* idx, I k0, I k1, int64_t L, Scale scale, float* out) {
+inline void GatherSum(const float* base, const I* idx, I k0, I k1, int64_t L, Scale scale, float* out,
+                      int64_t stride = 0) {
+  if (stride == 0) stride = L;
   switch (L) {
-    case 8: return GatherSumFixed<8>(base, idx, k0, k1, scale, out);
-    case 16: return GatherSumFixed<16>(base, idx, k0, k1, scale, out);
-    case 32: return GatherSumFixed<32>(base, idx, k0, k1, scale, out);
-    case 64: return GatherSumFixed<64>(base, idx, k0, k1, scale, out);
-    case 128: return GatherSumFixed<128>(base, idx, k0, k1, scale, out);
+    case 8: return GatherSumFixed<8>(base, idx, k0, k1, scale, out, stride);
+    case 16: return GatherSumFixed<16>(base, idx, k0, k1, scale, out, stride);
+    case 32: return GatherSumFixed<32>(base, idx, k0, k1, scale, out, stride);
+    case 64: return GatherSumFixed<64>(base, idx, k0, k1, scale, out, stride);
+    case 128: return GatherSumFixed<128>(base, idx, k0, k1, scale, out, stride);
     default: break;
   }
   std::fill(out, out + L, 0.f);
   for (I k = k0; k < k1; ++k) {
-    if (k + kAhead < k1) Prefetch(base + static_cast<int64_t>(idx[k + kAhead]) * L, L);
-    const float* x = base + static_cast<int64_t>(idx[k]) * L;
+    if (k + kAhead < k1) Prefetch(base + static_cast<int64_t>(idx[k + kAhead]) * stride, L);
+    const float* x = base + static_cast<int64_t>(idx[k]) * stride;
     const float s = scale(k);
     for (int64_t j = 0; j < L; ++j) out[j] += s * x[j];
   }
@@ -769,17 +772,24 @@ void GatBackward(const float* dY, const float* X, const float* el, const float* 
 // destination nodes, which are the first N_dst source nodes (a graph, or a block's prefix rule),
 // so GIN's (1 + eps) h_v + sum and its gradient dx[v] += c dy[v] need no (N, F) temporaries;
 // dc = sum over v < N_dst of <x[v], dy[v]> (fixed row blocks summed in order) unless self_grad = "0".
+// With halves = "1", x is (N_src, 2L): its rows are [self part | neighbour part], the sum runs over
+// the neighbour halves and the self term (c, or 1 without it) reads the self halves, so that
+// SAGEConv's W_self h_v + mean of W_neigh h_u comes from one product with both weights; dx gets
+// c dy in the self half of the destination rows (0 elsewhere) and the sum's gradient in the other.
 template <typename I>
 void ScaledSumForward(const float* X, const float* l, const float* r, const float* bias, int64_t B,
-                      const float* c, const I* indptr, const I* nbr, int64_t n, int64_t L, float* Y) {
+                      const float* c, bool halves, const I* indptr, const I* nbr, int64_t n, int64_t L,
+                      float* Y) {
+  const int64_t stride = halves ? 2 * L : L;
+  const float* Xn = halves ? X + L : X;   // the rows' neighbour part
 #pragma omp parallel for schedule(dynamic, 64)
   for (int64_t v = 0; v < n; ++v) {
     float* o = Y + v * L;
     const I k0 = indptr[v], k1 = indptr[v + 1];
     if (l)
-      GatherSum(X, nbr, k0, k1, L, [&](I k) { return l[nbr[k]]; }, o);
+      GatherSum(Xn, nbr, k0, k1, L, [&](I k) { return l[nbr[k]]; }, o, stride);
     else
-      GatherSum(X, nbr, k0, k1, L, Unit(), o);
+      GatherSum(Xn, nbr, k0, k1, L, Unit(), o, stride);
     if (r) {
       const float s = r[v];
       for (int64_t j = 0; j < L; ++j) o[j] *= s;
@@ -787,9 +797,9 @@ void ScaledSumForward(const float* X, const float* l, const float* r, const floa
     if (bias)
       for (int64_t j0 = 0; j0 < L; j0 += B)
         for (int64_t j = 0; j < B; ++j) o[j0 + j] += bias[j];
-    if (c) {
-      const float a = c[0];
-      const float* x = X + v * L;
+    if (c || halves) {
+      const float a = c ? c[0] : 1.f;
+      const float* x = X + v * stride;
       for (int64_t j = 0; j < L; ++j) o[j] += a * x[j];
     }
   }
@@ -797,23 +807,25 @@ void ScaledSumForward(const float* X, const float* l, const float* r, const floa
 
 template <typename I>
 void ScaledSumBackward(const float* dY, const float* X, const float* l, const float* r, int64_t B,
-                       const float* c, const I* const* s, int64_t n_dst, int64_t n_src, int64_t L, float* dX,
-                       float* dl, float* dr, float* db, float* dc) {
+                       const float* c, bool halves, const I* const* s, int64_t n_dst, int64_t n_src, int64_t L,
+                       float* dX, float* dl, float* dr, float* db, float* dc) {
   const I *indptr = s[0], *nbr = s[1], *rptr = s[3], *rnbr = s[4];
+  const int64_t stride = halves ? 2 * L : L;
+  const float* Xn = halves ? X + L : X;   // the rows' neighbour part
   if (dX || dl) {
 #pragma omp parallel
     {
       std::vector<float> buf(L);
 #pragma omp for schedule(dynamic, 64)
       for (int64_t u = 0; u < n_src; ++u) {
-        // g accumulates in dX's row (scaled by l[u] in place at the end) when there is one
-        float* g = dX ? dX + u * L : buf.data();
+        // g accumulates in dX's row (its neighbour half) and is scaled by l[u] in place at the end
+        float* g = dX ? dX + u * stride + (halves ? L : 0) : buf.data();
         if (r)
           GatherSum(dY, rnbr, rptr[u], rptr[u + 1], L, [&](I k) { return r[rnbr[k]]; }, g);
         else
           GatherSum(dY, rnbr, rptr[u], rptr[u + 1], L, Unit(), g);
         if (dl) {
-          const float* x = X + u * L;
+          const float* x = Xn + u * stride;
           float acc = 0.f;
           for (int64_t j = 0; j < L; ++j) acc += x[j] * g[j];
           dl[u] = acc;
@@ -822,7 +834,15 @@ void ScaledSumBackward(const float* dY, const float* X, const float* l, const fl
           const float sc = l[u];
           for (int64_t j = 0; j < L; ++j) g[j] *= sc;
         }
-        if (dX && c && u < n_dst) {
+        if (dX && halves) {   // the self half: c dy for a destination row, 0 otherwise
+          float* d = dX + u * stride;
+          const float a = c ? c[0] : 1.f;
+          const float* dy = dY + u * L;
+          if (u < n_dst)
+            for (int64_t j = 0; j < L; ++j) d[j] = a * dy[j];
+          else
+            std::fill(d, d + L, 0.f);
+        } else if (dX && c && u < n_dst) {
           const float a = c[0];
           const float* dy = dY + u * L;
           for (int64_t j = 0; j < L; ++j) g[j] += a * dy[j];
@@ -839,7 +859,7 @@ void ScaledSumBackward(const float* dY, const float* X, const float* l, const fl
         std::fill(agg.begin(), agg.end(), 0.f);
         for (I k = indptr[v]; k < indptr[v + 1]; ++k) {
           const int64_t u = nbr[k];
-          const float* x = X + u * L;
+          const float* x = Xn + u * stride;
           const float sc = l ? l[u] : 1.f;
           for (int64_t j = 0; j < L; ++j) agg[j] += sc * x[j];
         }
@@ -876,7 +896,7 @@ void ScaledSumBackward(const float* dY, const float* X, const float* l, const fl
       double acc = 0.0;
       const int64_t v1 = std::min(n_dst, (blk + 1) * kRows);
       for (int64_t v = blk * kRows; v < v1; ++v) {
-        const float *dy = dY + v * L, *x = X + v * L;
+        const float *dy = dY + v * L, *x = X + v * stride;
         float row = 0.f;
         for (int64_t j = 0; j < L; ++j) row += x[j] * dy[j];
         acc += row;
@@ -960,7 +980,12 @@ MXReturnValue InferShape(const Attrs& attrs, Shapes* in, Shapes* out) {
   }
   if (K->which == Kind::kScaled) {
     const int64_t n_src = static_cast<int64_t>(st[K->data + 3][0]) - 1;
-    const int64_t L = Prod(RowShape(ToI64(st[0])));
+    const bool halves = Flag(attrs, "halves");
+    if (halves && (st[0].size() != 2 || st[0][1] % 2 != 0)) {
+      MX_ERROR_MSG << "scaled sum: halves needs (rows, 2 L) features";
+      return MX_FAIL;
+    }
+    const int64_t L = Prod(RowShape(ToI64(st[0]))) / (halves ? 2 : 1);
     const int64_t B = Prod(ToI64(st[3]));
     if (static_cast<int64_t>(st[0][0]) != n_src) {
       MX_ERROR_MSG << "scaled sum: features have " << st[0][0] << " rows for " << n_src << " source nodes";
@@ -978,12 +1003,13 @@ MXReturnValue InferShape(const Attrs& attrs, Shapes* in, Shapes* out) {
       MX_ERROR_MSG << "scaled sum: the bias length " << B << " does not divide the row length " << L;
       return MX_FAIL;
     }
-    if (Flag(attrs, "self") && (Prod(ToI64(st[4])) != 1 || n_dst > n_src)) {
+    if ((Flag(attrs, "self") && Prod(ToI64(st[4])) != 1) || ((Flag(attrs, "self") || halves) && n_dst > n_src)) {
       MX_ERROR_MSG << "scaled sum: the self term needs one scale and no more destination than source nodes";
       return MX_FAIL;
     }
     std::vector<unsigned int> o(st[0]);
     o[0] = static_cast<unsigned>(n_dst);
+    if (halves) o[1] = static_cast<unsigned>(L);
     out->at(0) = o;
     return MX_SUCCESS;
   }
@@ -1160,10 +1186,11 @@ MXReturnValue ScaledFwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vec
   const I* s[kStructure];
   Structure<I>(in, 5, s);
   MXTensor& x = in->at(0);
-  const int64_t N = Rows(x), L = N ? x.size() / N : Prod(RowShape(x.shape));
+  const bool halves = Flag(attrs, "halves");
+  const int64_t N = Rows(x), L = (N ? x.size() / N : Prod(RowShape(x.shape))) / (halves ? 2 : 1);
   auto opt = [&](int i, const char* flag) { return Flag(attrs, flag) ? in->at(i).data<float>() : nullptr; };
   ScaledSumForward<I>(x.data<float>(), opt(1, "left"), opt(2, "right"), opt(3, "bias"), in->at(3).size(),
-                      opt(4, "self"), s[0], s[1], Rows(in->at(5)) - 1, L, out->at(0).data<float>());
+                      opt(4, "self"), halves, s[0], s[1], Rows(in->at(5)) - 1, L, out->at(0).data<float>());
   return MX_SUCCESS;
 }
 
@@ -1173,7 +1200,8 @@ MXReturnValue ScaledBwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vec
   const I* s[kStructure];
   Structure<I>(in, 6, s);
   MXTensor& x = in->at(1);
-  const int64_t N = Rows(x), L = N ? x.size() / N : Prod(RowShape(x.shape));
+  const bool halves = Flag(attrs, "halves");
+  const int64_t N = Rows(x), L = (N ? x.size() / N : Prod(RowShape(x.shape))) / (halves ? 2 : 1);
   const char* flags[5] = {nullptr, "left", "right", "bias", "self"};
   float* d[5];
   for (int i = 0; i < 5; ++i) {
@@ -1189,7 +1217,8 @@ MXReturnValue ScaledBwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vec
   }
   auto opt = [&](int i, const char* flag) { return Flag(attrs, flag) ? in->at(i).data<float>() : nullptr; };
   ScaledSumBackward<I>(in->at(0).data<float>(), x.data<float>(), opt(2, "left"), opt(3, "right"), in->at(4).size(),
-                       opt(5, "self"), s, Rows(in->at(6)) - 1, Rows(in->at(9)) - 1, L, d[0], d[1], d[2], d[3], d[4]);
+                       opt(5, "self"), halves, s, Rows(in->at(6)) - 1, Rows(in->at(9)) - 1, L, d[0], d[1], d[2], d[3],
+                       d[4]);
   return MX_SUCCESS;
 }
 

@@ -57,10 +57,23 @@ class SAGEConv(nn.Block):
                 ctx = feat_src.context
                 w = self.fc_neigh.weight.data(ctx)
                 b = self.fc_neigh.bias.data(ctx) if self.fc_neigh.bias is not None else None
-                h = mx.nd.FullyConnected(feat_src, w, num_hidden=self._out_feats, no_bias=True, flatten=False)
-                rst = native.scaled_sum(graph._structure(ctx), h, None,
-                                        graph._degree_power("in", -1.0, ctx).reshape((-1,)), b, scale_grad=False)
-                rst = mx.nd.elemwise_add(self.fc_self(feat_dst), rst)
+                right = graph._degree_power("in", -1.0, ctx).reshape((-1,))
+                if feat_dst is feat_src and feat_src.ndim == 2 and graph.num_dst_nodes() == graph.num_src_nodes():
+                    # one product with [W_self; W_neigh]: each row [self part | neighbour part], the
+                    # scaled sum adds the self part to the neighbours' mean (no second product,
+                    # no element-wise sum, one input gradient instead of two to add up)
+                    bs = self.fc_self.bias.data(ctx) if self.fc_self.bias is not None else None
+                    both = mx.nd.concat(self.fc_self.weight.data(ctx), w, dim=0)
+                    h = mx.nd.FullyConnected(feat_src, both, num_hidden=2 * self._out_feats, no_bias=True)
+                    if b is not None and bs is not None:
+                        b = mx.nd.elemwise_add(bs, b)
+                    elif bs is not None:
+                        b = bs
+                    rst = native.scaled_sum(graph._structure(ctx), h, None, right, b, scale_grad=False, halves=True)
+                else:
+                    h = mx.nd.FullyConnected(feat_src, w, num_hidden=self._out_feats, no_bias=True, flatten=False)
+                    rst = native.scaled_sum(graph._structure(ctx), h, None, right, b, scale_grad=False)
+                    rst = mx.nd.elemwise_add(self.fc_self(feat_dst), rst)
                 rst = apply_activation(self.activation, rst)
                 return self.norm(rst) if self.norm is not None else rst
             if self._aggre_type == "mean":
