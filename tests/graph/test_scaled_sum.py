@@ -256,6 +256,17 @@ def test_sageconv_mean_projects_before_aggregating_when_it_narrows(ctx, kernels)
 
 
 # ---- the self term: GINConv's (1 + eps) h_v inside the operator ------------------------------
+def assert_matches(op, ref, arrays, ctx, w, atol=1e-5):
+    """The operator's output and gradients against the float64 reference and its central
+    differences (inputs that are None have neither); returns the operator's gradients."""
+    out, grads = run(op, arrays, ctx, w)
+    np.testing.assert_allclose(out, ref(*arrays), rtol=1e-5, atol=atol)
+    for got, want in zip(grads, numeric_grads(ref, arrays, w)):
+        if want is not None:
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    return grads
+
+
 def ref_with_self(src, dst, n_dst, x, left, right, bias, c):
     """The scaled sum plus c[0] * x[v] for the destination nodes, x's first n_dst rows."""
     return ref_scaled_sum(src, dst, n_dst, x, left, right, bias) + c[0] * x[:n_dst]
@@ -274,14 +285,9 @@ def test_self_term_forward_and_gradients(use_left, use_right, bshape, idtype, ct
     bias = rs.normal(size=bshape) if bshape else None
     c = np.array([1.37])
     S = topology(src, dst, n, n).structure(ctx, idtype)
-    expect = ref_with_self(src, dst, n, x, left, right, bias, c)
-    w = rs.normal(size=expect.shape)
-    out, grads = run(lambda *a: native.scaled_sum(S, *a[:4], self_scale=a[4]), [x, left, right, bias, c], ctx, w)
-    np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-5)
-    want = numeric_grads(lambda *a: ref_with_self(src, dst, n, *a), [x, left, right, bias, c], w)
-    for got, ref in zip(grads, want):
-        if ref is not None:
-            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+    w = rs.normal(size=(n, H, F))
+    assert_matches(lambda *a: native.scaled_sum(S, *a[:4], self_scale=a[4]),
+                   lambda *a: ref_with_self(src, dst, n, *a), [x, left, right, bias, c], ctx, w)
 
 
 @pytest.mark.parametrize("idtype", IDTYPES, ids=lambda t: np.dtype(t).name)
@@ -292,24 +298,14 @@ def test_self_term_on_a_block_reads_the_destination_prefix_and_can_be_constant(i
     x, right, c = rs.normal(size=(4, 6)), rs.rand(2) + 0.5, np.array([0.6])
     S = topology(src, dst, 4, 2).structure(mx.cpu(), idtype)
     w = rs.normal(size=(2, 6))
-    nds = [mx.nd.array(a) for a in (x, right, c)]
-    for a in nds:
-        a.attach_grad()
-    with autograd.record():
-        o = native.scaled_sum(S, nds[0], None, nds[1], None, self_scale=nds[2])
-        (o * mx.nd.array(w)).sum().backward()
-    np.testing.assert_allclose(o.asnumpy(), ref_with_self(src, dst, 2, x, None, right, None, c), rtol=1e-5, atol=1e-6)
-    want = numeric_grads(lambda x, r, c: ref_with_self(src, dst, 2, x, None, r, None, c), [x, right, c], w)
-    for got, ref in zip(nds, want):
-        np.testing.assert_allclose(got.grad.asnumpy(), ref, rtol=1e-4, atol=1e-4)
+    gx = assert_matches(lambda x, r, c: native.scaled_sum(S, x, None, r, None, self_scale=c),
+                        lambda x, r, c: ref_with_self(src, dst, 2, x, None, r, None, c), [x, right, c], mx.cpu(), w,
+                        atol=1e-6)[0]
     # self_grad=False: the scale is a constant, its gradient zero, the others unchanged
-    for a in nds:
-        a.attach_grad()
-    with autograd.record():
-        o = native.scaled_sum(S, nds[0], None, nds[1], None, self_scale=nds[2], self_grad=False)
-        (o * mx.nd.array(w)).sum().backward()
-    assert (nds[2].grad.asnumpy() == 0).all()
-    np.testing.assert_allclose(nds[0].grad.asnumpy(), want[0], rtol=1e-4, atol=1e-4)
+    _, (gx_const, _, gc) = run(lambda x, r, c: native.scaled_sum(S, x, None, r, None, self_scale=c, self_grad=False),
+                               [x, right, c], mx.cpu(), w)
+    assert (gc == 0).all()
+    np.testing.assert_allclose(gx_const, gx, rtol=1e-6, atol=1e-6)
 
 
 def test_self_term_refuses_a_long_scale_and_more_destinations_than_sources():
@@ -392,16 +388,10 @@ def test_halves_forward_and_gradients(use_left, use_right, use_bias, use_c, idty
     bias = rs.normal(size=5) if use_bias else None
     c = np.array([0.7]) if use_c else None
     S = topology(src, dst, n, n).structure(ctx, idtype)
-    expect = ref_halves(src, dst, n, x, left, right, bias, c)
-    assert expect.shape == (n, 5)
-    w = rs.normal(size=expect.shape)
-    out, grads = run(lambda *a: native.scaled_sum(S, *a[:4], self_scale=a[4], halves=True),
-                     [x, left, right, bias, c], ctx, w)
-    np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-5)
-    want = numeric_grads(lambda *a: ref_halves(src, dst, n, *a), [x, left, right, bias, c], w)
-    for got, ref in zip(grads, want):
-        if ref is not None:
-            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+    assert ref_halves(src, dst, n, x, left, right, bias, c).shape == (n, 5)
+    w = rs.normal(size=(n, 5))
+    assert_matches(lambda *a: native.scaled_sum(S, *a[:4], self_scale=a[4], halves=True),
+                   lambda *a: ref_halves(src, dst, n, *a), [x, left, right, bias, c], ctx, w)
 
 
 @pytest.mark.parametrize("idtype", IDTYPES, ids=lambda t: np.dtype(t).name)
@@ -411,17 +401,10 @@ def test_halves_on_a_block_zero_the_self_gradient_of_source_only_rows(idtype):
     x, right, bias = rs.normal(size=(4, 8)), rs.rand(2) + 0.5, rs.normal(size=4)
     S = topology(src, dst, 4, 2).structure(mx.cpu(), idtype)
     w = rs.normal(size=(2, 4))
-    X, R, Bn = (mx.nd.array(a) for a in (x, right, bias))
-    for a in (X, R, Bn):
-        a.attach_grad()
-    with autograd.record():
-        o = native.scaled_sum(S, X, None, R, Bn, halves=True)
-        (o * mx.nd.array(w)).sum().backward()
-    np.testing.assert_allclose(o.asnumpy(), ref_halves(src, dst, 2, x, None, right, bias, None), rtol=1e-5, atol=1e-6)
-    want = numeric_grads(lambda x, r, b: ref_halves(src, dst, 2, x, None, r, b, None), [x, right, bias], w)
-    for got, ref in zip((X, R, Bn), want):
-        np.testing.assert_allclose(got.grad.asnumpy(), ref, rtol=1e-4, atol=1e-4)
-    assert (X.grad.asnumpy()[2:, :4] == 0).all()          # source-only rows have no self part
+    gx = assert_matches(lambda x, r, b: native.scaled_sum(S, x, None, r, b, halves=True),
+                        lambda x, r, b: ref_halves(src, dst, 2, x, None, r, b, None), [x, right, bias], mx.cpu(),
+                        w, atol=1e-6)[0]
+    assert (gx[2:, :4] == 0).all()          # source-only rows have no self part
 
 
 def test_halves_refuses_odd_rows_and_more_than_two_axes():
