@@ -7,7 +7,10 @@ one kernel micro-bench (forward + backward) per built-in: copy_u+sum, u_mul_e+su
 u_dot_v. Beside them, the newer layers against their DGL (PyTorch) counterparts with the same
 constructor arguments and sizes (``LAYERS``: GINConv, SGConv, TAGConv, APPNPConv, ChebConv,
 GatedGraphConv, EdgeConv, AGNNConv, RelGraphConv), ours and DGL only (``--layer-epochs`` and
-``--layer-repeats`` may shorten them).
+``--layer-repeats`` may shorten them). A ReLU between two layers is Gluon's ``nn.Activation('relu')``
+block on our side and ``torch.relu`` on DGL's; ``gin_ndrelu`` repeats GIN with ``mx.nd.relu`` there,
+which MXNet 1.9.1 runs about five times slower on CPU (runs before 2026-12-05's third used
+``mx.nd.relu`` in every layer model).
 
 DGL and PyG run from their own virtual environments, so the suite's pins stay untouched. DGL 2.1.0
 (the newest on the registry for Python 3.11) ships its graphbolt library, which ``import dgl``
@@ -51,6 +54,7 @@ RELS, BASES, STEPS = 4, 2, 2        # RelGraphConv relations and bases, GatedGra
 # the newer layers: model name -> what the model is (the same on both sides)
 LAYERS = {
     "gin": "GINConv(Linear(F, HID), 'sum'), ReLU, GINConv(Linear(HID, C), 'sum')",
+    "gin_ndrelu": "as gin, with mx.nd.relu between the layers on our side instead of Gluon's Activation block",
     "sgc": "SGConv(F, C, k=2)",
     "tag": "TAGConv(F, HID, k=2), ReLU, TAGConv(HID, C, k=2)",
     "appnp": "Linear(F, HID), ReLU, Linear(HID, C), APPNPConv(k=10, alpha=0.1)",
@@ -157,12 +161,15 @@ def layer_net_ours(model, g):
     from mxnet.gluon import nn as gnn
     from gluon_suite.graph import nn as gn
     types = mx.nd.array(edge_types(g.num_edges()), dtype="int64")
-    relu = mx.nd.relu
+    variant, model = model, model.replace("_ndrelu", "")
 
     class Net(gluon.Block):
         def __init__(self):
             super().__init__()
             with self.name_scope():
+                # the ReLU between layers is Gluon's block (nd.Activation, as GluonCV's models use);
+                # the *_ndrelu variant calls mx.nd.relu, a slower MXNet CPU kernel (see docs/graph.md)
+                self.act = mx.nd.relu if variant.endswith("_ndrelu") else gnn.Activation("relu")
                 if model == "gin":
                     self.l1 = gn.GINConv(gnn.Dense(HID, in_units=F), "sum")
                     self.l2 = gn.GINConv(gnn.Dense(C, in_units=HID), "sum")
@@ -187,6 +194,7 @@ def layer_net_ours(model, g):
                     self.l2 = gn.RelGraphConv(HID, C, RELS, "basis", BASES)
 
         def forward(self, g, h):
+            relu = self.act
             if model in ("gin", "tag", "edgeconv"):
                 return self.l2(g, relu(self.l1(g, h)))
             if model == "sgc":
@@ -210,6 +218,7 @@ def layer_net_dgl(model, g):
     lin = torch.nn.Linear
     types = torch.tensor(edge_types(g.num_edges()))
     relu = torch.relu
+    model = model.replace("_ndrelu", "")    # the variant differs on our side only
 
     class Net(torch.nn.Module):
         def __init__(self):
