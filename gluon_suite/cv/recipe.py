@@ -124,6 +124,7 @@ class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticO
     profile_comm: bool = option(False)
     link_mbit: float = option(None, positive_float)
     averaged_bn_batches: int = option(8, positive_int)
+    averaged_bn: str = option("auto", choice_of(("auto", "recompute", "average", "local"), "BatchNorm choice"))
 
     @classmethod
     def adapt_yaml(cls, data, source):
@@ -314,7 +315,8 @@ def _train(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ct
     def end_epoch(end):
         comm, state = end.comm, end.state
         bn = _bn_inputs(train, per_worker, comm.rank, comm.size, cfg["seed"], end.epoch - 1, dtype)
-        with trainer.averaged(net, bn, bn_num_batches=int(cfg.get("averaged_bn_batches", 8))):
+        with trainer.averaged(net, bn, bn=cfg.get("averaged_bn", "auto"),
+                              bn_num_batches=int(cfg.get("averaged_bn_batches", 8))) as averaged:
             acc = _evaluate(net, test, comm, ctx=ctx, dtype=dtype)
             if acc > state.best_acc:
                 state.best_acc = acc
@@ -325,6 +327,7 @@ def _train(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ct
         train_time, wire = mine["time_s"], mine.get("wire", 0.0)
         rec = {"epoch": end.epoch, "train_loss": tot["loss"] / max(tot["seen"], 1),
                "train_acc": tot["correct"] / max(tot["seen"], 1), "test_acc": acc, "best_acc": state.best_acc,
+               "test_bn": averaged["bn"],
                "lr": trainer.learning_rate, "epoch_time_s": round(train_time, 3),
                "samples_per_s": round(tot["seen"] / max(train_time, 1e-9), 1), "wire_bytes": wire,
                "dense_wire_bytes": 2.0 * (comm.size - 1) / comm.size * grad_bytes * mine["steps"],

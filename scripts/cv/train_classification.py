@@ -81,6 +81,9 @@ def build_parser():
     g.add_argument("--min-size", type=nonneg_int, help="tensors smaller than this go uncompressed")
     g.add_argument("--averaged-bn-batches", type=positive_int,
                    help="batches per worker for the averaged model's BatchNorm statistics")
+    g.add_argument("--averaged-bn", type=choice_of(("auto", "recompute", "average", "local"), "BatchNorm choice"),
+                   help="BatchNorm statistics of the evaluated (worker-averaged) model: auto (default: recomputed "
+                        "for algorithms with local models, else averaged), recompute, average or local")
     g.add_argument("--compress-warmup", type=nonneg_int, help="first steps uncompressed")
     g.add_argument("--profile-comm", action="store_true",
                    help="measure synchronisation time: logs sync_s and the measured scaling factor")

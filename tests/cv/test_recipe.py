@@ -38,6 +38,8 @@ def test_outputs_logs_and_checkpoints(tmp_path):
     assert 0 <= lines[0]["sync_s"] <= lines[0]["epoch_time_s"]
     assert 0 < lines[0]["measured_scaling_factor"] <= 1 and lines[0]["link_utilisation"] >= 0
     assert {"train_loss", "test_acc", "lr", "wire_bytes", "samples_per_s"} <= set(lines[0])
+    # one worker is its own average: its running BatchNorm statistics are evaluated as they are
+    assert [r["test_bn"] for r in lines] == ["none", "none"]
     assert (out / "summary.csv").read_text().splitlines()[0].startswith("epoch,")
     cfg = json.loads((out / "config.json").read_text())
     # one worker: nothing to send, so the grbs compressor asked for is not applied, and the log says so
@@ -84,6 +86,17 @@ class _Comm:
         self.size, self.rank = size, 0
 
 
+def test_averaged_bn_choice_reaches_the_evaluation(tmp_path):
+    """--averaged-bn recompute: each epoch's test accuracy is that of the model with BatchNorm
+    statistics recomputed, and the log says so (docs/distributed.md, comparing algorithms)."""
+    out = tmp_path / "run"
+    p = run(TINY + ["--epochs", "1", "--out", str(out), "--averaged-bn", "recompute"])
+    assert p.returncode == 0, p.stderr[-2000:]
+    lines = [json.loads(l) for l in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["test_bn"] for r in lines] == ["recompute"]
+    assert json.loads((out / "config.json").read_text())["averaged_bn"] == "recompute"
+
+
 def test_global_batch_must_divide_across_workers():
     with pytest.raises(UserError, match="global batch size 33 does not divide across 2 workers"):
         ClassificationConfig.from_dict({"global_batch_size": 33}).check(_Comm(2))
@@ -98,6 +111,7 @@ def test_global_batch_must_divide_across_workers():
     (["--dataset", "folder", "--data-dir", "FLAT"], "one sub-folder per class"),
     (["--dataset", "cifar10", "--data-dir", "CUT"], "truncated"),
     (["--epochs", "0"], "--epochs/--num-epochs: must be a whole number >= 1"),
+    (["--averaged-bn", "running"], "'running'"),
     (["--config", "/nonexistent.yaml"], "config file /nonexistent.yaml does not exist"),
 ])
 def test_bad_input_is_one_line_and_nonzero(tmp_path, args, needle):
