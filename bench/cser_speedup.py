@@ -368,26 +368,31 @@ def main():
     stem += args.suffix
     curves = {name: [] for name in configs}
     reused = {}
+    mine = {"epochs": epochs, "hosts": args.hosts, "rate_mbit": args.rate_mbit, "target_acc": target,
+            "eval_bn": args.eval_bn}
+
+    def setting(results, key):   # files without eval_bn were evaluated with the trainer's default
+        return results.get(key, "auto" if key == "eval_bn" else None)
+
+    def differs(results):
+        return any(setting(results, k) != v for k, v in mine.items())
+
     if args.append and os.path.exists(stem + ".json"):
         with open(stem + ".json") as f:
             old = json.load(f)
         reused.update(old.get("reused") or {})
-        mine = {"epochs": epochs, "hosts": args.hosts, "rate_mbit": args.rate_mbit, "target_acc": target,
-                "eval_bn": args.eval_bn}
-        if any(old.get(k, "auto" if k == "eval_bn" else None) != v for k, v in mine.items()):
+        if differs(old):
             ap.error(f"--append: {stem}.json was run with other settings "
-                     f"({', '.join(f'{k} {old.get(k)}' for k in mine)}); run without --append to start afresh")
+                     f"({', '.join(f'{k} {setting(old, k)}' for k in mine)}); run without --append to start afresh")
         for name, runs in old["curves"].items():
             curves.setdefault(name, []).extend(runs)
     if args.reuse:
         path = os.path.join(HERE, "results", os.path.basename(args.reuse))
         with open(path) as f:
             other = json.load(f)
-        mine = {"epochs": epochs, "hosts": args.hosts, "rate_mbit": args.rate_mbit, "target_acc": target,
-                "eval_bn": args.eval_bn}
-        if any(other.get(k, "auto" if k == "eval_bn" else None) != v for k, v in mine.items()):
+        if differs(other):
             ap.error(f"--reuse: {args.reuse} was run with other settings "
-                     f"({', '.join(f'{k} {other.get(k)}' for k in mine)})")
+                     f"({', '.join(f'{k} {setting(other, k)}' for k in mine)})")
         for name, runs in other["curves"].items():
             if name not in configs and name in CONFIGS:
                 curves[name] = list(runs)

@@ -37,6 +37,7 @@ from mxnet import autograd, gluon
 
 from ..distributed import DistributedTrainer, make_compressor
 from ..distributed.algorithms import cser_warmup_epochs
+from ..distributed.averaging import BN_CHOICES
 from ..distributed.loop import RunFolder, fit
 from ..distributed.options import CompressionOptions, ElasticOptions, SecondCompressorOptions
 from ..distributed.sampler import VIRTUAL_STEPS, EpochSampler, over_epochs
@@ -124,7 +125,7 @@ class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticO
     profile_comm: bool = option(False)
     link_mbit: float = option(None, positive_float)
     averaged_bn_batches: int = option(8, positive_int)
-    averaged_bn: str = option("auto", choice_of(("auto", "recompute", "average", "local"), "BatchNorm choice"))
+    averaged_bn: str = option("auto", choice_of(BN_CHOICES, "BatchNorm choice"))
 
     @classmethod
     def adapt_yaml(cls, data, source):

@@ -19,6 +19,7 @@ from gluon_suite.utils import run_cli
 def build_parser():
     from gluon_suite.cv.recipe import optimizer_names, sha1_prefix, warmup_value
     from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
+    from gluon_suite.distributed.averaging import BN_CHOICES
     from gluon_suite.distributed.launch import add_elastic_arguments
     from gluon_suite.model_zoo.registry import model_name
     from gluon_suite.utils.devices import add_device_arguments
@@ -81,7 +82,7 @@ def build_parser():
     g.add_argument("--min-size", type=nonneg_int, help="tensors smaller than this go uncompressed")
     g.add_argument("--averaged-bn-batches", type=positive_int,
                    help="batches per worker for the averaged model's BatchNorm statistics")
-    g.add_argument("--averaged-bn", type=choice_of(("auto", "recompute", "average", "local"), "BatchNorm choice"),
+    g.add_argument("--averaged-bn", type=choice_of(BN_CHOICES, "BatchNorm choice"),
                    help="BatchNorm statistics of the evaluated (worker-averaged) model: auto (default: recomputed "
                         "for algorithms with local models, else averaged), recompute, average or local")
     g.add_argument("--compress-warmup", type=nonneg_int, help="first steps uncompressed")
