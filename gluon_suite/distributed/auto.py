@@ -1,39 +1,53 @@
 """``algorithm="auto"``: the trainer measures the job, picks the least gradient compression that
-reaches a target scaling factor, and switches to it once, identically on every worker.
+reaches a target scaling factor, checks the pick against measured steps, and settles on it,
+identically on every worker.
 
-1. Measure. Synchronous SGD runs from the start. After ``skip_steps`` steps (the first steps set up
-   kernels and memory), ``measure_steps`` steps are timed on every worker, with the engine drained
-   (``waitall``) at each boundary: compute c (from the end of the previous update until the
-   gradients are ready: data, forward, backward), the allreduce a of the gradient buckets (after a
-   barrier, so a slower worker's compute is not counted as communication), an allreduce p of a
-   probe of ``PROBE_VALUES`` float32 values, and the optimizer update o.
-2. Agree. Each worker takes the median of each time over the measured steps; one allreduce of these
-   four numbers gives every worker their mean over workers.
-3. The link. Each collective costs a fixed t0 plus its ring wire bytes over the bandwidth B. With K
-   buckets of s_k bytes on n workers, W = sum_k 2(n-1)/n s_k, so a = K t0 + W/B and p ~ t0:
-   t0 = min(p, a/K) and 1/B = (a - K t0)/W. ``link_mbit`` and ``latency_s`` replace the measured B
-   and t0 (e.g. to plan for another network, or in tests).
-4. Predict. Each candidate (``candidate_list``: synchronous SGD, fp16 gradients, CSER with GRBS at
+1. Measure. After ``skip_steps`` steps (the first steps set up kernels and memory),
+   ``measure_steps`` steps are timed on every worker, with the engine drained (``waitall``) at each
+   boundary: compute c (from the end of the previous update until the gradients are ready: data,
+   forward, backward) and the update o. How the link is measured depends on the candidates:
+   - With CSER-PL among them (and H > 1), the measuring steps send nothing: every worker takes
+     local steps (CSER-PL with the whole model averaged every H steps, i.e. local SGD). Every other
+     measured step sends a probe of ``PROBE_VALUES`` float32 values: its fastest time over the
+     measured steps is the fixed cost t0 of a collective, its median less t0 the wait w for the
+     slowest worker. The first average of the models after the measured steps is timed, too: less
+     o, it is w + K t0 + W/B for the K gradient buckets, W = sum_k 2(n-1)/n s_k wire bytes of s_k
+     bytes each on n workers, which gives the bandwidth B. The decision follows that average, so
+     the models are equal when it is taken.
+   - Otherwise synchronous SGD runs: after a barrier (its time less t0 is w) the gradient buckets'
+     allreduce a = K t0 + W/B is timed, then the probe p ~ t0: t0 = min(p, a/K) and
+     1/B = (a - K t0)/W.
+   ``link_mbit`` replaces the measured B and ``latency_s`` the measured t0 and w (e.g. to plan for
+   another network, or in tests).
+2. Agree. Each worker takes the median of each time over its measured steps; one allreduce gives
+   every worker their mean over workers.
+3. Predict. Each candidate (``candidate_list``: synchronous SGD, fp16 gradients, CSER with GRBS at
    R1 = 4 ... 256 and error-reset period H, and CSER-PL: nothing sent for H - 1 steps, then the
    model's deviation at R2 = 1 ... 8 with GRBS, 1 being plain local SGD) is a cycle of steps, step
    j sending the dense bytes over r_j with m_j collectives per bucket (CSER's reset step: two; a
-   CSER-PL step between averages: none). Step j takes c + o + K m_j t0 + W / (r_j B); SF = (c + o)
-   / (the cycle's mean step). Communication is not overlapped with backward here, as it was not in
-   the measured c (a conservative choice). Compression's own compute time is not counted.
-5. Choose (``choose``, the rule ``whatif.advise`` uses too): the candidate of the smallest overall
+   CSER-PL step between averages: none). Step j takes c + o + [m_j > 0] w + K m_j t0 + W / (r_j B);
+   SF = (c + o) / (the cycle's mean step). Communication is not overlapped with backward here (a
+   conservative choice), and compression's own compute time is not counted: the check measures it.
+4. Choose (``choose``, the rule ``whatif.advise`` uses too): the candidate of the smallest overall
    ratio whose SF reaches ``target_sf`` (sync first, then fp16, then CSER, then CSER-PL); when
-   none does, the one of the highest SF. Rank 0's choice is broadcast, every worker builds the same
-   algorithm from the same arguments, takes over the synchronous phase's buckets and continues;
-   one line is logged and ``decision`` holds the measurements and every candidate's prediction.
-6. Verify (``verify=True``). The chosen algorithm's steps are timed for whole cycles (at least
-   ``measure_steps`` steps), after one cycle (at least 2 steps; ``verify_skip``) in which its
-   compressors set up; if their mean over workers is longer than the measured synchronous step
-   (timed the same way, from the end of one update to the end of the next, less the probe), the
-   prediction missed a cost it does not model (compression's own compute), and synchronous SGD
-   comes back: the algorithm folds its state into the model first
-   (CSER: x_i - e_i, the same on every worker) and the trainer averages the optimizer states
-   (momentum), so every worker continues from one model. The decision records both times; a second
-   line is logged when it reverts.
+   none does, the one of the highest SF. Rank 0's choice is broadcast and every worker builds the
+   same algorithm from the same arguments. CSER-PL continues from the measuring steps' local models;
+   any other choice starts from the workers' averaged models and averaged optimizer states. One
+   line is logged and ``decision`` holds the measurements and every candidate's prediction.
+5. Check (``verify=True``, for a choice other than sync). After one cycle (at least 2 steps;
+   ``verify_skip``) the choice runs for whole cycles (at least ``measure_steps`` steps) timed
+   between two drains, so that its work overlaps as in training. A pause of the loop inside the
+   window (a step began more than ``PAUSE_FACTOR`` times the median gap between steps plus
+   ``PAUSE_S`` after the previous one ended, on any worker: an evaluation) restarts the window
+   (at most ``MAX_RESTARTS`` times). The reference is sync's step:
+   - a clear call (sync predicted at least ``RACE_BELOW`` times the choice's step): its predicted
+     step, or its measured one when the measuring phase ran sync;
+   - a close call: the workers average their models and optimizer states and run sync for as many
+     steps, timed the same way.
+   The choice is kept if its step is at most (1 - ``verify_margin``) times sync's (default margin
+   1 - ``target_sf``: compression must save more than the target lets communication cost); the
+   decision records both times and one more line is logged. Otherwise sync runs from one model
+   (averaged models and optimizer states).
 
 On one worker nothing is communicated: ``auto`` is synchronous SGD without measuring. An elastic
 reset (``reset_for_resize``) measures and decides again in the new world; a checkpoint restores
@@ -61,7 +75,10 @@ CANDIDATE_KINDS = ("sync", "fp16", "cser", "cser_pl")
 GRADIENT_KINDS = ("sync", "fp16", "cser")   # those that send gradients every step (what-if's advice)
 CSER_RATIOS = (4, 8, 16, 32, 64, 128, 256)
 PL_RATIOS = (1, 2, 4, 8)   # CSER-PL's R2: the share of the model averaged every H steps (1: all)
-PROBE_VALUES = 256
+PROBE_VALUES = 256          # the small probe: its time is the fixed cost of one collective
+RACE_BELOW = 2.0            # a predicted gain below this is checked against measured sync steps
+PAUSE_FACTOR, PAUSE_S = 5.0, 0.05   # a gap between steps this long is a pause of the loop (evaluation)
+MAX_RESTARTS = 3            # timing windows restarted after a pause before one is taken as it is
 
 
 def cser_cycle(r1, period):
@@ -151,13 +168,15 @@ def link_model(allreduce_s, probe_s, bucket_bytes, workers):
     return t0, max(allreduce_s - k * t0, 0.0) / wire
 
 
-def predict_candidates(candidates, compute_s, bucket_bytes, workers, t0, s_per_byte):
-    """Each candidate's mean step time, scaling factor and overall ratio (module docstring, step 4)."""
+def predict_candidates(candidates, compute_s, bucket_bytes, workers, t0, s_per_byte, wait_s=0.0):
+    """Each candidate's mean step time, scaling factor and overall ratio (module docstring, step 4):
+    a step that communicates also waits ``wait_s`` for the slowest worker."""
     k = len(bucket_bytes)
     wire = sum(2.0 * (workers - 1) / workers * s for s in bucket_bytes)
     rows = []
     for c in candidates:
-        steps = [compute_s + k * m * t0 + wire * s_per_byte / r for r, m in zip(c["cycle"], c["messages"])]
+        steps = [compute_s + (wait_s if m else 0.0) + k * m * t0 + wire * s_per_byte / r
+                 for r, m in zip(c["cycle"], c["messages"])]
         mean = sum(steps) / len(steps)
         rows.append({"name": c["name"], "ratio": overall_ratio(c["cycle"]), "step_s": mean,
                      "scaling_factor": compute_s / mean if mean > 0 else 1.0,
@@ -173,21 +192,21 @@ def _print_rank0(rank):
 
 
 class AutoAlgorithm(Algorithm):
-    """Synchronous SGD while measuring, then the chosen algorithm (module docstring). Options:
+    """The measuring phase, then the chosen algorithm, checked (module docstring). Options:
     ``target_sf`` (default 0.9), ``candidates`` (of ``CANDIDATE_KINDS``), ``cser_ratios`` and
     ``period`` (CSER's R1 values and H), ``skip_steps``/``measure_steps``, ``link_mbit`` and
     ``latency_s`` (replace the measured link), ``min_size``/``warmup_steps``/``seed`` (passed to the
     chosen algorithm's compressors), ``log`` (one line per decision; default: print on rank 0),
-    ``verify``, ``verify_margin`` (keep the choice only if its measured step is at most
-    (1 - margin) times sync's) and ``verify_skip`` (steps before the timing; default one cycle).
-    Everything the trainer asks of an algorithm goes to the current one; ``decision`` is None until
-    the choice is made."""
+    ``verify``, ``verify_margin`` (keep a compressed choice only if its measured step is at most
+    (1 - margin) times sync's; default 1 - ``target_sf``) and ``verify_skip`` (steps before the
+    timing; default one cycle). Everything the trainer asks of an algorithm goes to the current one;
+    ``decision`` is None until the choice is made."""
 
     name = "auto"
 
     def __init__(self, target_sf=0.9, candidates=CANDIDATE_KINDS, cser_ratios=CSER_RATIOS, period=8,
                  skip_steps=2, measure_steps=5, link_mbit=None, latency_s=None, min_size=0, warmup_steps=0,
-                 seed=0, log=None, verify=True, verify_margin=0.0, verify_skip=None):
+                 seed=0, log=None, verify=True, verify_margin=None, verify_skip=None):
         if not 0 < float(target_sf) <= 1:
             raise ValueError(f"target scaling factor must be in (0, 1], got {target_sf}")
         if int(measure_steps) < 1 or int(skip_steps) < 0:
@@ -196,6 +215,8 @@ class AutoAlgorithm(Algorithm):
             raise ValueError(f"link_mbit must be > 0 (the link's rate in Mbit/s), got {link_mbit}")
         if latency_s is not None and not float(latency_s) >= 0:
             raise ValueError(f"latency_s must be >= 0 (seconds per collective), got {latency_s}")
+        if verify_margin is not None and not 0 <= float(verify_margin) <= 1:
+            raise ValueError(f"verify_margin must be in [0, 1], got {verify_margin}")
         candidate_list(candidates, "float32", cser_ratios, period)   # names and values checked here
         self.target_sf = float(target_sf)
         self.kinds, self.cser_ratios, self.period = tuple(candidates), tuple(cser_ratios), int(period)
@@ -204,17 +225,33 @@ class AutoAlgorithm(Algorithm):
         self.latency_s = None if latency_s is None else float(latency_s)
         self._common = {"min_size": int(min_size), "warmup_steps": int(warmup_steps), "seed": int(seed)}
         self._log = log
-        self.verify, self.verify_margin = bool(verify), float(verify_margin)
+        self.verify = bool(verify)
+        self.verify_margin = 1.0 - self.target_sf if verify_margin is None else float(verify_margin)
         self.verify_skip = None if verify_skip is None else max(1, int(verify_skip))
-        self._inner = make_algorithm("sync", min_size=self._common["min_size"])
         self._bind_args = None
         self.decision = None
+        self._inner = self._measurer()
         self._restart()
 
     def _restart(self):
         self._start = None
         self._samples, self._current, self._t_end = [], None, None
-        self._check = None
+        self._window = None
+        self._left = None
+        self._reset = None
+
+    @property
+    def local_start(self):
+        """True when the measuring phase takes local steps (CSER-PL is a candidate): nothing is sent
+        while the compute is timed, and a CSER-PL choice continues from those steps."""
+        return "cser_pl" in self.kinds and self.period > 1
+
+    def _measurer(self):
+        """The algorithm of the measuring phase: CSER-PL with the whole model averaged every H steps
+        (plain local SGD) when CSER-PL is a candidate, else synchronous SGD."""
+        if self.local_start:
+            return self._build(candidate_list(("cser_pl",), period=self.period, pl_ratios=(1,))[0]["algorithm"])
+        return make_algorithm("sync", min_size=self._common["min_size"])
 
     # --- the current algorithm answers for everything the trainer asks --------------------------
     current = property(lambda self: self._inner, doc="The algorithm running now.")
@@ -236,17 +273,22 @@ class AutoAlgorithm(Algorithm):
 
     def restrict(self, kinds):
         """Keep only the candidates of ``kinds`` (e.g. float16 weights with float32 master copies
-        allow only algorithms that leave the weights to the optimizer)."""
+        allow only algorithms that leave the weights to the optimizer); before ``bind`` only."""
         self.kinds = tuple(k for k in self.kinds if k in kinds) or ("sync",)
+        if self._bind_args is None and self.decision is None:
+            self._inner = self._measurer()
 
     def bind(self, params, comm, bucket_mb=None, network_position=None):
         kw = {} if bucket_mb is None else {"bucket_mb": bucket_mb}
         self._bind_args = (params, kw, network_position)
-        self._inner.bind(params, comm, network_position=network_position, **kw)
         if comm.size == 1 and self.decision is None:
+            self._inner = make_algorithm("sync", min_size=self._common["min_size"])
             self.decision = {"choice": "sync", "algorithm": {"name": "sync"}, "workers": 1, "step": 0,
                              "reached": True, "reason": "one worker: nothing is communicated"}
+            self._inner.bind(params, comm, network_position=network_position, **kw)
             self._say("auto: one worker, nothing is communicated: sync without compression")
+            return
+        self._inner.bind(params, comm, network_position=network_position, **kw)
 
     def snapshot(self):
         return self._inner.snapshot()
@@ -276,10 +318,10 @@ class AutoAlgorithm(Algorithm):
 
     def reset_for_resize(self):
         """Elastic resize: the current algorithm folds its state (CSER: residual into the model),
-        then synchronous SGD runs again and the choice is made anew for the new world."""
+        then the measuring phase runs again and the choice is made anew for the new world."""
         self._inner.reset_for_resize()
         if self._bind_args is not None:
-            self._switch(make_algorithm("sync", min_size=self._common["min_size"]))
+            self._switch(self._measurer())
         self.decision = None
         self._restart()
 
@@ -289,139 +331,251 @@ class AutoAlgorithm(Algorithm):
         dec = (config or {}).get("decision")
         if not dec or self.comm is None or dec.get("workers") != self.comm.size:
             return
-        if dec["algorithm"] != {"name": "sync"}:
-            self._switch(self._build(dec["algorithm"]))
+        self._switch(self._build(dec["algorithm"]) if dec["algorithm"] != {"name": "sync"}
+                     else make_algorithm("sync", min_size=self._common["min_size"]))
         self.decision = dec
 
-    # --- the step -------------------------------------------------------------------------------
-    def _measuring(self, step):
+    # --- the measuring phase --------------------------------------------------------------------
+    def _phase(self, step):
+        """What the measuring phase does at ``step``: None (decided), 'skip', 'sample' (a timed
+        step) or, with local steps, 'reset' (the measuring local SGD's averaging of the models,
+        timed: after ``measure_steps`` samples, the first such step)."""
         if self.decision is not None:
-            return False
+            return None
         if self._start is None:
             self._start = step
-        return step >= self._start + self.skip_steps
+        if step < self._start + self.skip_steps or self._t_end is None:
+            return "skip"
+        if self.local_start and (step + 1) % self.period == 0:
+            return "reset" if len(self._samples) >= self.measure_steps else "skip"
+        return "sample" if len(self._samples) < self.measure_steps else "skip"
 
     def reduce_gradients(self, step):
-        if not self._measuring(step):
+        if self._window is not None and self._left is not None:
+            self._window["gaps"].append(time.perf_counter() - self._left)
+        phase = self._phase(step)
+        if phase not in ("sample", "reset"):
             return self._inner.reduce_gradients(step)
         comm = self.comm
         mx.nd.waitall()
         ready = time.perf_counter()
-        comm.barrier(name="auto.barrier")
-        t0 = time.perf_counter()
-        self._inner.reduce_gradients(step)
-        mx.nd.waitall()
-        t1 = time.perf_counter()
-        probe = mx.nd.zeros((PROBE_VALUES,), ctx=self.buckets[0].context)
-        comm.allreduce_(probe, average=True, name="auto.probe")
-        probe.wait_to_read()
-        t2 = time.perf_counter()
-        self._current = None if self._t_end is None else [ready - self._t_end, t1 - t0, t2 - t1, t2]
+        cur = {"phase": phase, "compute": ready - self._t_end, "ready": ready, "wait": math.nan,
+               "allreduce": math.nan, "small": math.nan, "probes": 0.0, "t2": ready}
+        ctx = self.buckets[0].context
+        if self.local_start:
+            if phase == "sample" and len(self._samples) % 2 == 0:
+                # the fixed cost of a collective, with the wait for the slowest worker in it
+                probe = mx.nd.zeros((PROBE_VALUES,), ctx=ctx)
+                comm.allreduce_(probe, average=True, name="auto.probe")
+                probe.wait_to_read()
+                cur["t2"] = time.perf_counter()
+                cur["small"] = cur["probes"] = cur["t2"] - ready
+            self._inner.reduce_gradients(step)
+        else:
+            comm.barrier(name="auto.barrier")      # a slower worker's compute is not communication
+            t_b = time.perf_counter()
+            self._inner.reduce_gradients(step)
+            mx.nd.waitall()
+            t1 = time.perf_counter()
+            probe = mx.nd.zeros((PROBE_VALUES,), ctx=ctx)
+            comm.allreduce_(probe, average=True, name="auto.probe")
+            probe.wait_to_read()
+            cur["t2"] = time.perf_counter()
+            cur.update(wait=t_b - ready, allreduce=t1 - t_b, small=cur["t2"] - t1, probes=cur["t2"] - t1)
+        self._current = cur
 
     def after_update(self, before, step):
         self._inner.after_update(before, step)
-        if self._check is not None:
-            return self._verify_step(step)
+        if self._window is not None:
+            self._window_step(step)
+            self._left = time.perf_counter()
+            return
         if self.decision is not None or self._start is None:
             return
-        if step + 1 >= self._start + self.skip_steps:
+        if step + 1 >= self._start + self.skip_steps:   # the end of every step from the last skipped one
             mx.nd.waitall()
             now = time.perf_counter()
-            if self._current is not None:
-                compute, allreduce, probe, sync_end = self._current
-                # the whole step as the check will time the chosen one (waits included), less the probe
-                whole = now - self._t_end - probe
-                self._samples.append([compute, now - sync_end, allreduce, probe, whole])
+            cur = self._current
+            if cur is not None and cur["phase"] == "reset":
+                # the update and the measuring local SGD's average of the models (CSER-PL R2 = 1)
+                self._reset = [cur["compute"], now - cur["ready"]]
+            elif cur is not None:
+                # the whole step as a check times it (waits included), less the probe
+                self._samples.append([cur["compute"], now - cur["t2"], cur["wait"], cur["allreduce"],
+                                      cur["small"], now - self._t_end - cur["probes"]])
             self._t_end, self._current = now, None
-            if len(self._samples) >= self.measure_steps:
+            if self._reset is not None or (not self.local_start and len(self._samples) >= self.measure_steps):
                 self._decide(step)
 
     # --- the decision ---------------------------------------------------------------------------
+    def _agree(self):
+        """Each time's median over this worker's measured steps (the small probe: also its
+        minimum, the fixed cost without waiting), averaged over the workers (one collective)."""
+        arr = np.array(self._samples, dtype=np.float64)
+
+        def med(c, f=np.median):
+            c = c[~np.isnan(c)]
+            return float(f(c)) if c.size else -1.0
+        mine = [med(c) for c in arr.T] + [med(arr[:, 4], np.min)] + (self._reset or [-1.0, -1.0])
+        agreed = mx.nd.array(mine, dtype="float64")
+        self.comm.allreduce_(agreed, average=True, name="auto.measured")
+        return [float(v) for v in agreed.asnumpy()]
+
     def _decide(self, step):
         comm = self.comm
-        mine = np.median(np.array(self._samples, dtype=np.float64), axis=0)
-        agreed = mx.nd.array(mine, dtype="float64")
-        comm.allreduce_(agreed, average=True, name="auto.measured")
-        compute, optimizer, allreduce, probe, whole = (float(v) for v in agreed.asnumpy())
+        compute, optimizer, wait, allreduce, small, whole, small_min, _, reset = self._agree()
         n = comm.size
         sizes = [float(b.nbytes) for b in self.buckets]
-        t0, s_per_byte = link_model(allreduce, probe, sizes, n)
+        k, wire = len(sizes), sum(2.0 * (n - 1) / n * s for s in sizes)
+        measured = {"compute_s": compute, "optimizer_s": optimizer, "probe_s": small,
+                    "steps": len(self._samples), "start": "local" if self.local_start else "sync"}
+        if self.local_start:
+            # small probe: t0 + waiting (its fastest: t0); the models' average: waiting + K t0 + W / B
+            t0 = max(small_min, 0.0)
+            wait_s = max(small - t0, 0.0)
+            average = max(reset - optimizer, 0.0)
+            s_per_byte = max(average - wait_s - k * t0, 0.0) / wire
+            measured.update(probe_min_s=small_min, average_s=average, local_step_s=whole, wait_s=wait_s)
+        else:
+            t0, s_per_byte = link_model(allreduce, small, sizes, n)
+            wait_s = max(wait - t0, 0.0)      # the barrier's own fixed cost is not waiting
+            measured.update(allreduce_s=allreduce, sync_step_s=whole, wait_s=wait_s)
         source = "measured"
         if self.link_mbit is not None:
             s_per_byte, source = 8.0 / (self.link_mbit * 1e6), "given"
-        if self.latency_s is not None:
-            t0 = self.latency_s
+        if self.latency_s is not None:   # a given per-collective cost: all a collective costs beyond its bytes
+            t0, wait_s = self.latency_s, 0.0
         dtype = "float16" if any(b.dtype == np.float16 for b in self.buckets) else "float32"
         cands = candidate_list(self.kinds, dtype, self.cser_ratios, self.period)
-        rows = predict_candidates(cands, compute + optimizer, sizes, n, t0, s_per_byte)
+        rows = predict_candidates(cands, compute + optimizer, sizes, n, t0, s_per_byte, wait_s)
         index, reached = choose(rows, self.target_sf)
         chosen = mx.nd.array([index], dtype="float64")
         comm.broadcast_(chosen, 0, name="auto.choice")   # rank 0's word is final on every worker
         index = int(chosen.asscalar())
         row = rows[index]
         mbit = 8e-6 / s_per_byte if s_per_byte > 0 else float("inf")
-        sync_sf = next((r["scaling_factor"] for r in rows if r["name"] == "sync"), None)
+        sync_row = next((r for r in rows if r["name"] == "sync"), None)
         reason = (f"predicted SF {row['scaling_factor']:.3f} {'>=' if reached else '< (none reaches)'} target "
                   f"{self.target_sf:g} at ratio {row['ratio']:.2f} on {n} workers"
-                  + (f" (sync: {sync_sf:.3f})" if sync_sf is not None else "")
-                  + f"; compute {1e3 * (compute + optimizer):.1f} ms/step, allreduce of {sum(sizes) / 1e6:.3g} MB "
-                  f"in {len(sizes)} bucket(s) {1e3 * allreduce:.1f} ms: link {mbit:.4g} Mbit/s ({source}) "
-                  f"+ {1e3 * t0:.2f} ms per collective")
+                  + (f" (sync: {sync_row['scaling_factor']:.3f})" if sync_row is not None else "")
+                  + f"; compute {1e3 * (compute + optimizer):.1f} ms/step, {sum(sizes) / 1e6:.3g} MB of gradients "
+                  f"in {len(sizes)} bucket(s): link {mbit:.4g} Mbit/s ({source}) + {1e3 * t0:.2f} ms per "
+                  f"collective + {1e3 * wait_s:.2f} ms waiting")
         self.decision = {"choice": row["name"], "algorithm": row["algorithm"], "flags": row["flags"],
                          "reached": reached, "target_sf": self.target_sf, "workers": n, "step": step + 1,
-                         "measured": {"compute_s": compute, "optimizer_s": optimizer, "allreduce_s": allreduce,
-                                      "probe_s": probe, "sync_step_s": whole, "steps": len(self._samples)},
+                         "measured": measured,
                          "link": {"mbit": mbit, "per_collective_s": t0, "source": source},
                          "gradient_bytes": sum(sizes), "buckets": len(sizes), "reason": reason,
                          "candidates": rows}
-        if row["algorithm"] != {"name": "sync"}:
-            self._switch(self._build(row["algorithm"]))
-            if self.verify:
-                cycle = len(next(c["cycle"] for c in cands if c["name"] == row["name"]))
-                # whole cycles (CSER's reset step costs more), after a cycle of setting up (the first
-                # steps of a compressor build their per-shape index patterns)
-                steps = cycle * -(-self.measure_steps // cycle)
-                skip = max(cycle, 2) if self.verify_skip is None else self.verify_skip
-                self._check = {"from": step + 1 + skip, "to": step + 1 + skip + steps, "t": None, "times": [],
-                               "sync_step_s": whole}
         self._say(f"auto: {row['name']} from step {step + 1} ({row['flags']}): {reason}")
+        # with local steps the models were averaged on this very step: only the momenta differ
+        self._take(row["algorithm"], continue_local=True, models_equal=self.local_start)
+        if self.verify and row["algorithm"] != {"name": "sync"}:
+            # the reference: sync's measured step (a synchronous measuring phase), else its prediction
+            sync_s = whole if not self.local_start else (sync_row["step_s"] if sync_row else math.inf)
+            race = sync_row is not None and sync_row["step_s"] < RACE_BELOW * row["step_s"]
+            cycle = len(next(c["cycle"] for c in cands if c["name"] == row["name"]))
+            self._open_window(step, "chosen", cycle, race=race, sync_s=sync_s)
 
-    def _verify_step(self, step):
-        """After the switch: time whole steps of the chosen algorithm; if their mean over workers is
-        longer than the measured synchronous step (timed end to end, less the probe), the prediction
-        missed a cost it does not model (compression's own compute), and synchronous SGD comes
-        back: the current algorithm folds its state into the model (CSER: x_i - e_i, the same on
-        every worker), so every worker continues from one model."""
-        chk = self._check
-        if step + 1 < chk["from"]:
+    def _take(self, spec, continue_local=False, models_equal=False):
+        """Run the algorithm of ``spec`` from the next step. From local models (the measuring local
+        SGD, or a checked CSER) to another algorithm, the workers first average their models (one
+        collective) and their optimizer states, so every worker continues from one model; CSER-PL
+        continues from the measuring steps' local models (their deviations become its residual)."""
+        old = self._inner
+        if spec == {"name": "sync"} and old.name == "sync" and old.compressor.name == "none":
+            return                         # plain sync already
+        if spec == {"name": "sync"}:
+            new = make_algorithm("sync", min_size=self._common["min_size"])
+        else:
+            new = self._build(spec)
+        pl = continue_local and getattr(old, "name", "") == "cser" and getattr(old.c1, "name", "") == "zero" \
+            and getattr(new, "name", "") == "cser" and new.c1.name == "zero" and new.period == old.period
+        if old.local_models and not pl:
+            if not models_equal:
+                old._average_models("auto.models")
+            for kind in old.state_kinds:
+                for v in getattr(old, kind):
+                    v[:] = 0
+            self.wants_optimizer_average = True   # the trainer averages the workers' momenta, too
+        self._switch(new)
+        if pl:
+            for kind in new.state_kinds:
+                setattr(new, kind, getattr(old, kind))
+
+    # --- the check: whole cycles timed between two drains ---------------------------------------
+    def _open_window(self, step, leg, cycle, race, sync_s, restarts=0, result=None, length=None):
+        """Time the current algorithm for ``length`` steps (default: whole cycles of ``cycle``
+        steps, at least ``measure_steps``), after ``verify_skip`` steps (default one cycle, at least
+        2), starting on a cycle boundary; a pause of the loop inside the window restarts it."""
+        skip = (max(cycle, 2) if self.verify_skip is None else self.verify_skip) if leg == "chosen" else 1
+        first = step + 1 + skip if restarts == 0 else step + 1   # (in steps done)
+        first += (-first) % cycle
+        length = cycle * -(-self.measure_steps // cycle) if length is None else length
+        self._window = {"leg": leg, "cycle": cycle, "from": first, "to": first + length,
+                        "t": None, "gaps": [], "race": race, "sync_s": sync_s, "restarts": restarts,
+                        "result": result or {}}
+        if first == step + 1:     # a restart, at a cycle boundary: the engine was just drained
+            self._window["t"] = time.perf_counter()
+
+    def _window_step(self, step):
+        w = self._window
+        if step + 1 == w["from"]:      # the step before the window: drain, start the clock
+            mx.nd.waitall()
+            w["t"], w["gaps"] = time.perf_counter(), []
+            return
+        if step + 1 != w["to"] or w["t"] is None:
             return
         mx.nd.waitall()
-        now = time.perf_counter()
-        if chk["t"] is not None:
-            chk["times"].append(now - chk["t"])
-        chk["t"] = now
-        if step + 1 < chk["to"]:
+        elapsed = time.perf_counter() - w["t"]
+        gaps = w["gaps"] or [0.0]   # the time between two steps, outside the trainer
+        med = float(np.median(gaps))
+        paused = 1.0 if max(gaps) > PAUSE_FACTOR * med + PAUSE_S else 0.0
+        agreed = mx.nd.array([elapsed / (w["to"] - w["from"]), paused], dtype="float64")
+        self.comm.allreduce_(agreed, average=True, name=f"auto.window.{w['leg']}")
+        step_s, paused = (float(v) for v in agreed.asnumpy())
+        if paused > 0 and w["restarts"] < MAX_RESTARTS:
+            self._open_window(step, w["leg"], w["cycle"], w["race"], w["sync_s"], w["restarts"] + 1, w["result"],
+                              w["to"] - w["from"])
             return
-        self._check = None
-        comm = self.comm
-        mean = mx.nd.array([sum(chk["times"]) / len(chk["times"])], dtype="float64")
-        comm.allreduce_(mean, average=True, name="auto.verify")
-        measured = float(mean.asscalar())
-        keep = mx.nd.array([1.0 if measured <= chk["sync_step_s"] * (1.0 - self.verify_margin) else 0.0],
-                           dtype="float64")
-        comm.broadcast_(keep, 0, name="auto.verify.choice")
-        self.decision["verified"] = {"step_s": measured, "sync_step_s": chk["sync_step_s"],
-                                     "steps": len(chk["times"]), "kept": bool(keep.asscalar())}
-        if keep.asscalar():
+        res = dict(w["result"])
+        res[w["leg"]] = step_s
+        res["steps"] = w["to"] - w["from"]
+        res["restarts"] = res.get("restarts", 0) + w["restarts"]
+        self._window = None
+        if w["leg"] == "chosen" and w["race"]:
+            # a close call: time sync itself, from one model, for as many steps
+            self._take({"name": "sync"})
+            res["sync_from"] = step + 1
+            self._open_window(step, "sync", 1, True, w["sync_s"], 0, res, w["to"] - w["from"])
             return
-        was = self.decision["choice"]
-        self._inner.reset_for_resize()
-        self._switch(make_algorithm("sync", min_size=self._common["min_size"]))
-        self.wants_optimizer_average = True   # the trainer averages the workers' momenta, too
-        self.decision.update(choice="sync", algorithm={"name": "sync"}, flags="--algorithm sync",
-                             reverted_from=was, reverted_at=step + 1)
-        self._say(f"auto: back to sync from step {step + 1}: {was} measured {1e3 * measured:.1f} ms/step, "
-                  f"longer than sync's {1e3 * chk['sync_step_s']:.1f} ms (its own compute is not in the prediction)")
+        self._verdict(step, res, w["sync_s"])
+
+    def _verdict(self, step, res, sync_predicted):
+        measured_sync = "sync" in res
+        sync_s = res["sync"] if measured_sync else sync_predicted
+        keep = mx.nd.array([1.0 if res["chosen"] <= (1.0 - self.verify_margin) * sync_s else 0.0], dtype="float64")
+        self.comm.broadcast_(keep, 0, name="auto.verify.choice")
+        kept = bool(keep.asscalar())
+        dec = self.decision
+        dec["verified"] = {"step_s": res["chosen"], "sync_step_s": sync_s,
+                           "sync": "measured" if measured_sync else ("measured, drained" if not self.local_start
+                                                                     else "predicted"),
+                           "steps": res["steps"], "restarts": res["restarts"], "margin": self.verify_margin,
+                           "kept": kept, "at": step + 1, **({"sync_from": res["sync_from"]} if "sync_from" in res else {})}
+        was = dec["choice"]
+        if kept:
+            if measured_sync:    # the race ran sync last: back to the choice, from one model
+                self._take(dec["algorithm"])
+            self._say(f"auto: {was} kept from step {step + 1}: {1e3 * res['chosen']:.1f} ms/step against sync's "
+                      f"{1e3 * sync_s:.1f} ms ({dec['verified']['sync']})")
+            return
+        if not measured_sync:
+            self._take({"name": "sync"})
+        dec.update(choice="sync", algorithm={"name": "sync"}, flags="--algorithm sync",
+                   reverted_from=was, reverted_at=step + 1)
+        self._say(f"auto: back to sync from step {step + 1}: {was} measured {1e3 * res['chosen']:.1f} ms/step, "
+                  f"not below {1 - self.verify_margin:.2f} x sync's {1e3 * sync_s:.1f} ms ({dec['verified']['sync']})")
 
     def _build(self, spec):
         spec = dict(spec)

@@ -13,9 +13,11 @@ from gluon_suite.distributed.auto import AutoAlgorithm
 
 import _algo_job as job
 
-STEPS = 14
+STEPS = 20
 SKIP, MEASURE = 2, 3          # the choice is made after step SKIP + MEASURE - 1 (0-based)
 SEED = 5
+PL_PERIOD = 4                 # slow.pl: measured steps 2, 4, 5; the models' average at step 7 is timed
+LOCAL_SWITCH = 8              # with local steps (H = 8 or 4): the choice runs from step 8 (0-based)
 
 
 def configs():
@@ -27,10 +29,18 @@ def configs():
         "slow.resume": (dict(slow), {"resume_check": True}),
         # the chosen CSER's steps are timed against sync's: kept or reverted, the same on both workers
         "slow.verify": (dict(slow, verify=True), {}),
-        # a margin of 1 keeps nothing: CSER for two cycles, then back to sync, deterministically
+        # a margin of 1 keeps nothing, deterministically. CSER R1=4 (overall ratio 1.7) is a close
+        # call: a window of CSER, then one of sync, which stays
         "slow.revert": (dict(slow, verify=True, verify_margin=1.0), {}),
-        # fast: 1 Tbit/s and no per-collective cost: sync reaches any target
+        # R1=64 (overall ratio 32) is a clear one: a window of CSER against sync's measured step
+        "slow.clear": (dict(slow, cser_ratios=(64,), verify=True, verify_margin=1.0), {}),
+        # fast: 1 Tbit/s and no per-collective cost: sync reaches any target. With CSER-PL among
+        # the candidates the measuring phase takes local steps (H = PERIOD) and decides after the
+        # models' first timed average
         "fast": (dict(link_mbit=1e6, latency_s=0.0), {}),
+        # slow, CSER-PL among the candidates: it continues from the measuring phase's local steps
+        "slow.pl": (dict(candidates=("sync", "cser_pl"), period=PL_PERIOD, link_mbit=0.001, latency_s=0.0,
+                         verify=False), {}),
         "measured": ({}, {}),
     }
 
@@ -84,6 +94,7 @@ def resume_and_resize(comm, tr, net, params, flat):
                                  for i in range(len(params))))}
     tr2.algorithm.reset_for_resize()
     out.update(after_reset_current=tr2.algorithm.current.name, after_reset_decision=tr2.algorithm.decision,
+               after_reset_c1=tr2.algorithm.current.c1.name,
                folded_equals_common=bool(np.abs(flat() - common).max() <= 1e-6), common=common.tolist())
     return out
 

@@ -1,8 +1,10 @@
 """``algorithm="auto"`` on 2 real Horovod workers: with the link forced slow it picks compression,
-with it forced fast it picks sync, both workers pick the same, and the updates after the switch
-match a float64 reference of the chosen algorithm (synchronous momentum SGD up to the switch, then
-CSER with the published GRBS masks, the momentum carried over). Plus the decision arithmetic
-against hand-computed cases and the one-worker case."""
+with it forced fast it picks sync, both workers pick the same, and the updates match a float64
+reference of the measuring phase and the chosen algorithm: synchronous momentum SGD up to the
+switch, then CSER with the published GRBS masks, the momentum carried over (candidates without
+CSER-PL); local momentum SGD with the models averaged every H steps, then CSER-PL continuing from
+those local models, or sync from their average and the average of the momenta (CSER-PL among the
+candidates). Plus the decision arithmetic against hand-computed cases and the one-worker case."""
 import json
 import os
 import subprocess
@@ -20,7 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import _algo_job as job  # noqa: E402
 import _auto_job as auto_job  # noqa: E402
-from .test_algorithms import SHAPES, grads, reference_mask, split  # noqa: E402
+from .test_algorithms import (ONES, SHAPES, ZEROS, grads, grbs_masks, reference_cser,  # noqa: E402
+                              reference_mask, split)
 
 N = 2
 SWITCH = auto_job.SKIP + auto_job.MEASURE     # the first step of the chosen algorithm
@@ -85,9 +88,9 @@ def reference_auto(x0, r1, period, steps=auto_job.STEPS, switch=SWITCH, seed=aut
         hist.append([np.concatenate([a.ravel() for a in xs[i]]) for i in range(N)])
     if back is None:
         return hist
-    # back to sync after step back - 1: each model folds its residual (x_i - e_i, the same on both
-    # workers), the momenta are averaged; the last history entry is that folded model
-    x = [xs[0][k] - es[0][k] for k in range(len(x0))]
+    # back to sync after step back - 1: the workers average their models and their momenta; the
+    # last history entry is that average
+    x = [sum(xs[i][k] for i in range(N)) / N for k in range(len(x0))]
     m = [sum(ms[i][k] for i in range(N)) / N for k in range(len(x0))]
     hist[-1] = [np.concatenate([a.ravel() for a in x])] * N
     for _ in range(back, steps):
@@ -125,34 +128,108 @@ def test_a_checkpoint_resumes_the_choice_and_an_elastic_reset_decides_again(runs
     for r in range(N):
         m = meta[r]["slow.resume"]
         assert m["resumed_current"] == "cser" and m["resumed_decision_equal"] and m["err_equal"]
-        # the reset folds the residual into the model (x - e, the same on every worker), then sync
+        # the reset folds the residual into the model (x - e, the same on every worker), then the
+        # measuring phase's local SGD (CSER with a zero C1) runs again, undecided
         assert m["folded_equals_common"]
-        assert m["after_reset_current"] == "sync" and m["after_reset_decision"] is None
+        assert m["after_reset_current"] == "cser" and m["after_reset_c1"] == "zero"
+        assert m["after_reset_decision"] is None
     assert np.abs(np.array(meta[0]["slow.resume"]["common"]) - np.array(meta[1]["slow.resume"]["common"])).max() <= 1e-6
 
 
-def test_a_reverted_choice_folds_cser_and_matches_the_reference(runs):
+def first_window(switch, cycle, skip):
+    """The first step (in steps done) of the check's timing: ``skip`` steps after the switch,
+    rounded up to a whole cycle."""
+    first = switch + skip
+    return first + (-first) % cycle
+
+
+@pytest.mark.parametrize("name, r1, race", [("slow.revert", 4.0, True), ("slow.clear", 64.0, False)])
+def test_a_reverted_choice_averages_the_models_and_matches_the_reference(runs, name, r1, race):
+    """A close call (predicted gain below 2x) times a window of the choice, then one of sync
+    from the averaged models, and stays there; a clear one compares the choice's window with sync's
+    measured step and goes back at the window's end."""
     ranks, meta = runs
-    back = SWITCH + VERIFY_SKIP + VERIFY_STEPS
+    d = meta[0][name]["decision"]
+    v = d["verified"]
+    back = v["sync_from"] if race else d["reverted_at"]
+    # the window: whole cycles after a cycle; a pause of the loop restarts it (whole windows later)
+    assert (back - first_window(SWITCH, 3, VERIFY_SKIP)) % VERIFY_STEPS == 0 and back > SWITCH
+    assert v["sync"] == ("measured" if race else "measured, drained")
+    if race:
+        assert d["reverted_at"] - back >= VERIFY_STEPS + 1    # sync's window, after one step
     for r in range(N):
-        d = meta[r]["slow.revert"]["decision"]
-        assert d["choice"] == "sync" and d["reverted_from"] == "cser R1=4 H=3" and d["reverted_at"] == back
-        assert not d["verified"]["kept"] and len(meta[r]["slow.revert"]["lines"]) == 2
-    ref = reference_auto(split(ranks[0]["slow.revert.traj"][0]), 4.0, 3, back=back)
+        d = meta[r][name]["decision"]
+        assert d["choice"] == "sync" and d["reverted_from"] == f"cser R1={r1:g} H=3"
+        assert d["verified"] == v and not v["kept"] and len(meta[r][name]["lines"]) == 2
+        assert meta[r][name]["current"][back:] == ["sync"] * (auto_job.STEPS - back)
+    ref = reference_auto(split(ranks[0][f"{name}.traj"][0]), r1, 3, back=back)
     for r in range(N):
-        got, want = ranks[r]["slow.revert.traj"][1:], np.array([h[r] for h in ref])
+        got, want = ranks[r][f"{name}.traj"][1:], np.array([h[r] for h in ref])
         assert np.abs(got - want).max() <= 1e-5, (r, np.abs(got - want).max(axis=1))
 
 
-def test_fast_link_keeps_sync_and_matches_the_sync_reference(runs):
+def reference_local_then_sync(x0, switch, period, steps=auto_job.STEPS):
+    """Each worker's own momentum SGD, the models averaged every ``period`` steps (the measuring
+    phase), then from step ``switch`` (right after an average) synchronous SGD from the average of
+    the momenta."""
+    lr, mu, wd = job.OPT["learning_rate"], job.OPT["momentum"], job.OPT["wd"]
+    xs = [[a.copy() for a in x0] for _ in range(N)]
+    ms = [[np.zeros_like(a) for a in x0] for _ in range(N)]
+    hist = []
+    for t in range(switch):
+        for i in range(N):
+            g = grads(xs[i], i)
+            for k in range(len(x0)):
+                ms[i][k] = mu * ms[i][k] + g[k] + wd * xs[i][k]
+                xs[i][k] = xs[i][k] - lr * ms[i][k]
+        if (t + 1) % period == 0:
+            avg = [sum(xs[i][k] for i in range(N)) / N for k in range(len(x0))]
+            xs = [[a.copy() for a in avg] for _ in range(N)]
+        hist.append([np.concatenate([a.ravel() for a in xs[i]]) for i in range(N)])
+    x = xs[0]
+    m = [sum(ms[i][k] for i in range(N)) / N for k in range(len(x0))]
+    for _ in range(switch, steps):
+        g = [sum(gs) / N for gs in zip(*(grads(x, i) for i in range(N)))]
+        for k in range(len(x)):
+            m[k] = mu * m[k] + g[k] + wd * x[k]
+            x[k] = x[k] - lr * m[k]
+        hist.append([np.concatenate([a.ravel() for a in x])] * N)
+    return hist
+
+
+def test_fast_link_keeps_sync_after_local_measuring_steps_and_matches_the_reference(runs):
     ranks, meta = runs
+    sw = auto_job.LOCAL_SWITCH
     for r in range(N):
         dec = meta[r]["fast"]["decision"]
-        assert dec["choice"] == "sync" and dec["reached"]
-        assert set(meta[r]["fast"]["current"]) == {"sync"}
-    ref = reference_auto(split(ranks[0]["fast.traj"][0]), 4.0, 3, switch=auto_job.STEPS)
+        assert dec["choice"] == "sync" and dec["reached"] and dec["step"] == sw
+        assert dec["measured"]["start"] == "local" and dec["measured"]["steps"] == auto_job.MEASURE
+        assert meta[r]["fast"]["current"] == ["cser"] * (sw - 1) + ["sync"] * (auto_job.STEPS - sw + 1)
+    ref = reference_local_then_sync(split(ranks[0]["fast.traj"][0]), sw, 8)
     for r in range(N):
         assert np.abs(ranks[r]["fast.traj"][1:] - np.array([h[r] for h in ref])).max() <= 1e-5
+
+
+def test_slow_link_continues_cser_pl_from_the_measuring_local_steps(runs):
+    """The measuring local SGD (H = 4: whole models averaged after steps 3 and 7) hands its local
+    models to CSER-PL R2 = 8, which averages a GRBS block of the error every 4 steps, momenta local."""
+    ranks, meta = runs
+    sw, h = auto_job.LOCAL_SWITCH, auto_job.PL_PERIOD
+    for r in range(N):
+        dec = meta[r]["slow.pl"]["decision"]
+        assert dec["choice"] == f"cser-pl R2=8 H={h}" and dec["step"] == sw and not dec["reached"]
+        assert dec["algorithm"] == {"name": "cser", "compressor": "zero", "period": h,
+                                    "compressor2": "grbs", "ratio2": 8.0}
+        assert set(meta[r]["slow.pl"]["current"]) == {"cser"}
+    assert meta[0]["slow.pl"]["decision"] == meta[1]["slow.pl"]["decision"]
+    c2 = lambda t: ONES(t) if t < sw else grbs_masks(8.0, auto_job.SEED + 7919, "tensor", t)  # noqa: E731
+    ref = reference_cser(split(ranks[0]["slow.pl.traj"][0]), ZEROS, c2, h, steps=auto_job.STEPS)
+    for r in range(N):
+        got, want = ranks[r]["slow.pl.traj"][1:], np.array([x[r] for x in ref])
+        assert np.abs(got - want).max() <= 1e-5, (r, np.abs(got - want).max(axis=1))
+    # local models after the last steps: they differ, and averaged() gives their mean
+    a, b = ranks[0]["slow.pl.after"], ranks[1]["slow.pl.after"]
+    assert np.abs(a - b).max() > 1e-4 and np.abs(ranks[0]["slow.pl.avg"] - (a + b) / 2).max() <= 1e-6
 
 
 def test_measured_link_same_choice_on_both_workers_and_one_line(runs):
@@ -160,11 +237,12 @@ def test_measured_link_same_choice_on_both_workers_and_one_line(runs):
     d0, d1 = meta[0]["measured"]["decision"], meta[1]["measured"]["decision"]
     assert d0 == d1 and d0["link"]["source"] == "measured"
     m = d0["measured"]
-    assert m["compute_s"] > 0 and m["allreduce_s"] > 0 and m["steps"] == auto_job.MEASURE
-    for r in range(N):   # one line per decision on every worker's log callable (a second if it reverts)
+    assert m["compute_s"] > 0 and m["average_s"] > 0 and m["steps"] == auto_job.MEASURE and m["start"] == "local"
+    for r in range(N):   # one line for the decision on every worker's log callable, one for its check
         lines = meta[r]["measured"]["lines"]
         first = d0.get("reverted_from", d0["choice"])
-        assert len(lines) == 1 + ("reverted_from" in d0) and lines[0].startswith(f"auto: {first} from step {SWITCH}"), lines
+        assert len(lines) == 1 + ("verified" in d0), lines
+        assert lines[0].startswith(f"auto: {first} from step {auto_job.LOCAL_SWITCH}"), lines
 
 
 def test_the_choice_is_verified_by_its_measured_step_time_on_both_workers(runs):
@@ -173,16 +251,22 @@ def test_the_choice_is_verified_by_its_measured_step_time_on_both_workers(runs):
     assert d0 == d1
     v = d0["verified"]
     assert v["steps"] == VERIFY_STEPS and v["step_s"] > 0 and v["sync_step_s"] > 0
-    assert v["kept"] == (v["step_s"] <= v["sync_step_s"])
-    end = SWITCH + VERIFY_SKIP + v["steps"]   # the step after which the verdict is taken (1-based count)
+    # kept only when it beats sync by more than the target allows communication: 1 - 0.9
+    assert v["margin"] == pytest.approx(0.1) and v["kept"] == (v["step_s"] <= 0.9 * v["sync_step_s"])
+    # a close call: CSER's window, then sync's (from the averaged models) as long, after one step
+    start, at = v["sync_from"], v["at"]
+    assert v["sync"] == "measured" and (start - first_window(SWITCH, 3, VERIFY_SKIP)) % VERIFY_STEPS == 0
+    assert (at - start - 1) % VERIFY_STEPS == 0 and at > start
     cur = meta[0]["slow.verify"]["current"]
+    assert cur[start:at] == ["sync"] * (at - start)
+    a, b = ranks[0]["slow.verify.traj"][start:at + 1], ranks[1]["slow.verify.traj"][start:at + 1]
+    assert np.abs(a - b).max() <= 1e-6      # one model while sync runs
     if v["kept"]:
-        assert d0["choice"] == "cser R1=4 H=3" and cur[-1] == "cser"
+        assert d0["choice"] == "cser R1=4 H=3" and cur[at:] == ["cser"] * (auto_job.STEPS - at)
     else:
-        # back to sync, from one model: CSER's residual folded in, so both workers hold the same weights
-        assert d0["choice"] == "sync" and d0["reverted_from"] == "cser R1=4 H=3" and d0["reverted_at"] == end
-        assert cur[end - 1:] == ["sync"] * (auto_job.STEPS - end + 1)
-        a, b = ranks[0]["slow.verify.traj"][end:], ranks[1]["slow.verify.traj"][end:]
+        assert d0["choice"] == "sync" and d0["reverted_from"] == "cser R1=4 H=3" and d0["reverted_at"] == at
+        assert cur[start:] == ["sync"] * (auto_job.STEPS - start)
+        a, b = ranks[0]["slow.verify.traj"][start:], ranks[1]["slow.verify.traj"][start:]
         assert np.abs(a - b).max() <= 1e-6
 
 
