@@ -73,10 +73,13 @@ VARIANTS_RESNET = {
     f"cser 64x c1={c1} reset={rs}": dict(_CSER64, c1_operand=c1, reset_step=rs)
     for c1 in ("update", "model") for rs in ("both", "c2_only")
 }
-# the trainer's own choice (gluon_suite/distributed/auto.py): sync while it measures the first steps,
-# then the least compression whose predicted scaling factor reaches 0.9. Its runs go to
-# cser_speedup_<model>_auto[_<rate>mbit].json, beside the fixed configurations run or reused there
+# the trainer's own choice (gluon_suite/distributed/auto.py): it measures the first steps (local
+# steps, with CSER-PL among the candidates), then takes the least compression whose predicted
+# scaling factor reaches 0.9, and checks it. Its runs go to cser_speedup_<model>_auto[_<rate>mbit].json,
+# beside the fixed configurations run or reused there (plain local SGD among them: CSER-PL with R2 = 1,
+# what auto's measuring steps run and a choice it can make)
 CONFIGS_AUTO = {"auto": dict(algorithm="auto"),
+                "local sgd (H 8: 8x)": dict(algorithm="cser", compressor="zero", period=8, compressor2="none"),
                 # the first version: the choice is not checked against the measured step time
                 "auto (no verification)": dict(algorithm="auto", auto_verify=False),
                 # the check's first version: it timed the chosen algorithm from its second step on
@@ -284,7 +287,10 @@ def auto_summary(d):
             "link_mbit": d.get("link", {}).get("mbit"),
             "per_collective_ms": 1e3 * d.get("link", {}).get("per_collective_s", 0.0),
             "compute_ms": 1e3 * (d.get("measured", {}).get("compute_s", 0.0) + d.get("measured", {}).get("optimizer_s", 0.0)),
-            "allreduce_ms": 1e3 * d.get("measured", {}).get("allreduce_s", 0.0)}
+            "allreduce_ms": 1e3 * d.get("measured", {}).get("allreduce_s", 0.0),
+            # with local measuring steps: the models' timed average (waiting + K t0 + W/B)
+            "average_ms": 1e3 * d.get("measured", {}).get("average_s", 0.0),
+            "first": d.get("reverted_from", d["choice"]), "verified": d.get("verified")}
 
 
 def plot(curves, path, title, target):

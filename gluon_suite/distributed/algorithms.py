@@ -14,8 +14,8 @@ and its momentum stays local (never reduced).
   e_i <- p_i - C(p_i). One global model.
 - ``local``: every worker updates its own model; every H steps the models are averaged.
 - ``local_adaalter``: Local AdaAlter (docs/methods.md), with the ``adaalter`` optimizer (``local_adaalter.py``).
-- ``auto``: synchronous SGD while measuring the job, then the least compression that reaches a
-  target scaling factor (``auto.py``).
+- ``auto``: local steps (or synchronous SGD) while measuring the job, then the least compression
+  that reaches a target scaling factor, checked against sync's step (``auto.py``).
 - ``cser``: CSER (docs/methods.md). Local models x_i = x̂ + e_i. Each step
   x_i <- x_before - allreduce_mean(C1(u_i)) - (u_i - C1(u_i)), e_i <- e_i - (u_i - C1(u_i));
   every H steps the error is partially synchronised with C2:
