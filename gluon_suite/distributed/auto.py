@@ -327,12 +327,18 @@ class AutoAlgorithm(Algorithm):
 
     def restore(self, config):
         """Take the decision a checkpoint was saved with (its ``config()``): build that algorithm
-        at once, so that its per-worker state (residuals) can be loaded into it."""
-        dec = (config or {}).get("decision")
+        at once, so that its per-worker state (residuals) can be loaded into it. A checkpoint taken
+        while the check ran sync against the choice (a race) resumes with sync, whose state it holds;
+        the check does not resume."""
+        config = config or {}
+        dec = config.get("decision")
         if not dec or self.comm is None or dec.get("workers") != self.comm.size:
             return
-        self._switch(self._build(dec["algorithm"]) if dec["algorithm"] != {"name": "sync"}
-                     else make_algorithm("sync", min_size=self._common["min_size"]))
+        racing = (config.get("current") or {}).get("name") == "sync" and dec["algorithm"].get("name") != "sync"
+        if dec["algorithm"] == {"name": "sync"} or racing:
+            self._switch(make_algorithm("sync", min_size=self._common["min_size"]))
+        else:
+            self._switch(self._build(dec["algorithm"]))
         self.decision = dec
 
     # --- the measuring phase --------------------------------------------------------------------

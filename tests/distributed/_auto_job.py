@@ -28,7 +28,7 @@ def configs():
         "slow.pt": (dict(slow), {"bucket_mb": 0}),
         "slow.resume": (dict(slow), {"resume_check": True}),
         # the chosen CSER's steps are timed against sync's: kept or reverted, the same on both workers
-        "slow.verify": (dict(slow, verify=True), {}),
+        "slow.verify": (dict(slow, verify=True), {"race_check": True}),
         # a margin of 1 keeps nothing, deterministically. CSER R1=4 (overall ratio 1.7) is a close
         # call: a window of CSER, then one of sync, which stays
         "slow.revert": (dict(slow, verify=True, verify_margin=1.0), {}),
@@ -51,12 +51,12 @@ def run(comm, opts, trainer_kw, lines):
     net.initialize(mx.init.Normal(0.3))
     algo = AutoAlgorithm(skip_steps=SKIP, measure_steps=MEASURE, seed=SEED, log=lines.append, **opts)
     tr = DistributedTrainer(net.collect_params(), "sgd", dict(job.OPT), communicator=comm, algorithm=algo,
-                            **{k: v for k, v in trainer_kw.items() if k != "resume_check"})
+                            **{k: v for k, v in trainer_kw.items() if k not in ("resume_check", "race_check")})
     x, y = (mx.nd.array(a) for a in job.data(comm.rank))
     loss_fn = gluon.loss.L2Loss()
     params = [p for _, p in sorted(net.collect_params().items())]
     flat = lambda: np.concatenate([p.data().asnumpy().ravel() for p in params])  # noqa: E731
-    traj, current = [flat()], []
+    traj, current, extra, midrace = [flat()], [], {}, None
     for _ in range(STEPS):
         with autograd.record():
             loss = loss_fn(net(x), y)
@@ -64,12 +64,29 @@ def run(comm, opts, trainer_kw, lines):
         tr.step(job.B)
         traj.append(flat())
         current.append(tr.algorithm.current.name)
+        dec = tr.algorithm.decision
+        if trainer_kw.get("race_check") and midrace is None and dec and "verified" not in dec \
+                and tr.algorithm.current.name == "sync" and dec["algorithm"]["name"] != "sync":
+            state = tr.state_dict()      # taken during the race, loaded into a new trainer at the end
+            midrace = {"meta": json.loads(json.dumps(state["meta"])),
+                       "arrays": {k: v.copy() for k, v in state["arrays"].items()}}
     with tr.averaged():
         avg = flat()
-    extra = {}
+    if midrace is not None:
+        extra = resume_mid_race(comm, midrace, net)
     if trainer_kw.get("resume_check"):
         extra = resume_and_resize(comm, tr, net, params, flat)
     return np.array(traj), avg, flat(), tr.algorithm.decision, current, extra
+
+
+def resume_mid_race(comm, state, net):
+    """A checkpoint taken while the check runs sync against the choice resumes with sync (the
+    state it holds), keeping the decision."""
+    tr2 = DistributedTrainer(net.collect_params(), "sgd", dict(job.OPT), communicator=comm,
+                             algorithm=AutoAlgorithm(skip_steps=SKIP, measure_steps=MEASURE, seed=SEED,
+                                                     log=[].append))
+    tr2.load_state_dict(state)
+    return {"midrace_current": tr2.algorithm.current.name, "midrace_choice": tr2.algorithm.decision["choice"]}
 
 
 def resume_and_resize(comm, tr, net, params, flat):

@@ -259,6 +259,9 @@ def test_the_choice_is_verified_by_its_measured_step_time_on_both_workers(runs):
     assert (at - start - 1) % VERIFY_STEPS == 0 and at > start
     cur = meta[0]["slow.verify"]["current"]
     assert cur[start:at] == ["sync"] * (at - start)
+    for r in range(N):   # a checkpoint taken during sync's window resumes with sync, the choice on record
+        assert meta[r]["slow.verify"]["midrace_current"] == "sync"
+        assert meta[r]["slow.verify"]["midrace_choice"] == "cser R1=4 H=3"
     a, b = ranks[0]["slow.verify.traj"][start:at + 1], ranks[1]["slow.verify.traj"][start:at + 1]
     assert np.abs(a - b).max() <= 1e-6      # one model while sync runs
     if v["kept"]:
