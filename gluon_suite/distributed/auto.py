@@ -184,6 +184,11 @@ def predict_candidates(candidates, compute_s, bucket_bytes, workers, t0, s_per_b
     return rows
 
 
+def _is_pl(algo):
+    """CSER with a zero C1: CSER-PL, or local SGD (the measuring phase's algorithm)."""
+    return algo.name == "cser" and algo.c1.name == "zero"
+
+
 def _print_rank0(rank):
     def log(line):
         if rank == 0:
@@ -404,7 +409,7 @@ class AutoAlgorithm(Algorithm):
             cur = self._current
             if cur is not None and cur["phase"] == "reset":
                 # the update and the measuring local SGD's average of the models (CSER-PL R2 = 1)
-                self._reset = [cur["compute"], now - cur["ready"]]
+                self._reset = now - cur["ready"]
             elif cur is not None:
                 # the whole step as a check times it (waits included), less the probe
                 self._samples.append([cur["compute"], now - cur["t2"], cur["wait"], cur["allreduce"],
@@ -422,14 +427,14 @@ class AutoAlgorithm(Algorithm):
         def med(c, f=np.median):
             c = c[~np.isnan(c)]
             return float(f(c)) if c.size else -1.0
-        mine = [med(c) for c in arr.T] + [med(arr[:, 4], np.min)] + (self._reset or [-1.0, -1.0])
+        mine = [med(c) for c in arr.T] + [med(arr[:, 4], np.min), -1.0 if self._reset is None else self._reset]
         agreed = mx.nd.array(mine, dtype="float64")
         self.comm.allreduce_(agreed, average=True, name="auto.measured")
         return [float(v) for v in agreed.asnumpy()]
 
     def _decide(self, step):
         comm = self.comm
-        compute, optimizer, wait, allreduce, small, whole, small_min, _, reset = self._agree()
+        compute, optimizer, wait, allreduce, small, whole, small_min, reset = self._agree()
         n = comm.size
         sizes = [float(b.nbytes) for b in self.buckets]
         k, wire = len(sizes), sum(2.0 * (n - 1) / n * s for s in sizes)
@@ -495,8 +500,7 @@ class AutoAlgorithm(Algorithm):
             new = make_algorithm("sync", min_size=self._common["min_size"])
         else:
             new = self._build(spec)
-        pl = continue_local and getattr(old, "name", "") == "cser" and getattr(old.c1, "name", "") == "zero" \
-            and getattr(new, "name", "") == "cser" and new.c1.name == "zero" and new.period == old.period
+        pl = continue_local and _is_pl(old) and _is_pl(new) and new.period == old.period
         if old.local_models and not pl:
             if not models_equal:
                 old._average_models("auto.models")

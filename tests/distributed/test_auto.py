@@ -45,6 +45,20 @@ def runs(tmp_path_factory):
     return ranks, meta
 
 
+def sync_steps(x, m, count):
+    """``count`` steps of momentum SGD on the averaged gradient from model ``x`` and momentum
+    ``m`` (both updated in place); each step's model, the same on every worker."""
+    lr, mu, wd = job.OPT["learning_rate"], job.OPT["momentum"], job.OPT["wd"]
+    hist = []
+    for _ in range(count):
+        g = [sum(gs) / N for gs in zip(*(grads(x, i) for i in range(N)))]
+        for k in range(len(x)):
+            m[k] = mu * m[k] + g[k] + wd * x[k]
+            x[k] = x[k] - lr * m[k]
+        hist.append([np.concatenate([a.ravel() for a in x])] * N)
+    return hist
+
+
 def reference_auto(x0, r1, period, steps=auto_job.STEPS, switch=SWITCH, seed=auto_job.SEED, back=None):
     """Momentum SGD on the averaged gradient (one momentum, the same on both workers) for ``switch``
     steps, then CSER as in docs/distributed.md with GRBS masks at R1 (seed) for the update and at
@@ -53,13 +67,7 @@ def reference_auto(x0, r1, period, steps=auto_job.STEPS, switch=SWITCH, seed=aut
     lr, mu, wd = job.OPT["learning_rate"], job.OPT["momentum"], job.OPT["wd"]
     x = [a.copy() for a in x0]
     m = [np.zeros_like(a) for a in x0]
-    hist = []
-    for _ in range(switch):
-        g = [sum(gs) / N for gs in zip(*(grads(x, i) for i in range(N)))]
-        for k in range(len(x)):
-            m[k] = mu * m[k] + g[k] + wd * x[k]
-            x[k] = x[k] - lr * m[k]
-        hist.append([np.concatenate([a.ravel() for a in x])] * N)
+    hist = sync_steps(x, m, switch)
     xs = [[a.copy() for a in x] for _ in range(N)]
     ms = [[a.copy() for a in m] for _ in range(N)]
     es = [[np.zeros_like(a) for a in x] for _ in range(N)]
@@ -93,13 +101,7 @@ def reference_auto(x0, r1, period, steps=auto_job.STEPS, switch=SWITCH, seed=aut
     x = [sum(xs[i][k] for i in range(N)) / N for k in range(len(x0))]
     m = [sum(ms[i][k] for i in range(N)) / N for k in range(len(x0))]
     hist[-1] = [np.concatenate([a.ravel() for a in x])] * N
-    for _ in range(back, steps):
-        g = [sum(gs) / N for gs in zip(*(grads(x, i) for i in range(N)))]
-        for k in range(len(x)):
-            m[k] = mu * m[k] + g[k] + wd * x[k]
-            x[k] = x[k] - lr * m[k]
-        hist.append([np.concatenate([a.ravel() for a in x])] * N)
-    return hist
+    return hist + sync_steps(x, m, steps - back)
 
 
 @pytest.mark.parametrize("name", ["slow", "slow.pt"])
@@ -188,13 +190,7 @@ def reference_local_then_sync(x0, switch, period, steps=auto_job.STEPS):
         hist.append([np.concatenate([a.ravel() for a in xs[i]]) for i in range(N)])
     x = xs[0]
     m = [sum(ms[i][k] for i in range(N)) / N for k in range(len(x0))]
-    for _ in range(switch, steps):
-        g = [sum(gs) / N for gs in zip(*(grads(x, i) for i in range(N)))]
-        for k in range(len(x)):
-            m[k] = mu * m[k] + g[k] + wd * x[k]
-            x[k] = x[k] - lr * m[k]
-        hist.append([np.concatenate([a.ravel() for a in x])] * N)
-    return hist
+    return hist + sync_steps(x, m, steps - switch)
 
 
 def test_fast_link_keeps_sync_after_local_measuring_steps_and_matches_the_reference(runs):
