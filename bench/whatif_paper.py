@@ -21,11 +21,21 @@ No V100 is measured here: each profile is derived (and marked so) from published
   network link per host, 5 us per message, Horovod's 64 MB fusion buffer, the faster of the flat ring
   and the hierarchical allreduce. "Full utilisation": the link runs at its rate (gamma = kappa = 0).
 
+- BERT-base (not in the paper; bundled for planning BERT jobs): NVIDIA's BERT-large pre-training
+  throughput (DeepLearningExamples, TensorFlow/LanguageModeling/BERT, "Pre-training training
+  performance: single-node on DGX-1 32GB", 1 GPU, sequence 128, TensorFlow 20.06-py3): 46.78
+  sequences/s in FP32 at batch 32, 168.63 in mixed precision at batch 64. BERT-base is scaled from
+  BERT-large by multiply-adds per sequence of 128 tokens with 20 masked positions, counted from the
+  suite's GluonNLP models (every Dense layer; the self-attention cell's query, key and value
+  projections and its two products, 2 s^2 d). Per-GPU batch 64 sequences (assumption), forward : backward = 1 : 2, optimizer 0 (LAMB or
+  Adam fused on the GPU is a few ms; stated, not added). Gradients: every trainable parameter of
+  the suite's bert_12_768_12 with its pre-training heads (the MLM decoder's weight is the word
+  embedding's), in the order backward reaches the blocks that own them: the embeddings last.
+
 Writes gluon_suite/whatif/profiles/v100_*.json (the bundled profiles), bench/results/whatif_paper.json
 and .png. Run: python bench/whatif_paper.py
 """
 import argparse
-import json
 import os
 import sys
 
@@ -42,6 +52,11 @@ NVIDIA_RN50 = ("NVIDIA DeepLearningExamples, MxNet/Classification/RN50v1.5 READM
                "DGX-1 (8x V100 16GB)', 1 GPU, mxnet-20.12-py3")
 HE_2016 = "He et al., Deep Residual Learning for Image Recognition, CVPR 2016 (FLOPs as multiply-adds)"
 RN50_IMG_S = {"float32": (384.0, 96), "float16": (1376.0, 192)}      # images/s at that batch, 1 V100
+NVIDIA_BERT = ("NVIDIA DeepLearningExamples, TensorFlow/LanguageModeling/BERT README, 'Pre-training training "
+               "performance: single-node on DGX-1 32GB', 1 GPU, BERT-large, sequence length 128, TensorFlow 20.06-py3")
+BERT_LARGE_SEQ_S = {"float32": (46.78, 32), "float16": (168.63, 64)}  # sequences/s at that batch, 1 V100 32GB
+BERT_SEQ, BERT_MASKED, BERT_BATCH = 128, 20, 64
+BERT = "bert_12_768_12"
 GMACS = {"resnet50_v1b": 3.8, "resnet101_v1b": 7.6, "vgg16": 15.3}    # He et al. 2016
 BATCH = 64
 MODELS = ("resnet50_v1b", "resnet101_v1b", "vgg16")
@@ -124,6 +139,18 @@ def derived_profile(name, dtype, layers):
     """The derived V100 profile of ``name`` in ``dtype`` (see the module docstring)."""
     img_s, at_batch = RN50_IMG_S[dtype]
     step = BATCH / img_s * GMACS[name] / GMACS["resnet50_v1b"]
+    itemsize = 4 if dtype == "float32" else 2
+    ref = {"compute": f"{img_s:g} img/s for ResNet-50 on one V100 at batch {at_batch} ({NVIDIA_RN50}); scaled by "
+                      f"forward multiply-adds {GMACS[name]} / {GMACS['resnet50_v1b']} billion ({HE_2016})",
+           "assumptions": f"batch {BATCH} per GPU at the same time per image; forward:backward 1:2; optimizer 0; "
+                          "backward time spread over layers by multiply-adds (from GluonCV's layer shapes)",
+           "gradients": f"GluonCV {name} trainable parameters, {itemsize} bytes each"}
+    return _from_layers(name, dtype, layers, step, BATCH, 224, "Tesla V100-SXM2-16GB", ref)
+
+
+def _from_layers(name, dtype, layers, step, batch, image_size, device, ref):
+    """A step of ``step`` seconds (forward 1/3, backward 2/3), each gradient ready when backward has
+    gone through its layer, backward time spread over ``layers`` by their multiply-adds."""
     fwd, bwd = step / 3.0, 2.0 * step / 3.0
     total = sum(m for m, _ in layers)
     itemsize = 4 if dtype == "float32" else 2
@@ -134,14 +161,82 @@ def derived_profile(name, dtype, layers):
             sizes.append(float(n * itemsize))
             ready.append(bwd * done / total)
     prof = StepProfile(fwd, bwd, sizes, 0.0, ready=ready)
-    ref = {"compute": f"{img_s:g} img/s for ResNet-50 on one V100 at batch {at_batch} ({NVIDIA_RN50}); scaled by "
-                      f"forward multiply-adds {GMACS[name]} / {GMACS['resnet50_v1b']} billion ({HE_2016})",
-           "assumptions": f"batch {BATCH} per GPU at the same time per image; forward:backward 1:2; optimizer 0; "
-                          "backward time spread over layers by multiply-adds (from GluonCV's layer shapes)",
-           "gradients": f"GluonCV {name} trainable parameters, {itemsize} bytes each"}
-    return prof, profile_record(prof, model=name, batch_size=BATCH, image_size=224, dtype=dtype,
-                                device={"context": "gpu(0)", "name": "Tesla V100-SXM2-16GB"}, source="derived",
-                                reference=ref)
+    return prof, profile_record(prof, model=name, batch_size=batch, image_size=image_size, dtype=dtype,
+                                device={"context": "gpu(0)", "name": device}, source="derived", reference=ref)
+
+
+def bert_layer_costs(name, seq=BERT_SEQ, masked=BERT_MASKED):
+    """``([(multiply-adds, [param sizes])], total multiply-adds)`` for the suite's GluonNLP BERT
+    ``name`` (with its pre-training heads) on one sequence of ``seq`` tokens with ``masked`` MLM
+    positions. One entry per block that owns parameters, in the order a forward pass calls them (the
+    encoder, which owns the position embedding, before its layers); each parameter counted once,
+    at its first call (the MLM decoder's weight is the word embedding's). A Dense layer's
+    multiply-adds are its output size times its input width; the self-attention cell's are its
+    query/key/value projections per token plus its two batched products, 2 s^2 d."""
+    import mxnet as mx
+    from mxnet.gluon import nn
+    from gluon_suite.model_zoo import get_model
+
+    net = get_model(name)
+    net.initialize(mx.init.Normal(0.02))
+    calls, macs = [], {}
+
+    def pre(block, inputs):
+        calls.append(block)
+
+    def post(block, inputs, output):
+        out = output[0] if isinstance(output, (list, tuple)) else output
+        if isinstance(block, nn.Dense):
+            macs[id(block)] = macs.get(id(block), 0.0) + float(out.size * block.weight.shape[1])
+        elif type(block).__name__ == "DotProductSelfAttentionCell":
+            # its own query/key/value projections (FullyConnected on its weights) per token, then
+            # the two batched products (scores and weighted values): 2 s^2 d
+            # (GluonNLP's encoder runs sequence-major: (seq, batch, units))
+            tokens, width = out.shape[0] * out.shape[1], out.shape[2]
+            proj = sum(p.data().size for p in block.params.values() if len(p.shape) == 2)
+            macs[id(block)] = float(tokens * proj + 2 * tokens * seq * width)
+
+    def walk(block):
+        yield block
+        for child in block._children.values():
+            yield from walk(child)
+
+    for blk in walk(net):
+        if len(blk.params.keys()):
+            blk.register_forward_pre_hook(pre)
+            blk.register_forward_hook(post)
+    zeros = mx.nd.zeros((1, seq))
+    net(zeros, zeros, mx.nd.array([seq]), mx.nd.arange(masked).reshape((1, masked)))
+    seen, layers = set(), []
+    for blk in calls:
+        if id(blk) in {id(b) for b in calls[:calls.index(blk)]}:
+            continue
+        sizes = []
+        for p in blk.params.values():
+            if p.grad_req != "null" and id(p) not in seen:
+                sizes.append(int(p.data().size))
+            seen.add(id(p))
+        layers.append((macs.get(id(blk), 0.0), sizes))
+    return layers, sum(m for m, _ in layers)
+
+
+def derived_bert_profile(dtype, layers, total, total_large):
+    """The derived V100 profile of BERT-base in ``dtype`` from BERT-large's published throughput,
+    scaled by multiply-adds (``total`` / ``total_large``, from ``bert_layer_costs``)."""
+    seq_s, at_batch = BERT_LARGE_SEQ_S[dtype]
+    step = BERT_BATCH / seq_s * total / total_large
+    itemsize = 4 if dtype == "float32" else 2
+    ref = {"compute": f"{seq_s:g} sequences/s for BERT-large on one V100 at batch {at_batch} ({NVIDIA_BERT}); "
+                      f"scaled by multiply-adds per sequence {total / 1e9:.2f} / {total_large / 1e9:.2f} billion "
+                      f"(BERT-base / BERT-large, {BERT_SEQ} tokens, {BERT_MASKED} masked positions, counted from "
+                      "the suite's GluonNLP models)",
+           "assumptions": f"batch {BERT_BATCH} sequences of {BERT_SEQ} tokens per GPU at the same time per "
+                          "sequence; forward:backward 1:2; optimizer 0; backward time spread over the blocks by "
+                          "their multiply-adds",
+           "gradients": f"{BERT} trainable parameters with the pre-training heads, {itemsize} bytes each"}
+    prof, rec = _from_layers(BERT, dtype, layers, step, BERT_BATCH, None, "Tesla V100-SXM2-32GB", ref)
+    rec["seq_len"] = BERT_SEQ
+    return prof, rec
 
 
 def cluster():
@@ -163,6 +258,13 @@ def main(argv=None):
             key = f"v100_{name}_{'fp32' if dtype == 'float32' else 'fp16'}"
             save_profile(os.path.join(BUNDLED_DIR, key + ".json"), rec)
             profiles[key] = load_profile(key)   # read back through the loader the CLI uses
+    base, total = bert_layer_costs(BERT)
+    _, total_large = bert_layer_costs("bert_24_1024_16")
+    for dtype in ("float32", "float16"):
+        prof, rec = derived_bert_profile(dtype, base, total, total_large)
+        key = f"v100_{BERT}_{'fp32' if dtype == 'float32' else 'fp16'}"
+        save_profile(os.path.join(BUNDLED_DIR, key + ".json"), rec)
+        profiles[key] = load_profile(key)
     rows = []
     for key, (prof, rec) in progress(list(profiles.items()), desc="predicting"):
         for n in GPUS:
