@@ -50,7 +50,7 @@ def test_scaling_factor_never_falls_with_bandwidth():
 
 
 @pytest.mark.parametrize("name", ["v100_resnet50_v1b_fp32", "v100_resnet101_v1b_fp32", "v100_vgg16_fp32",
-                                  "v100_resnet50_v1b_fp16"])
+                                  "v100_resnet50_v1b_fp16", "v100_bert_12_768_12_fp32"])
 def test_bundled_profiles_need_no_more_compression_on_a_faster_link(name):
     prof = load_profile(name)[0]
     cluster = dict(gpus_per_host=8, intra_bandwidth=150e9, topology="best")
