@@ -351,6 +351,12 @@ CASES = [
     ("digits", ["--lr", "-0.1"], None, B, ["--lr", "> 0"]),
     ("digits", ["--out", "{F}/a_file"], None, B, ["--out", "is a file"]),
     ("digits", ["--algorithm", "bogus"], None, B, ["--algorithm", "bogus", "use one of"]),
+    ("digits", ["--algorithm", "sync", "--target-sf", "0.8"], None, B,
+     ["--target-sf", "--algorithm auto only", "sync"]),
+    ("digits", ["--algorithm", "auto", "--target-sf", "1.5"], None, B, ["--target-sf", "<= 1"]),
+    ("digits", ["--algorithm", "auto", "--auto-candidates", "sync", "dense"], None, B,
+     ["--auto-candidates", "dense", "use one of"]),
+    ("cls", ["--algorithm", "cser", "--auto-candidates", "sync"], None, B, ["--auto-candidates", "--algorithm auto only"]),
     ("digits", ["--commit-every", "0"], None, B, ["--commit-every", ">= 1"]),
     ("digits", ["--seed", "-3"], None, B, ["--seed", ">= 0"]),
     # ---- evaluate ---------------------------------------------------------------------------------------

@@ -102,6 +102,9 @@ EXAMPLES = {
         fast(),
     "docs/distributed.md: horovodrun -np 2 -H localhost:2 --gloo .venv/bin/python scripts/cv/train_digits.py":
         long(subs=[("--period 4", "--period 4 --epochs 1")]),
+    "docs/distributed.md: horovodrun -np 4 -H localhost:4 --gloo .venv/bin/python scripts/cv/train_digits.py":
+        fast(subs=[("--epochs 2", "--epochs 1")],
+             check=lambda out: "auto: " in out and "target 0.75" in out),
     "docs/distributed.md: import mxnet as mx\nfrom mxnet import autograd, gluon\nfrom gluon_suite.distributed import DistributedTrainer\n\nctx":
         fast(),
     "docs/distributed.md: from gluon_suite.distributed.compression import Compressor, Payload": fast(

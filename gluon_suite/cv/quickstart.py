@@ -101,7 +101,8 @@ def train_digits(config=None, comm=None, log=print, ctx=None):
     trainer = DistributedTrainer(net.collect_params(), "sgd", opt_params, algorithm=cfg.algorithm,
                                  compressor=cfg.compressor, ratio=cfg.ratio, period=cfg.period,
                                  compressor2=cfg.compressor2, ratio2=cfg.ratio2, min_size=cfg.min_size,
-                                 warmup_steps=cfg.compress_warmup, communicator=comm, seed=seed)
+                                 warmup_steps=cfg.compress_warmup, communicator=comm, seed=seed,
+                                 target_sf=cfg.target_sf, auto_candidates=cfg.auto_candidates)
     net.hybridize(static_alloc=True)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     # what a dense ring allreduce of every gradient puts on each worker's link per step

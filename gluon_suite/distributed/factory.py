@@ -13,7 +13,7 @@ ALGORITHMS = {a.name: a for a in (SyncSGD, ErrorFeedbackSGD, LocalSGD, CSER, Loc
 
 def make_algorithm(name="sync", compressor="none", ratio=None, period=None, compressor2=None,
                    ratio2=None, min_size=0, warmup_steps=0, seed=0, c1_operand="update",
-                   reset_step="both"):
+                   reset_step="both", target_sf=None, candidates=None):
     """Build an algorithm from names, as scripts expose them as flags.
 
     ``make_algorithm('cser', compressor='grbs', ratio=64, period=16)`` gives CSER with GRBS at
@@ -24,13 +24,19 @@ def make_algorithm(name="sync", compressor="none", ratio=None, period=None, comp
     ``warmup_steps`` is the number of fully synchronous steps before local updates start and
     ``period`` the number of steps between synchronisations (default 4). ``c1_operand`` and
     ``reset_step`` choose CSER's variant (``CSER``); other algorithms accept only their defaults.
+    ``auto`` takes ``target_sf`` (the scaling factor its choice must reach, default 0.9) and
+    ``candidates`` (the kinds it chooses among: sync, fp16, cser, cser_pl; default all), options of
+    ``auto`` alone.
     """
     if isinstance(name, Algorithm):
         return name
     key = str(name).lower()
     if key == "auto":
         return _make_auto(compressor, ratio, period, compressor2, ratio2, min_size, warmup_steps, seed,
-                          c1_operand, reset_step)
+                          c1_operand, reset_step, target_sf, candidates)
+    if target_sf is not None or candidates:
+        raise ValueError(f"target_sf and the candidates are options of algorithm 'auto', not {name!r}; "
+                         "drop them or use algorithm 'auto'")
     if key not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {name!r}; choose one of: {', '.join(ALGORITHMS)}")
     if ratio is not None and not float(ratio) >= 1:
@@ -69,7 +75,7 @@ def make_algorithm(name="sync", compressor="none", ratio=None, period=None, comp
 
 
 def _make_auto(compressor, ratio, period, compressor2, ratio2, min_size, warmup_steps, seed, c1_operand,
-               reset_step):
+               reset_step, target_sf=None, candidates=None):
     """``auto`` picks the compressor itself: a ratio pins CSER's first ratio, a period its period."""
     if str(compressor).lower() != "none" or compressor2 is not None or ratio2 is not None:
         raise ValueError(f"algorithm 'auto' chooses the compressor itself (got compressor {compressor!r}); "
@@ -81,4 +87,8 @@ def _make_auto(compressor, ratio, period, compressor2, ratio2, min_size, warmup_
         kw["cser_ratios"] = (float(ratio),)
     if period is not None:
         kw["period"] = period
+    if target_sf is not None:
+        kw["target_sf"] = float(target_sf)
+    if candidates:
+        kw["candidates"] = tuple(candidates)
     return AutoAlgorithm(**kw)

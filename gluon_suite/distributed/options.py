@@ -4,7 +4,8 @@ import dataclasses
 
 from ..utils.hosts import COMMIT_EVERY, RAMP_STEPS
 from ..utils.runconfig import option
-from ..utils.validate import choice_of, nonneg_int, positive_int, ratio
+from ..utils.validate import choice_of, float_range, nonneg_int, positive_int, ratio
+from .auto import CANDIDATE_KINDS
 from .compression import COMPRESSORS
 from .factory import ALGORITHMS
 
@@ -12,11 +13,16 @@ from .factory import ALGORITHMS
 @dataclasses.dataclass
 class CompressionOptions:
     """How gradients travel (docs/distributed.md): ``algorithm`` with ``compressor`` at ``ratio``,
-    and for the periodic algorithms (local, cser, local_adaalter) their ``period``."""
+    and for the periodic algorithms (local, cser, local_adaalter) their ``period``; for ``auto``
+    the target scaling factor and the candidates it chooses among."""
     algorithm: str = option("sync", choice_of(ALGORITHMS, "algorithm"), help="sync, ef, local, cser, ...")
     compressor: str = option("none", choice_of(COMPRESSORS, "compressor"), help="none, fp16, grbs, ...")
     ratio: float = option(None, ratio, help="compression ratio (dense bytes / sent bytes)")
     period: int = option(None, positive_int, help="steps between resets or averages")
+    target_sf: float = option(None, float_range(0, 1, low_open=True, what="a scaling factor"),
+                              help="algorithm auto: the scaling factor its choice must reach (default 0.9)")
+    auto_candidates: list = option(None, choice_of(CANDIDATE_KINDS, "auto candidate"), many=True,
+                                   help="algorithm auto: the kinds it chooses among (default all)")
 
 
 @dataclasses.dataclass

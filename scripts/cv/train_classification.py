@@ -20,7 +20,7 @@ def build_parser():
     from gluon_suite.cv.recipe import optimizer_names, sha1_prefix, warmup_value
     from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
     from gluon_suite.distributed.averaging import BN_CHOICES
-    from gluon_suite.distributed.launch import add_elastic_arguments
+    from gluon_suite.distributed.launch import add_auto_arguments, add_elastic_arguments
     from gluon_suite.model_zoo.registry import model_name
     from gluon_suite.utils.devices import add_device_arguments
     from gluon_suite.utils.validate import (ArgumentParser, choice_of, existing_dir, existing_path, float_range,
@@ -91,6 +91,7 @@ def build_parser():
     g.add_argument("--link-mbit", type=positive_float, help="link rate, to log link utilisation (with --profile-comm)")
     g = p.add_argument_group("devices")
     add_device_arguments(g, defaults=False)
+    add_auto_arguments(p)
     add_elastic_arguments(p)
     g = p.add_argument_group("run")
     g.add_argument("--seed", type=nonneg_int)

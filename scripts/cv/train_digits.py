@@ -14,7 +14,7 @@ def build_parser():
     import argparse
 
     from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
-    from gluon_suite.distributed.launch import add_elastic_arguments
+    from gluon_suite.distributed.launch import add_auto_arguments, add_elastic_arguments
     from gluon_suite.utils.devices import add_device_arguments
     from gluon_suite.utils.validate import (ArgumentParser, choice_of, nonneg_int, output_dir, positive_float,
                                             positive_int, ratio)
@@ -25,7 +25,7 @@ def build_parser():
     p.add_argument("--seed", type=nonneg_int)
     p.add_argument("--out", type=output_dir, help="folder for the log, config.json and the result")
     p.add_argument("--no-progress", dest="progress", action="store_false")
-    p.add_argument("--algorithm", type=choice_of(ALGORITHMS, "algorithm"), help="sync, ef, local or cser")
+    p.add_argument("--algorithm", type=choice_of(ALGORITHMS, "algorithm"), help="sync, ef, local, cser, local_adaalter or auto")
     p.add_argument("--compressor", type=choice_of(COMPRESSORS, "compressor"),
                    help="none, zero, fp16, grbs, randomk, topk or sign")
     p.add_argument("--ratio", type=ratio, help="compression ratio of --compressor")
@@ -33,6 +33,7 @@ def build_parser():
     p.add_argument("--compressor2", type=choice_of(COMPRESSORS, "compressor"),
                    help="CSER's error compressor (default: derived)")
     p.add_argument("--ratio2", type=ratio)
+    add_auto_arguments(p)
     add_elastic_arguments(p)
     add_device_arguments(p, defaults=False)
     from gluon_suite.cv.quickstart import DigitsConfig

@@ -16,7 +16,7 @@ from gluon_suite.utils import run_cli
 def build_parser():
     from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
     from gluon_suite.graph import recipes
-    from gluon_suite.distributed.launch import add_elastic_arguments
+    from gluon_suite.distributed.launch import add_auto_arguments, add_elastic_arguments
     from gluon_suite.utils.validate import (ArgumentParser, choice_of, existing_dir, float_range, nonneg_float,
                                             nonneg_int, output_dir, positive_float, positive_int, ratio,
                                             run_folder)
@@ -45,6 +45,7 @@ def build_parser():
     p.add_argument("--period", type=positive_int)
     from gluon_suite.model_zoo.publish import add_publish_arguments
     add_publish_arguments(p)
+    add_auto_arguments(p)
     add_elastic_arguments(p)
     from gluon_suite.utils.devices import add_device_arguments
     add_device_arguments(p, dtypes=("float32",), why=" (the graph kernels are float32)")

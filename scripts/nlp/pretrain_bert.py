@@ -53,7 +53,7 @@ def parse_phase(text):
 def build_parser():
     from gluon_suite.nlp.pretrain import corpus_spec, optimizer_names
     from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
-    from gluon_suite.distributed.launch import add_elastic_arguments
+    from gluon_suite.distributed.launch import add_auto_arguments, add_elastic_arguments
     from gluon_suite.model_zoo.registry import model_name
     from gluon_suite.utils.validate import (ArgumentParser, choice_of, float_range, int_at_least, nonneg_float,
                                             nonneg_int, output_dir, positive_int, ratio, utf8_file)
@@ -89,6 +89,7 @@ def build_parser():
     p.add_argument("--no-progress", dest="progress", action="store_false")
     from gluon_suite.model_zoo.publish import add_publish_arguments
     add_publish_arguments(p)
+    add_auto_arguments(p)
     add_elastic_arguments(p, elastic_help="workers may join, leave or die; trains one phase per launch (--resume auto for the next)",
                           lr_name="the phases' lr")
     from gluon_suite.utils.devices import add_device_arguments

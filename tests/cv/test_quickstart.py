@@ -44,3 +44,22 @@ def test_quickstart_rejects_bad_budget(tmp_path):
         train_digits({"epochs": 1, "batch_size": 5000, "out": str(tmp_path)}, LocalCommunicator())
     with pytest.raises(UserError, match="epochs: must be a whole number >= 1, got 0"):
         train_digits({"epochs": 0, "out": str(tmp_path)}, LocalCommunicator())
+
+
+def test_auto_flags_reach_the_trainer(tmp_path, monkeypatch):
+    """--target-sf and --auto-candidates (config keys target_sf, auto_candidates) build auto with
+    them, and the run folder keeps them."""
+    from gluon_suite.distributed import auto, factory
+    seen = []
+
+    class Recording(auto.AutoAlgorithm):
+        def __init__(self, **kw):
+            seen.append(kw)
+            super().__init__(**kw)
+    monkeypatch.setattr(factory, "AutoAlgorithm", Recording)
+    train_digits({"epochs": 1, "batch_size": 32, "max_steps": 3, "progress": False, "out": str(tmp_path),
+                  "algorithm": "auto", "target_sf": 0.8, "auto_candidates": ["sync", "cser"]},
+                 LocalCommunicator(), log=lambda m: None)
+    assert len(seen) == 1 and seen[0]["target_sf"] == 0.8 and seen[0]["candidates"] == ("sync", "cser")
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert saved["target_sf"] == 0.8 and saved["auto_candidates"] == ["sync", "cser"]

@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 
 from gluon_suite.distributed import DistributedTrainer, LocalCommunicator, make_algorithm
-from gluon_suite.distributed.auto import AutoAlgorithm, candidate_list, choose, link_model, predict_candidates
+from gluon_suite.distributed.auto import (CANDIDATE_KINDS, AutoAlgorithm, candidate_list, choose, link_model,
+                                          predict_candidates)
+from gluon_suite.utils import UserError
 
 from ..conftest import HOROVODRUN, REPO, job_output
 
@@ -374,6 +376,15 @@ def test_auto_by_name_and_its_bad_arguments():
     assert make_algorithm("auto", ratio=16, period=4).cser_ratios == (16.0,)
     with pytest.raises(ValueError, match="chooses the compressor itself"):
         make_algorithm("auto", compressor="grbs")
+    # the target and the candidates (the scripts' --target-sf, --auto-candidates), for auto alone
+    a = make_algorithm("auto", target_sf=0.75, candidates=["sync", "cser_pl"])
+    assert a.target_sf == 0.75 and a.kinds == ("sync", "cser_pl") and a.verify_margin == pytest.approx(0.25)
+    assert make_algorithm("auto").target_sf == 0.9 and make_algorithm("auto").kinds == CANDIDATE_KINDS
+    for name, kw in (("sync", {"target_sf": 0.8}), ("cser", {"candidates": ["sync"]})):
+        with pytest.raises(ValueError, match="options of algorithm 'auto'"):
+            make_algorithm(name, **kw)
+    with pytest.raises(UserError, match="unknown candidate 'dense'"):
+        make_algorithm("auto", candidates=["sync", "dense"])
     with pytest.raises(ValueError, match="target scaling factor"):
         AutoAlgorithm(target_sf=1.5)
     with pytest.raises(ValueError, match="link_mbit"):
