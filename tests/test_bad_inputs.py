@@ -357,6 +357,9 @@ CASES = [
     ("digits", ["--algorithm", "auto", "--auto-candidates", "sync", "dense"], None, B,
      ["--auto-candidates", "dense", "use one of"]),
     ("cls", ["--algorithm", "cser", "--auto-candidates", "sync"], None, B, ["--auto-candidates", "--algorithm auto only"]),
+    ("digits", ["--algorithm", "auto", "--auto-ratios", "0.5"], None, B, ["--auto-ratios", ">= 1"]),
+    ("digits", ["--algorithm", "auto", "--ratio", "8", "--auto-ratios", "4", "16"], None, B,
+     ["--ratio", "--auto-ratios", "give one"]),
     ("digits", ["--commit-every", "0"], None, B, ["--commit-every", ">= 1"]),
     ("digits", ["--seed", "-3"], None, B, ["--seed", ">= 0"]),
     # ---- evaluate ---------------------------------------------------------------------------------------

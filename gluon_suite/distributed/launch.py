@@ -294,13 +294,15 @@ def add_arguments(p):
 def add_auto_arguments(p):
     """The flags of ``--algorithm auto`` shared by the training scripts (the keys of
     ``distributed.options.CompressionOptions``, which holds their defaults)."""
-    from ..utils.validate import choice_of, float_range
-    from .auto import CANDIDATE_KINDS
+    from ..utils.validate import choice_of, float_range, ratio
+    from .auto import CANDIDATE_KINDS, CSER_RATIOS
     g = p.add_argument_group("algorithm auto (docs/distributed.md, 'Letting the trainer choose')")
     g.add_argument("--target-sf", type=float_range(0, 1, low_open=True, what="a scaling factor"),
                    help="the scaling factor the choice must reach (default 0.9)")
     g.add_argument("--auto-candidates", nargs="+", type=choice_of(CANDIDATE_KINDS, "auto candidate"),
                    metavar="KIND", help=f"the kinds to choose among, of {', '.join(CANDIDATE_KINDS)} (default all)")
+    g.add_argument("--auto-ratios", nargs="+", type=ratio, metavar="R",
+                   help=f"CSER's ratios R1 to consider (default {' '.join(f'{r:g}' for r in CSER_RATIOS)})")
     return g
 
 

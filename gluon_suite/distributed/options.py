@@ -5,6 +5,7 @@ import dataclasses
 from ..utils.hosts import COMMIT_EVERY, RAMP_STEPS
 from ..utils.runconfig import option
 from ..utils.validate import choice_of, float_range, nonneg_int, positive_int, ratio
+from ..utils.validate import ratio as _ratio   # the field ``ratio`` below hides the name in the class
 from .auto import CANDIDATE_KINDS
 from .compression import COMPRESSORS
 from .factory import ALGORITHMS
@@ -14,7 +15,7 @@ from .factory import ALGORITHMS
 class CompressionOptions:
     """How gradients travel (docs/distributed.md): ``algorithm`` with ``compressor`` at ``ratio``,
     and for the periodic algorithms (local, cser, local_adaalter) their ``period``; for ``auto``
-    the target scaling factor and the candidates it chooses among."""
+    the target scaling factor, the candidates it chooses among and CSER's ratios it considers."""
     algorithm: str = option("sync", choice_of(ALGORITHMS, "algorithm"), help="sync, ef, local, cser, ...")
     compressor: str = option("none", choice_of(COMPRESSORS, "compressor"), help="none, fp16, grbs, ...")
     ratio: float = option(None, ratio, help="compression ratio (dense bytes / sent bytes)")
@@ -23,6 +24,7 @@ class CompressionOptions:
                               help="algorithm auto: the scaling factor its choice must reach (default 0.9)")
     auto_candidates: list = option(None, choice_of(CANDIDATE_KINDS, "auto candidate"), many=True,
                                    help="algorithm auto: the kinds it chooses among (default all)")
+    auto_ratios: list = option(None, _ratio, many=True, help="algorithm auto: CSER's ratios R1 it considers")
 
 
 @dataclasses.dataclass

@@ -138,11 +138,14 @@ def settle_compression(cfg, flags, workers, elastic=False, source="the config"):
     """
     cfg, notes, keys = dict(cfg), [], set(cfg)   # a recipe without a second compressor gets none
     named = set(flags)
-    auto_only = [k for k in ("target_sf", "auto_candidates") if cfg.get(k) not in (None, [])]
+    auto_only = [k for k in ("target_sf", "auto_candidates", "auto_ratios") if cfg.get(k) not in (None, [])]
     if auto_only and str(cfg.get("algorithm")).lower() != "auto":
         given = " and ".join("--" + k.replace("_", "-") for k in auto_only)
         raise UserError(f"{given} {'apply' if len(auto_only) > 1 else 'applies'} to --algorithm auto only, and the "
                         f"algorithm is {cfg.get('algorithm')}; remove {given} or use --algorithm auto")
+    if cfg.get("auto_ratios") and cfg.get("ratio") is not None:
+        raise UserError("--ratio and --auto-ratios both pin auto's CSER ratios; give one of them (--ratio R for one, "
+                        "--auto-ratios R ... for several)")
     lossy = _compression(cfg)
     if "algorithm" in named and lossy and not named & set(_COMPRESSION_KEYS):
         if str(cfg.get("algorithm")).lower() == "sync":

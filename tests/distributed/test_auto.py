@@ -380,7 +380,10 @@ def test_auto_by_name_and_its_bad_arguments():
     a = make_algorithm("auto", target_sf=0.75, candidates=["sync", "cser_pl"])
     assert a.target_sf == 0.75 and a.kinds == ("sync", "cser_pl") and a.verify_margin == pytest.approx(0.25)
     assert make_algorithm("auto").target_sf == 0.9 and make_algorithm("auto").kinds == CANDIDATE_KINDS
-    for name, kw in (("sync", {"target_sf": 0.8}), ("cser", {"candidates": ["sync"]})):
+    assert make_algorithm("auto", cser_ratios=[16, 4, 16]).cser_ratios == (4.0, 16.0)
+    with pytest.raises(ValueError, match="either a ratio"):
+        make_algorithm("auto", ratio=8, cser_ratios=[4])
+    for name, kw in (("sync", {"target_sf": 0.8}), ("cser", {"candidates": ["sync"]}), ("ef", {"cser_ratios": [4]})):
         with pytest.raises(ValueError, match="options of algorithm 'auto'"):
             make_algorithm(name, **kw)
     with pytest.raises(UserError, match="unknown candidate 'dense'"):
