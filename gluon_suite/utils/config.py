@@ -131,8 +131,9 @@ def settle_compression(cfg, flags, workers, elastic=False, source="the config"):
 
     - ``--algorithm`` changed the file's algorithm while its compressor came from the file: the
       compressor belonged to the file's algorithm. For ``sync`` it is dropped (synchronous SGD
-      sends dense gradients unless ``--compressor`` says otherwise); for another algorithm it is
-      kept, and a note says what the pair resolved to.
+      sends dense gradients unless ``--compressor`` says otherwise), for ``auto`` too (auto
+      chooses the compression); for another algorithm it is kept, and a note says what the pair
+      resolved to.
     - one worker (not elastic): there is nothing to send, so no compression is applied (a lossy
       compressor would only throw gradient away) and a note says so.
     """
@@ -143,12 +144,16 @@ def settle_compression(cfg, flags, workers, elastic=False, source="the config"):
         given = " and ".join("--" + k.replace("_", "-") for k in auto_only)
         raise UserError(f"{given} {'apply' if len(auto_only) > 1 else 'applies'} to --algorithm auto only, and the "
                         f"algorithm is {cfg.get('algorithm')}; remove {given} or use --algorithm auto")
-    if cfg.get("auto_ratios") and cfg.get("ratio") is not None:
-        raise UserError("--ratio and --auto-ratios both pin auto's CSER ratios; give one of them (--ratio R for one, "
-                        "--auto-ratios R ... for several)")
     lossy = _compression(cfg)
     if "algorithm" in named and lossy and not named & set(_COMPRESSION_KEYS):
-        if str(cfg.get("algorithm")).lower() == "sync":
+        if str(cfg.get("algorithm")).lower() == "auto":
+            period = "" if "period" in named or cfg.get("period") is None else f" and period {cfg['period']}"
+            notes.append(f"--algorithm auto: the compressor {lossy}{period} from {source} belonged to its algorithm "
+                         f"and {'are' if period else 'is'} dropped; auto chooses the compression itself (--auto-ratios or --ratio, and "
+                         "--period, pin CSER's)")
+            cfg.update(compressor="none", ratio=None, compressor2=None, ratio2=None,
+                       **({"period": None} if period else {}))
+        elif str(cfg.get("algorithm")).lower() == "sync":
             notes.append(f"--algorithm sync: the compressor {lossy} from {source} belonged to its algorithm "
                          "and is dropped, so synchronous SGD sends dense gradients (give --compressor to "
                          "compress them)")
@@ -156,6 +161,9 @@ def settle_compression(cfg, flags, workers, elastic=False, source="the config"):
         else:
             notes.append(f"resolved to algorithm {cfg['algorithm']} (from --algorithm) with compressor {lossy} "
                          f"(from {source}); give --compressor none to send dense updates")
+    if cfg.get("auto_ratios") and cfg.get("ratio") is not None:
+        raise UserError("--ratio and --auto-ratios both pin auto's CSER ratios; give one of them (--ratio R for one, "
+                        "--auto-ratios R ... for several)")
     lossy = _compression(cfg)
     if workers == 1 and not elastic and lossy:
         notes.append(f"one worker: nothing is communicated, so no compression is applied (compressor {lossy} "

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from gluon_suite.utils import UserError
 from gluon_suite.utils.config import settle_compression
 
 from ..conftest import REPO
@@ -51,3 +52,18 @@ def test_script_logs_what_it_resolved_to(tmp_path):
     lines = p.stdout.splitlines()
     assert "note: one worker: nothing is communicated, so no compression is applied" in lines[0]
     assert lines[1].endswith("sync / none")
+
+
+def test_auto_flag_over_a_cser_config_drops_its_compression():
+    """auto chooses the compression: the file's CSER pair and period do not pin it (a note says so);
+    --auto-ratios given with the file's ratio is not a conflict, with --ratio on the command line it is."""
+    cfg, notes = settle_compression({**CSER, "algorithm": "auto", "auto_ratios": [8, 16]}, {"algorithm", "auto_ratios"},
+                                    workers=4, source="--config c.yaml")
+    assert (cfg["algorithm"], cfg["compressor"], cfg["ratio"], cfg["period"]) == ("auto", "none", None, None)
+    assert cfg["auto_ratios"] == [8, 16]
+    assert len(notes) == 1 and "grbs (ratio 32) and period 4" in notes[0] and "auto chooses" in notes[0]
+    cfg, _ = settle_compression({**CSER, "algorithm": "auto"}, {"algorithm", "period"}, workers=4)
+    assert cfg["period"] == 4        # named on the command line: kept
+    with pytest.raises(UserError, match="give one of them"):
+        settle_compression({**CSER, "algorithm": "auto", "auto_ratios": [8]}, {"algorithm", "ratio", "auto_ratios"},
+                           workers=4)
