@@ -27,8 +27,8 @@ No V100 is measured here: each profile is derived (and marked so) from published
   sequences/s in FP32 at batch 32, 168.63 in mixed precision at batch 64. BERT-base is scaled from
   BERT-large by multiply-adds per sequence of 128 tokens with 20 masked positions, counted from the
   suite's GluonNLP models (every Dense layer; the self-attention cell's query, key and value
-  projections and its two products, 2 s^2 d). Per-GPU batch 64 sequences (assumption), forward : backward = 1 : 2, optimizer 0 (LAMB or
-  Adam fused on the GPU is a few ms; stated, not added). Gradients: every trainable parameter of
+  projections and its two products, 2 s^2 d). Per-GPU batch 64 sequences (assumption), forward :
+  backward = 1 : 2, optimizer 0 (LAMB or Adam fused on the GPU is a few ms; stated, not added). Gradients: every trainable parameter of
   the suite's bert_12_768_12 with its pre-training heads (the MLM decoder's weight is the word
   embedding's), in the order backward reaches the blocks that own them: the embeddings last.
 
@@ -207,16 +207,14 @@ def bert_layer_costs(name, seq=BERT_SEQ, masked=BERT_MASKED):
             blk.register_forward_hook(post)
     zeros = mx.nd.zeros((1, seq))
     net(zeros, zeros, mx.nd.array([seq]), mx.nd.arange(masked).reshape((1, masked)))
-    seen, layers = set(), []
+    called, seen, layers = set(), set(), []
     for blk in calls:
-        if id(blk) in {id(b) for b in calls[:calls.index(blk)]}:
+        if id(blk) in called:
             continue
-        sizes = []
-        for p in blk.params.values():
-            if p.grad_req != "null" and id(p) not in seen:
-                sizes.append(int(p.data().size))
-            seen.add(id(p))
-        layers.append((macs.get(id(blk), 0.0), sizes))
+        called.add(id(blk))
+        params = [p for p in blk.params.values() if id(p) not in seen]
+        seen.update(id(p) for p in params)
+        layers.append((macs.get(id(blk), 0.0), [int(p.data().size) for p in params if p.grad_req != "null"]))
     return layers, sum(m for m, _ in layers)
 
 

@@ -102,8 +102,7 @@ def train_digits(config=None, comm=None, log=print, ctx=None):
                                  compressor=cfg.compressor, ratio=cfg.ratio, period=cfg.period,
                                  compressor2=cfg.compressor2, ratio2=cfg.ratio2, min_size=cfg.min_size,
                                  warmup_steps=cfg.compress_warmup, communicator=comm, seed=seed,
-                                 target_sf=cfg.target_sf, auto_candidates=cfg.auto_candidates,
-                                 auto_ratios=cfg.auto_ratios)
+                                 **cfg.auto_options())
     net.hybridize(static_alloc=True)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     # what a dense ring allreduce of every gradient puts on each worker's link per step

@@ -426,8 +426,7 @@ def train_classification(config, comm=None, log=print, ctx=None):
         compressor=cfg["compressor"], ratio=cfg["ratio"], period=cfg["period"],
         compressor2=cfg["compressor2"], ratio2=cfg["ratio2"], min_size=int(cfg["min_size"]),
         warmup_steps=int(cfg["compress_warmup"]), seed=int(cfg["seed"]), communicator=comm,
-        profile_comm=bool(cfg["profile_comm"]), target_sf=cfg["target_sf"], auto_candidates=cfg["auto_candidates"],
-        auto_ratios=cfg["auto_ratios"])
+        profile_comm=bool(cfg["profile_comm"]), **cfg.auto_options())
     net.hybridize(static_alloc=True)
     return _train(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ctx, dtype)
 

@@ -26,6 +26,10 @@ class CompressionOptions:
                                    help="algorithm auto: the kinds it chooses among (default all)")
     auto_ratios: list = option(None, _ratio, many=True, help="algorithm auto: CSER's ratios R1 it considers")
 
+    def auto_options(self):
+        """The keyword arguments of ``DistributedTrainer`` for ``auto`` (None: its defaults)."""
+        return {"target_sf": self.target_sf, "auto_candidates": self.auto_candidates, "auto_ratios": self.auto_ratios}
+
 
 @dataclasses.dataclass
 class SecondCompressorOptions:

@@ -42,9 +42,9 @@ class DistributedTrainer(gluon.Trainer):
     ``cser``, ``local_adaalter``, ``auto`` (measure the first steps, then switch once to the least
     compression that reaches a scaling factor of 0.9: ``auto.py``; ``AutoAlgorithm(...)`` for other
     options) or an ``Algorithm``), ``compressor``/``ratio``/``period``/``compressor2``/``ratio2``/
-    ``min_size``/``warmup_steps``/``seed``/``c1_operand``/``reset_step``/``target_sf``/
-    ``auto_candidates``/``auto_ratios``
-    (see ``make_algorithm``) and ``communicator`` (default:
+    ``min_size``/``warmup_steps``/``seed``/``c1_operand``/``reset_step`` (see ``make_algorithm``),
+    ``target_sf``/``auto_candidates``/``auto_ratios`` (auto's ``target_sf``, ``candidates`` and
+    ``cser_ratios``) and ``communicator`` (default:
     Horovod under ``horovodrun``, else single-process) and ``bucket_mb`` (size of the flat
     gradient buckets, default 25 MB; 0: one bucket per tensor; see ``buckets.py``). Bad names or values raise ValueError here,
     before any training step. Parameters may live on several contexts (GluonCV's

@@ -234,9 +234,7 @@ def _train_node(cfg, comm, log):
         net(g, feat)   # shapes now: an elastic state copies every parameter
     trainer = DistributedTrainer(net.collect_params(), "adam", opt,
                                  algorithm=cfg["algorithm"], compressor=cfg["compressor"], ratio=cfg["ratio"],
-                                 period=cfg["period"], communicator=comm, target_sf=cfg["target_sf"],
-                                 auto_candidates=cfg["auto_candidates"],
-                                 auto_ratios=cfg["auto_ratios"])
+                                 period=cfg["period"], communicator=comm, **cfg.auto_options())
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
 
     def step(state, idx, step_size):
@@ -306,9 +304,7 @@ def _train_graph(cfg, comm, log):
                                  {"learning_rate": cfg["lr"],
                                   "lr_scheduler": _schedule(cfg, int(cfg["batch_size"]), comm.size)},
                                  algorithm=cfg["algorithm"], compressor=cfg["compressor"], ratio=cfg["ratio"],
-                                 period=cfg["period"], communicator=comm, target_sf=cfg["target_sf"],
-                                 auto_candidates=cfg["auto_candidates"],
-                                 auto_ratios=cfg["auto_ratios"])
+                                 period=cfg["period"], communicator=comm, **cfg.auto_options())
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     test_bg = batch([graphs[j] for j in test])  # built once, evaluated every 10 epochs
 

@@ -401,9 +401,7 @@ def _phase(cfg, run, pi, ph, net, loss_fn, docs, vocab, comm, log, ctx, scaler, 
     trainer = DistributedTrainer(params, cfg["optimizer"], opt_params,
                                  algorithm=cfg["algorithm"], compressor=cfg["compressor"],
                                  ratio=cfg["ratio"], period=cfg["period"], seed=seed,
-                                 communicator=comm, prefix=f"phase{pi}.", target_sf=cfg["target_sf"],
-                                 auto_candidates=cfg["auto_candidates"],
-        auto_ratios=cfg["auto_ratios"])
+                                 communicator=comm, prefix=f"phase{pi}.", **cfg.auto_options())
     loss_fn(net, [mx.nd.array(data[key][:1], dtype=data[key].dtype) for key in KEYS])  # shapes before the state
     if start.get("step"):
         trainer.load_states(run.paths()[1])
