@@ -80,6 +80,10 @@ VARIANTS_RESNET = {
 # what auto's measuring steps run and a choice it can make)
 CONFIGS_AUTO = {"auto": dict(algorithm="auto"),
                 "local sgd (H 8: 8x)": dict(algorithm="cser", compressor="zero", period=8, compressor2="none"),
+                # auto with CSER-PL at periods 8, 16 and 32 (--auto-periods): at 100 Mbit/s the rule then
+                # picks local SGD every 32 steps, which runs fixed beside it
+                "auto (periods 8, 16, 32)": dict(algorithm="auto", auto_periods=(8, 16, 32)),
+                "local sgd (H 32: 32x)": dict(algorithm="cser", compressor="zero", period=32, compressor2="none"),
                 # the first version: the choice is not checked against the measured step time
                 "auto (no verification)": dict(algorithm="auto", auto_verify=False),
                 # the check's first version: it timed the chosen algorithm from its second step on

@@ -358,6 +358,8 @@ CASES = [
      ["--auto-candidates", "dense", "use one of"]),
     ("cls", ["--algorithm", "cser", "--auto-candidates", "sync"], None, B, ["--auto-candidates", "--algorithm auto only"]),
     ("digits", ["--algorithm", "auto", "--auto-ratios", "0.5"], None, B, ["--auto-ratios", ">= 1"]),
+    ("digits", ["--algorithm", "auto", "--auto-periods", "8", "0"], None, B, ["--auto-periods", ">= 1"]),
+    ("digits", ["--algorithm", "local", "--auto-periods", "16"], None, B, ["--auto-periods", "--algorithm auto only"]),
     ("digits", ["--algorithm", "auto", "--ratio", "8", "--auto-ratios", "4", "16"], None, B,
      ["--ratio", "--auto-ratios", "give one"]),
     ("digits", ["--commit-every", "0"], None, B, ["--commit-every", ">= 1"]),

@@ -22,15 +22,19 @@ identically on every worker.
 2. Agree. Each worker takes the median of each time over its measured steps; one allreduce gives
    every worker their mean over workers.
 3. Predict. Each candidate (``candidate_list``: synchronous SGD, fp16 gradients, CSER with GRBS at
-   R1 = 4 ... 256 and error-reset period H, and CSER-PL: nothing sent for H - 1 steps, then the
-   model's deviation at R2 = 1 ... 8 with GRBS, 1 being plain local SGD) is a cycle of steps, step
+   R1 = 4 ... 256 and error-reset period H, and CSER-PL: nothing sent for H' - 1 steps, then the
+   model's deviation at R2 = 1 ... 8 with GRBS, 1 being plain local SGD, at H' = H unless
+   ``pl_periods`` names more periods) is a cycle of steps, step
    j sending the dense bytes over r_j with m_j collectives per bucket (CSER's reset step: two; a
    CSER-PL step between averages: none). Step j takes c + o + [m_j > 0] w + K m_j t0 + W / (r_j B);
    SF = (c + o) / (the cycle's mean step). Communication is not overlapped with backward here (a
    conservative choice), and compression's own compute time is not counted: the check measures it.
 4. Choose (``choose``, the rule ``whatif.advise`` uses too): the candidate of the smallest overall
-   ratio whose SF reaches ``target_sf`` (sync first, then fp16, then CSER, then CSER-PL); when
-   none does, the one of the highest SF. Rank 0's choice is broadcast and every worker builds the
+   ratio whose SF reaches ``target_sf`` (sync first, then fp16, then CSER, then CSER-PL; among
+   CSER-PL candidates of one ratio H' R2, the longest period first: averaging all of the deviation
+   every H' steps leaves each coordinate's change waiting H'/2 steps on average, a 1/R2 share
+   every H' steps H' (R2 - 1/2), so at a fixed ratio the smaller R2 waits least); when none does,
+   the one of the highest SF. Rank 0's choice is broadcast and every worker builds the
    same algorithm from the same arguments. CSER-PL continues from the measuring steps' local models;
    any other choice starts from the workers' averaged models and averaged optimizer states. One
    line is logged and ``decision`` holds the measurements and every candidate's prediction.
@@ -39,7 +43,8 @@ identically on every worker.
    between two drains, so that its work overlaps as in training. A pause of the loop inside the
    window (a step began more than ``PAUSE_FACTOR`` times the median gap between steps plus
    ``PAUSE_S`` after the previous one ended, on any worker: an evaluation) restarts the window
-   (at most ``MAX_RESTARTS`` times). The reference is sync's step:
+   (at most ``MAX_RESTARTS`` times; the last window takes each pause's excess over the median gap
+   out of its time, since a window longer than the stretch between two evaluations is never clean). The reference is sync's step:
    - a clear call (sync predicted at least ``RACE_BELOW`` times the choice's step): its predicted
      step, or its measured one when the measuring phase ran sync;
    - a close call: the workers average their models and optimizer states and run sync for as many
@@ -75,6 +80,9 @@ CANDIDATE_KINDS = ("sync", "fp16", "cser", "cser_pl")
 GRADIENT_KINDS = ("sync", "fp16", "cser")   # those that send gradients every step (what-if's advice)
 CSER_RATIOS = (4, 8, 16, 32, 64, 128, 256)
 PL_RATIOS = (1, 2, 4, 8)   # CSER-PL's R2: the share of the model averaged every H steps (1: all)
+# CSER-PL's periods by default, in multiples of H (the measuring local SGD's). 2H and 4H as well
+# (pl_periods) were measured on the testbed and gained nothing there (docs/whatif.md)
+PL_PERIOD_FACTORS = (1,)
 PROBE_VALUES = 256          # the small probe: its time is the fixed cost of one collective
 RACE_BELOW = 2.0            # a predicted gain below this is checked against measured sync steps
 PAUSE_FACTOR, PAUSE_S = 5.0, 0.05   # a gap between steps this long is a pause of the loop (evaluation)
@@ -94,12 +102,27 @@ def pl_cycle(r2, period):
     return [math.inf] * (period - 1) + [float(r2)]
 
 
+def pl_delay(r2, period):
+    """The mean number of steps a coordinate's local change waits before CSER-PL averages it: half
+    a period to the next average, then ``r2 - 1`` more periods on average (each average takes a
+    1/r2 share, GRBS)."""
+    return period * (float(r2) - 0.5)
+
+
+def pl_periods_for(period, pl_periods=None):
+    """CSER-PL's periods: ``pl_periods``, else ``PL_PERIOD_FACTORS`` times ``period``."""
+    values = [period * f for f in PL_PERIOD_FACTORS] if pl_periods is None else list(pl_periods)
+    return sorted(set(_period(h) for h in values))
+
+
 def candidate_list(kinds=GRADIENT_KINDS, grad_dtype="float32", ratios=CSER_RATIOS, period=8,
-                   pl_ratios=PL_RATIOS):
+                   pl_ratios=PL_RATIOS, pl_periods=None):
     """The candidates of ``kinds`` as ``[{'name', 'cycle', 'messages', 'algorithm', 'flags'}]``:
     ``cycle`` the ratio of each step of one cycle, ``messages`` its collectives per bucket,
     ``algorithm`` the keyword arguments of ``make_algorithm`` and ``flags`` the training scripts'
-    flags for the same choice."""
+    flags for the same choice. CSER-PL's candidates are every R2 of ``pl_ratios`` at every period
+    of ``pl_periods`` (default: H alone), ordered by overall ratio and, at one ratio, by
+    ``pl_delay`` (the longer period first)."""
     out = []
     for kind in kinds:
         if kind not in CANDIDATE_KINDS:
@@ -121,16 +144,19 @@ def candidate_list(kinds=GRADIENT_KINDS, grad_dtype="float32", ratios=CSER_RATIO
                             "algorithm": {"name": "cser", "compressor": "grbs", "ratio": r, "period": period},
                             "flags": f"--algorithm cser --compressor grbs --ratio {r:g} --period {period}"})
         elif kind == "cser_pl":
-            period = _period(period)
-            for r in sorted(set(float(x) for x in pl_ratios)):
-                if not r >= 1:
-                    raise UserError(f"CSER-PL ratios must be >= 1, got {r}")
+            rs = sorted(set(float(x) for x in pl_ratios))
+            bad = [r for r in rs if not r >= 1]
+            if bad:
+                raise UserError(f"CSER-PL ratios must be >= 1, got {bad[0]:g}")
+            grid = sorted(((r, h) for r in rs for h in pl_periods_for(_period(period), pl_periods)),
+                          key=lambda rh: (rh[0] * rh[1], pl_delay(*rh)))
+            for r, h in grid:
                 c2 = {"compressor2": "grbs", "ratio2": r} if r > 1 else {"compressor2": "none"}
                 flags = f"--compressor2 grbs --ratio2 {r:g}" if r > 1 else "--compressor2 none"
-                out.append({"name": f"cser-pl R2={r:g} H={period}", "cycle": pl_cycle(r, period),
-                            "messages": [0] * (period - 1) + [1],
-                            "algorithm": {"name": "cser", "compressor": "zero", "period": period, **c2},
-                            "flags": f"--algorithm cser --compressor zero --period {period} {flags}"})
+                out.append({"name": f"cser-pl R2={r:g} H={h}", "cycle": pl_cycle(r, h),
+                            "messages": [0] * (h - 1) + [1],
+                            "algorithm": {"name": "cser", "compressor": "zero", "period": h, **c2},
+                            "flags": f"--algorithm cser --compressor zero --period {h} {flags}"})
     if not out:
         raise UserError("no candidate left to choose from (fp16 alone cannot compress float16 gradients); "
                         "add sync or cser")
@@ -184,6 +210,19 @@ def predict_candidates(candidates, compute_s, bucket_bytes, workers, t0, s_per_b
     return rows
 
 
+def window_step_time(elapsed, gaps, steps, subtract=False):
+    """``(seconds per step, paused)`` of a timed window of ``steps`` steps that took ``elapsed``
+    seconds, with ``gaps`` the times between its steps outside the trainer: a gap over
+    ``PAUSE_FACTOR`` times their median plus ``PAUSE_S`` is a pause of the loop (an evaluation).
+    ``subtract``: each pause's excess over the median gap is taken out of ``elapsed``."""
+    gaps = list(gaps) or [0.0]
+    med = float(np.median(gaps))
+    pauses = [g - med for g in gaps if g > PAUSE_FACTOR * med + PAUSE_S]
+    if subtract:
+        elapsed -= sum(pauses)
+    return elapsed / steps, bool(pauses)
+
+
 def _is_pl(algo):
     """CSER with a zero C1: CSER-PL, or local SGD (the measuring phase's algorithm)."""
     return algo.name == "cser" and algo.c1.name == "zero"
@@ -199,7 +238,8 @@ def _print_rank0(rank):
 class AutoAlgorithm(Algorithm):
     """The measuring phase, then the chosen algorithm, checked (module docstring). Options:
     ``target_sf`` (default 0.9), ``candidates`` (of ``CANDIDATE_KINDS``), ``cser_ratios`` and
-    ``period`` (CSER's R1 values and H), ``skip_steps``/``measure_steps``, ``link_mbit`` and
+    ``period`` (CSER's R1 values and H; H is also the measuring local SGD's period), ``pl_ratios``
+    and ``pl_periods`` (CSER-PL's R2 values and periods; default 1, 2, 4, 8 and H), ``skip_steps``/``measure_steps``, ``link_mbit`` and
     ``latency_s`` (replace the measured link), ``min_size``/``warmup_steps``/``seed`` (passed to the
     chosen algorithm's compressors), ``log`` (one line per decision; default: print on rank 0),
     ``verify``, ``verify_margin`` (keep a compressed choice only if its measured step is at most
@@ -210,7 +250,7 @@ class AutoAlgorithm(Algorithm):
     name = "auto"
 
     def __init__(self, target_sf=0.9, candidates=CANDIDATE_KINDS, cser_ratios=CSER_RATIOS, period=8,
-                 skip_steps=2, measure_steps=5, link_mbit=None, latency_s=None, min_size=0, warmup_steps=0,
+                 pl_ratios=PL_RATIOS, pl_periods=None, skip_steps=2, measure_steps=5, link_mbit=None, latency_s=None, min_size=0, warmup_steps=0,
                  seed=0, log=None, verify=True, verify_margin=None, verify_skip=None):
         if not 0 < float(target_sf) <= 1:
             raise ValueError(f"target scaling factor must be in (0, 1], got {target_sf}")
@@ -222,9 +262,11 @@ class AutoAlgorithm(Algorithm):
             raise ValueError(f"latency_s must be >= 0 (seconds per collective), got {latency_s}")
         if verify_margin is not None and not 0 <= float(verify_margin) <= 1:
             raise ValueError(f"verify_margin must be in [0, 1], got {verify_margin}")
-        candidate_list(candidates, "float32", cser_ratios, period)   # names and values checked here
+        candidate_list(candidates, "float32", cser_ratios, period, pl_ratios, pl_periods)   # names and values checked here
         self.target_sf = float(target_sf)
         self.kinds, self.cser_ratios, self.period = tuple(candidates), tuple(cser_ratios), int(period)
+        self.pl_ratios = tuple(pl_ratios)
+        self.pl_periods = None if pl_periods is None else tuple(int(h) for h in pl_periods)
         self.skip_steps, self.measure_steps = int(skip_steps), int(measure_steps)
         self.link_mbit = None if link_mbit is None else float(link_mbit)
         self.latency_s = None if latency_s is None else float(latency_s)
@@ -255,7 +297,8 @@ class AutoAlgorithm(Algorithm):
         """The algorithm of the measuring phase: CSER-PL with the whole model averaged every H steps
         (plain local SGD) when CSER-PL is a candidate, else synchronous SGD."""
         if self.local_start:
-            return self._build(candidate_list(("cser_pl",), period=self.period, pl_ratios=(1,))[0]["algorithm"])
+            return self._build(candidate_list(("cser_pl",), period=self.period, pl_ratios=(1,),
+                                              pl_periods=(self.period,))[0]["algorithm"])
         return make_algorithm("sync", min_size=self._common["min_size"])
 
     # --- the current algorithm answers for everything the trainer asks --------------------------
@@ -318,7 +361,8 @@ class AutoAlgorithm(Algorithm):
 
     def config(self):
         return {"name": self.name, "target_sf": self.target_sf, "candidates": list(self.kinds),
-                "cser_ratios": list(self.cser_ratios), "period": self.period, "current": self._inner.config(),
+                "cser_ratios": list(self.cser_ratios), "period": self.period, "pl_ratios": list(self.pl_ratios),
+                "pl_periods": pl_periods_for(self.period, self.pl_periods), "current": self._inner.config(),
                 "decision": self.decision}
 
     def reset_for_resize(self):
@@ -457,7 +501,7 @@ class AutoAlgorithm(Algorithm):
         if self.latency_s is not None:   # a given per-collective cost: all a collective costs beyond its bytes
             t0, wait_s = self.latency_s, 0.0
         dtype = "float16" if any(b.dtype == np.float16 for b in self.buckets) else "float32"
-        cands = candidate_list(self.kinds, dtype, self.cser_ratios, self.period)
+        cands = candidate_list(self.kinds, dtype, self.cser_ratios, self.period, self.pl_ratios, self.pl_periods)
         rows = predict_candidates(cands, compute + optimizer, sizes, n, t0, s_per_byte, wait_s)
         index, reached = choose(rows, self.target_sf)
         chosen = mx.nd.array([index], dtype="float64")
@@ -492,7 +536,8 @@ class AutoAlgorithm(Algorithm):
         """Run the algorithm of ``spec`` from the next step. From local models (the measuring local
         SGD, or a checked CSER) to another algorithm, the workers first average their models (one
         collective) and their optimizer states, so every worker continues from one model; CSER-PL
-        continues from the measuring steps' local models (their deviations become its residual)."""
+        continues from the measuring steps' local models (their deviations become its residual), at
+        another period only right after the models' average (nothing is left to carry over)."""
         old = self._inner
         if spec == {"name": "sync"} and old.name == "sync" and old.compressor.name == "none":
             return                         # plain sync already
@@ -500,7 +545,7 @@ class AutoAlgorithm(Algorithm):
             new = make_algorithm("sync", min_size=self._common["min_size"])
         else:
             new = self._build(spec)
-        pl = continue_local and _is_pl(old) and _is_pl(new) and new.period == old.period
+        pl = continue_local and _is_pl(old) and _is_pl(new) and (new.period == old.period or models_equal)
         if old.local_models and not pl:
             if not models_equal:
                 old._average_models("auto.models")
@@ -538,10 +583,11 @@ class AutoAlgorithm(Algorithm):
             return
         mx.nd.waitall()
         elapsed = time.perf_counter() - w["t"]
-        gaps = w["gaps"] or [0.0]   # the time between two steps, outside the trainer
-        med = float(np.median(gaps))
-        paused = 1.0 if max(gaps) > PAUSE_FACTOR * med + PAUSE_S else 0.0
-        agreed = mx.nd.array([elapsed / (w["to"] - w["from"]), paused], dtype="float64")
+        # the last window allowed keeps its pauses out of its time: a window longer than the loop's
+        # stretch between two evaluations would never be clean
+        last = w["restarts"] >= MAX_RESTARTS
+        mine, paused = window_step_time(elapsed, w["gaps"], w["to"] - w["from"], subtract=last)
+        agreed = mx.nd.array([mine, 1.0 if paused else 0.0], dtype="float64")
         self.comm.allreduce_(agreed, average=True, name=f"auto.window.{w['leg']}")
         step_s, paused = (float(v) for v in agreed.asnumpy())
         if paused > 0 and w["restarts"] < MAX_RESTARTS:

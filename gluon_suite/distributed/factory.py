@@ -14,7 +14,7 @@ ALGORITHMS = {a.name: a for a in (SyncSGD, ErrorFeedbackSGD, LocalSGD, CSER, Loc
 def make_algorithm(name="sync", compressor="none", ratio=None, period=None, compressor2=None,
                    ratio2=None, min_size=0, warmup_steps=0, seed=0, c1_operand="update",
                    reset_step="both", target_sf=None, candidates=None,
-                   cser_ratios=None):
+                   cser_ratios=None, pl_periods=None):
     """Build an algorithm from names, as scripts expose them as flags.
 
     ``make_algorithm('cser', compressor='grbs', ratio=64, period=16)`` gives CSER with GRBS at
@@ -27,16 +27,17 @@ def make_algorithm(name="sync", compressor="none", ratio=None, period=None, comp
     ``reset_step`` choose CSER's variant (``CSER``); other algorithms accept only their defaults.
     ``auto`` takes ``target_sf`` (the scaling factor its choice must reach, default 0.9) and
     ``candidates`` (the kinds it chooses among: sync, fp16, cser, cser_pl; default all) and
-    ``cser_ratios`` (CSER's ratios R1 it considers; ``ratio`` pins one), options of ``auto`` alone.
+    ``cser_ratios`` (CSER's ratios R1 it considers; ``ratio`` pins one) and ``pl_periods`` (CSER-PL's
+    periods it considers; default the period H alone), options of ``auto`` alone.
     """
     if isinstance(name, Algorithm):
         return name
     key = str(name).lower()
     if key == "auto":
         return _make_auto(compressor, ratio, period, compressor2, ratio2, min_size, warmup_steps, seed,
-                          c1_operand, reset_step, target_sf, candidates, cser_ratios)
-    if target_sf is not None or candidates or cser_ratios:
-        raise ValueError(f"target_sf, the candidates and cser_ratios are options of algorithm 'auto', not {name!r}; "
+                          c1_operand, reset_step, target_sf, candidates, cser_ratios, pl_periods)
+    if target_sf is not None or candidates or cser_ratios or pl_periods:
+        raise ValueError(f"target_sf, the candidates, cser_ratios and pl_periods are options of algorithm 'auto', not {name!r}; "
                          "drop them or use algorithm 'auto'")
     if key not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {name!r}; choose one of: {', '.join(ALGORITHMS)}")
@@ -76,7 +77,7 @@ def make_algorithm(name="sync", compressor="none", ratio=None, period=None, comp
 
 
 def _make_auto(compressor, ratio, period, compressor2, ratio2, min_size, warmup_steps, seed, c1_operand,
-               reset_step, target_sf=None, candidates=None, cser_ratios=None):
+               reset_step, target_sf=None, candidates=None, cser_ratios=None, pl_periods=None):
     """``auto`` picks the compressor itself: a ratio pins CSER's first ratio, a period its period."""
     if str(compressor).lower() != "none" or compressor2 is not None or ratio2 is not None:
         raise ValueError(f"algorithm 'auto' chooses the compressor itself (got compressor {compressor!r}); "
@@ -96,4 +97,6 @@ def _make_auto(compressor, ratio, period, compressor2, ratio2, min_size, warmup_
         kw["target_sf"] = float(target_sf)
     if candidates:
         kw["candidates"] = tuple(candidates)
+    if pl_periods:
+        kw["pl_periods"] = tuple(pl_periods)
     return AutoAlgorithm(**kw)

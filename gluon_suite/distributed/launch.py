@@ -303,6 +303,8 @@ def add_auto_arguments(p):
                    metavar="KIND", help=f"the kinds to choose among, of {', '.join(CANDIDATE_KINDS)} (default all)")
     g.add_argument("--auto-ratios", nargs="+", type=ratio, metavar="R",
                    help=f"CSER's ratios R1 to consider (default {' '.join(f'{r:g}' for r in CSER_RATIOS)})")
+    g.add_argument("--auto-periods", nargs="+", type=positive_int, metavar="H",
+                   help="CSER-PL's periods to consider (default --period alone, itself 8 by default)")
     return g
 
 

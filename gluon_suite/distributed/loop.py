@@ -67,16 +67,6 @@ def _flush(state, pending):
         pending.clear()
 
 
-def world_totals(state, names, comm):
-    """The epoch's step sums ``names`` (``state.sums``) added up over ``comm``'s workers (one
-    allreduce, float64)."""
-    names = sorted(names)
-    if not names:
-        return {}
-    row = mx.nd.array([state.sums.get(k, 0.0) for k in names], dtype="float64")
-    return dict(zip(names, comm.allreduce(row, average=False, name="loop.epoch.sums").asnumpy().tolist()))
-
-
 def _number(v):
     return float(v.asscalar() if isinstance(v, mx.nd.NDArray) else v)
 

@@ -25,10 +25,13 @@ class CompressionOptions:
     auto_candidates: list = option(None, choice_of(CANDIDATE_KINDS, "auto candidate"), many=True,
                                    help="algorithm auto: the kinds it chooses among (default all)")
     auto_ratios: list = option(None, _ratio, many=True, help="algorithm auto: CSER's ratios R1 it considers")
+    auto_periods: list = option(None, positive_int, many=True,
+                                help="algorithm auto: CSER-PL's periods it considers (default H)")
 
     def auto_options(self):
         """The keyword arguments of ``DistributedTrainer`` for ``auto`` (None: its defaults)."""
-        return {"target_sf": self.target_sf, "auto_candidates": self.auto_candidates, "auto_ratios": self.auto_ratios}
+        return {"target_sf": self.target_sf, "auto_candidates": self.auto_candidates, "auto_ratios": self.auto_ratios,
+                "auto_periods": self.auto_periods}
 
 
 @dataclasses.dataclass

@@ -43,8 +43,8 @@ class DistributedTrainer(gluon.Trainer):
     compression that reaches a scaling factor of 0.9: ``auto.py``; ``AutoAlgorithm(...)`` for other
     options) or an ``Algorithm``), ``compressor``/``ratio``/``period``/``compressor2``/``ratio2``/
     ``min_size``/``warmup_steps``/``seed``/``c1_operand``/``reset_step`` (see ``make_algorithm``),
-    ``target_sf``/``auto_candidates``/``auto_ratios`` (auto's ``target_sf``, ``candidates`` and
-    ``cser_ratios``) and ``communicator`` (default:
+    ``target_sf``/``auto_candidates``/``auto_ratios``/``auto_periods`` (auto's ``target_sf``,
+    ``candidates``, ``cser_ratios`` and ``pl_periods``) and ``communicator`` (default:
     Horovod under ``horovodrun``, else single-process) and ``bucket_mb`` (size of the flat
     gradient buckets, default 25 MB; 0: one bucket per tensor; see ``buckets.py``). Bad names or values raise ValueError here,
     before any training step. Parameters may live on several contexts (GluonCV's
@@ -59,12 +59,12 @@ class DistributedTrainer(gluon.Trainer):
                  ratio=None, period=None, compressor2=None, ratio2=None, min_size=0,
                  warmup_steps=0, seed=0, communicator=None, prefix="", profile_comm=False,
                  bucket_mb=DEFAULT_BUCKET_MB, c1_operand="update", reset_step="both", target_sf=None,
-                 auto_candidates=None, auto_ratios=None):
+                 auto_candidates=None, auto_ratios=None, auto_periods=None):
         self._algo = make_algorithm(algorithm, compressor=compressor, ratio=ratio, period=period,
                                     compressor2=compressor2, ratio2=ratio2, min_size=min_size,
                                     warmup_steps=warmup_steps, seed=seed, c1_operand=c1_operand,
                                     reset_step=reset_step, target_sf=target_sf, candidates=auto_candidates,
-                                    cser_ratios=auto_ratios)
+                                    cser_ratios=auto_ratios, pl_periods=auto_periods)
         if not float(bucket_mb) >= 0:
             raise ValueError(f"bucket_mb must be >= 0 (0: one bucket per tensor), got {bucket_mb}")
         self._bucket_mb = float(bucket_mb)

@@ -139,7 +139,8 @@ def settle_compression(cfg, flags, workers, elastic=False, source="the config"):
     """
     cfg, notes, keys = dict(cfg), [], set(cfg)   # a recipe without a second compressor gets none
     named = set(flags)
-    auto_only = [k for k in ("target_sf", "auto_candidates", "auto_ratios") if cfg.get(k) not in (None, [])]
+    auto_only = [k for k in ("target_sf", "auto_candidates", "auto_ratios", "auto_periods")
+                 if cfg.get(k) not in (None, [])]
     if auto_only and str(cfg.get("algorithm")).lower() != "auto":
         given = " and ".join("--" + k.replace("_", "-") for k in auto_only)
         raise UserError(f"{given} {'apply' if len(auto_only) > 1 else 'applies'} to --algorithm auto only, and the "

@@ -47,8 +47,8 @@ def test_quickstart_rejects_bad_budget(tmp_path):
 
 
 def test_auto_flags_reach_the_trainer(tmp_path, monkeypatch):
-    """--target-sf, --auto-candidates and --auto-ratios (config keys target_sf, auto_candidates,
-    auto_ratios) build auto with them, and the run folder keeps them."""
+    """--target-sf, --auto-candidates, --auto-ratios and --auto-periods (config keys target_sf,
+    auto_candidates, auto_ratios, auto_periods) build auto with them, and the run folder keeps them."""
     from gluon_suite.distributed import auto, factory
     seen = []
 
@@ -59,9 +59,10 @@ def test_auto_flags_reach_the_trainer(tmp_path, monkeypatch):
     monkeypatch.setattr(factory, "AutoAlgorithm", Recording)
     train_digits({"epochs": 1, "batch_size": 32, "max_steps": 3, "progress": False, "out": str(tmp_path),
                   "algorithm": "auto", "target_sf": 0.8, "auto_candidates": ["sync", "cser"],
-                  "auto_ratios": [8, 32]},
+                  "auto_ratios": [8, 32], "auto_periods": [4, 16]},
                  LocalCommunicator(), log=lambda m: None)
     assert len(seen) == 1 and seen[0]["target_sf"] == 0.8 and seen[0]["candidates"] == ("sync", "cser")
-    assert seen[0]["cser_ratios"] == (8.0, 32.0)
+    assert seen[0]["cser_ratios"] == (8.0, 32.0) and seen[0]["pl_periods"] == (4, 16)
     saved = json.loads((tmp_path / "config.json").read_text())
     assert saved["target_sf"] == 0.8 and saved["auto_candidates"] == ["sync", "cser"] and saved["auto_ratios"] == [8, 32]
+    assert saved["auto_periods"] == [4, 16]

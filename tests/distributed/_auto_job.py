@@ -43,8 +43,13 @@ def configs():
         # models' first timed average
         "fast": (dict(link_mbit=1e6, latency_s=0.0), {}),
         # slow, CSER-PL among the candidates: it continues from the measuring phase's local steps
-        "slow.pl": (dict(candidates=("sync", "cser_pl"), period=PL_PERIOD, link_mbit=0.001, latency_s=0.0,
-                         verify=False), {}),
+        "slow.pl": (dict(candidates=("sync", "cser_pl"), period=PL_PERIOD, pl_periods=(PL_PERIOD,), link_mbit=0.001,
+                         latency_s=0.0, verify=False), {}),
+        # the same with local SGD at H = 4 and 8 alone: the longer period has the higher SF, and it
+        # continues from the measuring phase's models, averaged on the deciding step
+        "slow.pl.period": (dict(candidates=("cser_pl",), period=PL_PERIOD, pl_ratios=(1,),
+                                pl_periods=(PL_PERIOD, 2 * PL_PERIOD), link_mbit=0.001, latency_s=0.0,
+                                verify=False), {}),
         "measured": ({}, {}),
     }
 

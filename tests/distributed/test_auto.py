@@ -184,24 +184,31 @@ def test_a_reverted_choice_averages_the_models_and_matches_the_reference(runs, n
         assert np.abs(got - want).max() <= 1e-5, (r, np.abs(got - want).max(axis=1))
 
 
-def reference_local_then_sync(x0, switch, period, steps=auto_job.STEPS):
-    """Each worker's own momentum SGD, the models averaged every ``period`` steps (the measuring
-    phase), then from step ``switch`` (right after an average) synchronous SGD from the average of
-    the momenta."""
+def reference_local(x0, averaged_after, steps=auto_job.STEPS):
+    """Each worker's own momentum SGD (momenta never averaged), the models averaged after the steps
+    (0-based) of ``averaged_after``: each step's models, and the last models and momenta."""
     lr, mu, wd = job.OPT["learning_rate"], job.OPT["momentum"], job.OPT["wd"]
     xs = [[a.copy() for a in x0] for _ in range(N)]
     ms = [[np.zeros_like(a) for a in x0] for _ in range(N)]
     hist = []
-    for t in range(switch):
+    for t in range(steps):
         for i in range(N):
             g = grads(xs[i], i)
             for k in range(len(x0)):
                 ms[i][k] = mu * ms[i][k] + g[k] + wd * xs[i][k]
                 xs[i][k] = xs[i][k] - lr * ms[i][k]
-        if (t + 1) % period == 0:
+        if t in averaged_after:
             avg = [sum(xs[i][k] for i in range(N)) / N for k in range(len(x0))]
             xs = [[a.copy() for a in avg] for _ in range(N)]
         hist.append([np.concatenate([a.ravel() for a in xs[i]]) for i in range(N)])
+    return hist, xs, ms
+
+
+def reference_local_then_sync(x0, switch, period, steps=auto_job.STEPS):
+    """Each worker's own momentum SGD, the models averaged every ``period`` steps (the measuring
+    phase), then from step ``switch`` (right after an average) synchronous SGD from the average of
+    the momenta."""
+    hist, xs, ms = reference_local(x0, {t for t in range(switch) if (t + 1) % period == 0}, switch)
     x = xs[0]
     m = [sum(ms[i][k] for i in range(N)) / N for k in range(len(x0))]
     return hist + sync_steps(x, m, steps - switch)
@@ -240,6 +247,25 @@ def test_slow_link_continues_cser_pl_from_the_measuring_local_steps(runs):
     # local models after the last steps: they differ, and averaged() gives their mean
     a, b = ranks[0]["slow.pl.after"], ranks[1]["slow.pl.after"]
     assert np.abs(a - b).max() > 1e-4 and np.abs(ranks[0]["slow.pl.avg"] - (a + b) / 2).max() <= 1e-6
+
+
+def test_slow_link_continues_local_sgd_at_a_longer_period(runs):
+    """Measuring local SGD at H = 4 (averages after steps 3 and 7), then the chosen local SGD at
+    H = 8 from the models averaged on the deciding step: the next average after step 15, the
+    momenta local throughout."""
+    ranks, meta = runs
+    h = auto_job.PL_PERIOD
+    for r in range(N):
+        dec = meta[r]["slow.pl.period"]["decision"]
+        assert dec["choice"] == f"cser-pl R2=1 H={2 * h}" and dec["step"] == auto_job.LOCAL_SWITCH
+        assert dec["algorithm"] == {"name": "cser", "compressor": "zero", "period": 2 * h, "compressor2": "none"}
+        assert [c["name"] for c in dec["candidates"]] == [f"cser-pl R2=1 H={h}", f"cser-pl R2=1 H={2 * h}"]
+    ref, _, _ = reference_local(split(ranks[0]["slow.pl.period.traj"][0]), {3, 7, 15})
+    for r in range(N):
+        got, want = ranks[r]["slow.pl.period.traj"][1:], np.array([x[r] for x in ref])
+        assert np.abs(got - want).max() <= 1e-5, (r, np.abs(got - want).max(axis=1))
+    a, b = ranks[0]["slow.pl.period.after"], ranks[1]["slow.pl.period.after"]
+    assert np.abs(a - b).max() > 1e-4      # 4 local steps since the last average
 
 
 def test_measured_link_same_choice_on_both_workers_and_one_line(runs):
@@ -329,7 +355,7 @@ def test_cser_pl_candidates_by_hand():
     """CSER-PL: H - 1 steps send nothing (no collective at all), the H-th averages the model's
     deviation at R2 in one collective per bucket; R2 = 1 is plain local SGD."""
     from gluon_suite.distributed.factory import make_algorithm
-    cands = candidate_list(("sync", "cser", "cser_pl"), ratios=(8,), period=4, pl_ratios=(1, 4))
+    cands = candidate_list(("sync", "cser", "cser_pl"), ratios=(8,), period=4, pl_ratios=(1, 4), pl_periods=(4,))
     rows = predict_candidates(cands, 0.1, [1e6], 4, 0.001, 1e-7)
     by = {r["name"]: r for r in rows}
     # same measured link as above: compute 0.1 s, dense 0.15 s, t0 = 1 ms
@@ -349,6 +375,50 @@ def test_cser_pl_candidates_by_hand():
     assert (alg.c1.name, alg.c2.name, alg.c2.ratio, alg.period) == ("zero", "grbs", 4.0, 4)
     assert make_algorithm(**by["cser-pl R2=1 H=4"]["algorithm"]).c2.name == "none"
     assert by["cser-pl R2=4 H=4"]["flags"] == "--algorithm cser --compressor zero --period 4 --compressor2 grbs --ratio2 4"
+
+
+def test_cser_pl_periods_by_hand():
+    """CSER-PL at the periods given (default H alone): every R2 at every period, by overall ratio
+    H R2, and at one ratio the longer period first (a coordinate waits H (R2 - 1/2) steps on
+    average)."""
+    assert [c["name"] for c in candidate_list(("cser_pl",), period=4, pl_ratios=(1, 2))] == \
+        ["cser-pl R2=1 H=4", "cser-pl R2=2 H=4"]
+    cands = candidate_list(("cser_pl",), period=4, pl_ratios=(1, 2, 4), pl_periods=(16, 8, 4))
+    got = [(c["algorithm"]["period"], c["algorithm"].get("ratio2", 1.0)) for c in cands]
+    # ratios 4; 8: (8, 1) waits 4 steps, (4, 2) 6; 16: (16, 1) 8, (8, 2) 12, (4, 4) 14; 32: (16, 2)
+    # 24, (8, 4) 28; 64: (16, 4) 56
+    assert got == [(4, 1), (8, 1), (4, 2), (16, 1), (8, 2), (4, 4), (16, 2), (8, 4), (16, 4)]
+    assert [c["name"] for c in cands][:2] == ["cser-pl R2=1 H=4", "cser-pl R2=1 H=8"]
+    # H = 16, R2 = 1: 15 steps of compute alone, then the whole model (0.15 s) and t0 in one collective
+    rows = predict_candidates(cands, 0.1, [1e6], 4, 0.001, 1e-7)
+    by = {r["name"]: r for r in rows}
+    assert by["cser-pl R2=1 H=16"]["step_s"] == pytest.approx((16 * 0.1 + 0.001 + 0.15) / 16)
+    assert by["cser-pl R2=1 H=16"]["ratio"] == pytest.approx(16.0)
+    # SF: R2=1 at H=4 0.726, H=8 0.841, H=16 0.914, R2=2 at H=4 0.840, R2=4 at H=4 0.912: 0.9 is
+    # first reached at ratio 16, where H=16 R2=1 comes before H=4 R2=4 (both reach it)
+    names = [r["name"] for r in rows]
+    assert by["cser-pl R2=4 H=4"]["scaling_factor"] >= 0.9
+    assert choose(rows, 0.9) == (names.index("cser-pl R2=1 H=16"), True)
+    assert choose(rows, 0.8) == (names.index("cser-pl R2=1 H=8"), True)
+    # given periods replace the default ones; a bad one is a one-line error
+    assert [c["name"] for c in candidate_list(("cser_pl",), period=4, pl_ratios=(1,), pl_periods=(6, 2))] == \
+        ["cser-pl R2=1 H=2", "cser-pl R2=1 H=6"]
+    with pytest.raises(UserError, match="period must be an integer >= 1"):
+        candidate_list(("cser_pl",), pl_periods=(0,))
+    a = AutoAlgorithm(period=4, pl_ratios=(1, 8), pl_periods=(4, 12))
+    assert a.config()["pl_periods"] == [4, 12] and a.config()["pl_ratios"] == [1, 8]
+    assert AutoAlgorithm().config()["pl_periods"] == [8]
+
+
+def test_window_pauses_by_hand():
+    """The check's window: a gap over 5 x the median gap + 50 ms is a pause (an evaluation); the
+    last window allowed takes the pause's excess over the median out of its time."""
+    from gluon_suite.distributed.auto import window_step_time
+    gaps = [0.002, 0.003, 0.002, 0.9, 0.002, 0.002, 0.003]   # median 0.002; limit 0.06
+    assert window_step_time(1.7, gaps, 8) == (pytest.approx(1.7 / 8), True)
+    assert window_step_time(1.7, gaps, 8, subtract=True) == (pytest.approx((1.7 - 0.898) / 8), True)
+    assert window_step_time(0.8, [0.002, 0.05, 0.002], 4, subtract=True) == (pytest.approx(0.2), False)
+    assert window_step_time(0.8, [], 4) == (pytest.approx(0.2), False)
 
 
 def test_one_worker_runs_sync_without_measuring():
@@ -381,6 +451,9 @@ def test_auto_by_name_and_its_bad_arguments():
     assert a.target_sf == 0.75 and a.kinds == ("sync", "cser_pl") and a.verify_margin == pytest.approx(0.25)
     assert make_algorithm("auto").target_sf == 0.9 and make_algorithm("auto").kinds == CANDIDATE_KINDS
     assert make_algorithm("auto", cser_ratios=[16, 4, 16]).cser_ratios == (4.0, 16.0)
+    assert make_algorithm("auto", period=4, pl_periods=[16, 4]).config()["pl_periods"] == [4, 16]
+    with pytest.raises(ValueError, match="options of algorithm 'auto'"):
+        make_algorithm("local", pl_periods=[16])
     with pytest.raises(ValueError, match="either a ratio"):
         make_algorithm("auto", ratio=8, cser_ratios=[4])
     for name, kw in (("sync", {"target_sf": 0.8}), ("cser", {"candidates": ["sync"]}), ("ef", {"cser_ratios": [4]})):
