@@ -44,7 +44,8 @@ identically on every worker.
    window (a step began more than ``PAUSE_FACTOR`` times the median gap between steps plus
    ``PAUSE_S`` after the previous one ended, on any worker: an evaluation) restarts the window
    (at most ``MAX_RESTARTS`` times; the last window takes each pause's excess over the median gap
-   out of its time, since a window longer than the stretch between two evaluations is never clean). The reference is sync's step:
+   out of its time, since a window longer than the stretch between two evaluations is never
+   clean). The reference is sync's step:
    - a clear call (sync predicted at least ``RACE_BELOW`` times the choice's step): its predicted
      step, or its measured one when the measuring phase ran sync;
    - a close call: the workers average their models and optimizer states and run sync for as many
@@ -239,10 +240,11 @@ class AutoAlgorithm(Algorithm):
     """The measuring phase, then the chosen algorithm, checked (module docstring). Options:
     ``target_sf`` (default 0.9), ``candidates`` (of ``CANDIDATE_KINDS``), ``cser_ratios`` and
     ``period`` (CSER's R1 values and H; H is also the measuring local SGD's period), ``pl_ratios``
-    and ``pl_periods`` (CSER-PL's R2 values and periods; default 1, 2, 4, 8 and H), ``skip_steps``/``measure_steps``, ``link_mbit`` and
-    ``latency_s`` (replace the measured link), ``min_size``/``warmup_steps``/``seed`` (passed to the
-    chosen algorithm's compressors), ``log`` (one line per decision; default: print on rank 0),
-    ``verify``, ``verify_margin`` (keep a compressed choice only if its measured step is at most
+    and ``pl_periods`` (CSER-PL's R2 values and periods; default 1, 2, 4, 8 and H),
+    ``skip_steps``/``measure_steps``, ``link_mbit`` and ``latency_s`` (replace the measured link),
+    ``min_size``/``warmup_steps``/``seed`` (passed to the chosen algorithm's compressors), ``log``
+    (one line per decision; default: print on rank 0), ``verify``, ``verify_margin`` (keep a
+    compressed choice only if its measured step is at most
     (1 - margin) times sync's; default 1 - ``target_sf``) and ``verify_skip`` (steps before the
     timing; default one cycle). Everything the trainer asks of an algorithm goes to the current one;
     ``decision`` is None until the choice is made."""
@@ -250,8 +252,9 @@ class AutoAlgorithm(Algorithm):
     name = "auto"
 
     def __init__(self, target_sf=0.9, candidates=CANDIDATE_KINDS, cser_ratios=CSER_RATIOS, period=8,
-                 pl_ratios=PL_RATIOS, pl_periods=None, skip_steps=2, measure_steps=5, link_mbit=None, latency_s=None, min_size=0, warmup_steps=0,
-                 seed=0, log=None, verify=True, verify_margin=None, verify_skip=None):
+                 skip_steps=2, measure_steps=5, link_mbit=None, latency_s=None, min_size=0, warmup_steps=0,
+                 seed=0, log=None, verify=True, verify_margin=None, verify_skip=None, pl_ratios=PL_RATIOS,
+                 pl_periods=None):
         if not 0 < float(target_sf) <= 1:
             raise ValueError(f"target scaling factor must be in (0, 1], got {target_sf}")
         if int(measure_steps) < 1 or int(skip_steps) < 0:
@@ -262,7 +265,7 @@ class AutoAlgorithm(Algorithm):
             raise ValueError(f"latency_s must be >= 0 (seconds per collective), got {latency_s}")
         if verify_margin is not None and not 0 <= float(verify_margin) <= 1:
             raise ValueError(f"verify_margin must be in [0, 1], got {verify_margin}")
-        candidate_list(candidates, "float32", cser_ratios, period, pl_ratios, pl_periods)   # names and values checked here
+        candidate_list(candidates, "float32", cser_ratios, period, pl_ratios, pl_periods)   # checks names, values
         self.target_sf = float(target_sf)
         self.kinds, self.cser_ratios, self.period = tuple(candidates), tuple(cser_ratios), int(period)
         self.pl_ratios = tuple(pl_ratios)
