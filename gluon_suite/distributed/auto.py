@@ -81,9 +81,6 @@ CANDIDATE_KINDS = ("sync", "fp16", "cser", "cser_pl")
 GRADIENT_KINDS = ("sync", "fp16", "cser")   # those that send gradients every step (what-if's advice)
 CSER_RATIOS = (4, 8, 16, 32, 64, 128, 256)
 PL_RATIOS = (1, 2, 4, 8)   # CSER-PL's R2: the share of the model averaged every H steps (1: all)
-# CSER-PL's periods by default, in multiples of H (the measuring local SGD's). 2H and 4H as well
-# (pl_periods) were measured on the testbed and gained nothing there (docs/whatif.md)
-PL_PERIOD_FACTORS = (1,)
 PROBE_VALUES = 256          # the small probe: its time is the fixed cost of one collective
 RACE_BELOW = 2.0            # a predicted gain below this is checked against measured sync steps
 PAUSE_FACTOR, PAUSE_S = 5.0, 0.05   # a gap between steps this long is a pause of the loop (evaluation)
@@ -111,9 +108,9 @@ def pl_delay(r2, period):
 
 
 def pl_periods_for(period, pl_periods=None):
-    """CSER-PL's periods: ``pl_periods``, else ``PL_PERIOD_FACTORS`` times ``period``."""
-    values = [period * f for f in PL_PERIOD_FACTORS] if pl_periods is None else list(pl_periods)
-    return sorted(set(_period(h) for h in values))
+    """CSER-PL's periods: ``pl_periods``, else ``period`` alone (2H and 4H as well were measured on
+    the testbed and gained nothing there: docs/whatif.md)."""
+    return sorted(set(_period(h) for h in ([period] if pl_periods is None else pl_periods)))
 
 
 def candidate_list(kinds=GRADIENT_KINDS, grad_dtype="float32", ratios=CSER_RATIOS, period=8,
@@ -149,8 +146,8 @@ def candidate_list(kinds=GRADIENT_KINDS, grad_dtype="float32", ratios=CSER_RATIO
             bad = [r for r in rs if not r >= 1]
             if bad:
                 raise UserError(f"CSER-PL ratios must be >= 1, got {bad[0]:g}")
-            grid = sorted(((r, h) for r in rs for h in pl_periods_for(_period(period), pl_periods)),
-                          key=lambda rh: (rh[0] * rh[1], pl_delay(*rh)))
+            periods = pl_periods_for(_period(period), pl_periods)
+            grid = sorted(((r, h) for r in rs for h in periods), key=lambda rh: (rh[0] * rh[1], pl_delay(*rh)))
             for r, h in grid:
                 c2 = {"compressor2": "grbs", "ratio2": r} if r > 1 else {"compressor2": "none"}
                 flags = f"--compressor2 grbs --ratio2 {r:g}" if r > 1 else "--compressor2 none"
