@@ -9,7 +9,8 @@ import platform
 import sys
 
 from . import __version__
-from .utils.errors import GluonSuiteError, UserError, run_cli
+from .utils.cli_run import run_cli
+from .utils.errors import GluonSuiteError, UserError
 from .utils.validate import (ArgumentParser, choice_of, existing_dir, existing_file, float_range, nonneg_float,
                              output_dir, output_file, positive_float, positive_int, ratio, retype)
 
