@@ -29,7 +29,7 @@ def check_init_folder(init):
 def check_tsv_files(train, dev, text_columns, label_column):
     """Read the ``--train`` and ``--dev`` TSV files once before any model is built; a malformed one
     fails with one line naming the flag, the file and line, and the fix."""
-    from .finetune import read_tsv
+    from .tasks import read_tsv
     fix = "fix the file, or name its columns with --text-columns/--label-column"
     try:
         _, _, names = read_tsv(train, text_columns, label_column)
@@ -43,7 +43,7 @@ def check_tsv_files(train, dev, text_columns, label_column):
 
 def check_squad_files(train, dev):
     """Read the ``--train`` and ``--dev`` SQuAD v1.1 files once before any model is built."""
-    from .finetune import read_squad
+    from .tasks import read_squad
     for flag, path in (("--train", train), ("--dev", dev)):
         try:
             read_squad(path)
