@@ -1,0 +1,39 @@
+"""``gluon-suite samples``: write small data sets in every documented file format (SQuAD, GLUE TSV,
+LINQS citations, TU graphs, Reddit arrays, image folder) for trying the scripts without downloads."""
+import os
+
+from ..utils.errors import UserError
+from ..utils.validate import output_dir
+
+
+def _cmd_samples(args):
+    """Write the sample data sets under ``args.out`` and print what each folder holds."""
+    from ..cv.samples import write_image_folder
+    from ..graph.samples import write_linqs, write_reddit, write_tu
+    from ..nlp.samples import write_glue_pairs, write_squad
+    out = args.out
+    try:
+        write_squad(os.path.join(out, "squad"))
+        write_glue_pairs(os.path.join(out, "glue"))
+        write_linqs(os.path.join(out, "cora"))
+        write_tu(os.path.join(out, "tu"))
+        write_reddit(os.path.join(out, "reddit"))
+        write_image_folder(os.path.join(out, "images"))
+    except OSError as exc:
+        raise UserError(f"cannot write the samples under {out}: {exc.strerror or exc}") from None
+    for sub, what in (("squad", "train-v1.1.json, dev-v1.1.json (SQuAD v1.1)"),
+                      ("glue", "train.tsv, dev.tsv (GLUE-style: label, sentence1, sentence2)"),
+                      ("cora", "cora.content, cora.cites (LINQS citation graph)"),
+                      ("tu", "SHAPES_*.txt (TU graph classification)"),
+                      ("reddit", "reddit_graph.npz, reddit_data.npz (Reddit's arrays)"),
+                      ("images", "train/<class>/, val/<class>/ (image folder)")):
+        print(f"{os.path.join(out, sub)}: {what}")
+    return 0
+
+
+def add_parser(sub):
+    """Add the ``samples`` command to the subparsers ``sub`` of ``gluon-suite``."""
+    ps = sub.add_parser("samples", help="write small data sets in every documented file format (SQuAD, GLUE "
+                        "TSV, LINQS citations, TU graphs, Reddit arrays, image folder)")
+    ps.add_argument("--out", type=output_dir, default="data", help="folder to fill (default: data, which git ignores)")
+    ps.set_defaults(func=_cmd_samples)
