@@ -1,14 +1,17 @@
-"""BERT pretraining (masked LM + next-sentence prediction) in phases, on one process or many.
+"""BERT pretraining (masked LM + next-sentence prediction) in phases, on one process or many: the
+recipe (``PretrainConfig``, ``pretrain_bert``) and its per-phase training loop.
 
 Each phase has its own sequence length, per-worker batch, gradient accumulation, step budget and
 LANS schedule (warm-up, plateau, linear decay); the global batch is per-worker x workers x
 accumulation. Phase k+1 starts from phase k's final weights with fresh optimizer moments and a
 fresh schedule (docs/methods.md, "LANS and LAMB": a phase restart resets both). Checkpoints every ``ckpt_every`` steps make
 the run resumable at any point, phase boundaries included.
+
+The parts live beside it and are importable from here too: the phases' keys and checks in
+``pretrain_phases``, the loss in ``pretrain_loss``, the ``.npz`` shards in ``pretrain_shards``.
 """
 import argparse
 import dataclasses
-import glob
 import os
 from typing import ClassVar
 
@@ -27,72 +30,21 @@ from ..model_zoo.registry import model_name
 from ..utils import UserError
 from ..utils.devices import DeviceOptions, float16_network
 from ..utils.runconfig import PublishOptions, RecipeConfig, option
-from ..utils.validate import (choice_of, float_range, fraction, int_at_least, nonneg_float, nonneg_int, output_dir,
-                              positive_float, positive_int, suggest, utf8_file)
-from ..utils.fileio import atomic_path, atomic_write
+from ..utils.validate import (choice_of, float_range, int_at_least, nonneg_float, nonneg_int, output_dir,
+                              positive_int, utf8_file)
+from ..utils.fileio import atomic_write
 from .pretraining_data import create_instances
 from .corpora import load_corpus
 from .text import build_vocab, embedded_corpus, load_vocab, tokenizer
+# the phases, the loss and the shards are re-exported: scripts and users import them from here
+from .pretrain_loss import STATS, BertPretrainLoss
+from .pretrain_phases import (_FRACTION, _INT, _PATHS, PHASE_KEYS, check_phase, check_phases,  # noqa: F401
+                              phase_batches, phase_list, shard_spec)
+from .pretrain_shards import KEYS, read_shards, write_shards
 
-_INT = {"seq_len", "batch_size", "total_batch_size", "accumulate", "steps", "max_predictions"}
-_FRACTION = {"warmup", "constant"}
-_PATHS = {"shards", "eval_shards"}   # a folder of .npz shards or a glob (write_shards)
-PHASE_KEYS = _INT | _FRACTION | _PATHS | {"lr"}
-_REQUIRED = ("seq_len", "steps", "lr")
-_EXAMPLE = "e.g. seq_len=128,batch_size=16,steps=100,lr=0.005"
-
-
-def shard_spec(value):
-    """A phase's ``shards``/``eval_shards``: a folder holding ``.npz`` shards, or a glob matching some."""
-    text = str(value)
-    found = glob.glob(os.path.join(text, "*.npz")) if os.path.isdir(text) else glob.glob(text)
-    if not found:
-        raise argparse.ArgumentTypeError(f"{text!r} names no .npz shards (a folder of them, or a glob)")
-    return text
-
-
-def check_phase(items, where):
-    """Check and convert one phase (a mapping of key -> value; ``where`` names it in messages):
-    known keys, whole numbers >= 1 for sizes and steps, lr > 0, warmup/constant fractions."""
-    if not isinstance(items, dict):
-        raise UserError(f"{where} must be a mapping of key: value ({_EXAMPLE}), got {items!r}")
-    out = {}
-    for k, v in items.items():
-        if k not in PHASE_KEYS:
-            raise UserError(f"{where}: unknown key {k!r}{suggest(k, sorted(PHASE_KEYS))}; valid keys: "
-                            f"{', '.join(sorted(PHASE_KEYS))}")
-        check = shard_spec if k in _PATHS else positive_int if k in _INT else fraction if k in _FRACTION \
-            else positive_float
-        try:
-            out[k] = check(v)
-        except argparse.ArgumentTypeError as exc:
-            raise UserError(f"{where}: {k} {exc}; fix the value ({_EXAMPLE})") from None
-    missing = [k for k in _REQUIRED if k not in out]
-    if "batch_size" not in out and "total_batch_size" not in out:
-        missing.insert(1, "batch_size (or total_batch_size)")
-    if missing:
-        raise UserError(f"{where} lacks {', '.join(missing)}; every phase needs seq_len, batch_size (per worker) "
-                        f"or total_batch_size (global), steps and lr ({_EXAMPLE})")
-    if "batch_size" in out and "total_batch_size" in out:
-        raise UserError(f"{where} gives both batch_size (per worker) and total_batch_size (global = batch_size x "
-                        "workers x accumulate); give one of them")
-    if out.get("warmup", 0.1) + out.get("constant", 0.0) > 1:
-        raise UserError(f"{where}: warmup + constant are fractions of the steps and must sum to <= 1")
-    return out
-
-
-def phase_list(value):
-    """The ``phases`` of a configuration: a non-empty list of phase mappings (``check_phase``)."""
-    if not isinstance(value, (list, tuple)) or not value:
-        raise argparse.ArgumentTypeError(f"must be a list of phases ({_EXAMPLE} as mappings), got {value!r}")
-    try:
-        return [check_phase(dict(ph) if isinstance(ph, dict) else ph, f"phase {i}")
-                for i, ph in enumerate(value, start=1)]
-    except UserError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-phase_list.takes_lists = True
+__all__ = ["PretrainConfig", "DEFAULTS", "pretrain_bert", "prepare_text", "corpus_spec", "optimizer_names",
+           "PHASE_KEYS", "check_phase", "phase_list", "shard_spec", "phase_batches", "check_phases",
+           "BertPretrainLoss", "STATS", "KEYS", "write_shards", "read_shards"]
 
 
 def corpus_spec(text):
@@ -154,125 +106,6 @@ class PretrainConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticOptions
 
 
 DEFAULTS = PretrainConfig().to_dict()   # the defaults as a mapping (earlier versions' name)
-
-
-def phase_batches(phases, workers):
-    """Each phase's batch as the per-worker batch the loop uses; the one place where a phase's two
-    batch keys meet. ``batch_size`` is per worker (split over the worker's devices);
-    ``total_batch_size`` is GluonNLP's ``--total_batch_size``, the global batch of one optimizer
-    step: ``total_batch_size = batch_size x workers x accumulate``. A phase gives one of the two; a
-    total must be a multiple of workers x accumulate. ``workers`` is the job's worker count (under
-    Horovod Elastic: ``--ref-workers``, else the starting count). Returns the phases with
-    ``batch_size`` set and ``total_batch_size`` dropped; the phase banner prints the global batch."""
-    out = []
-    for i, ph in enumerate(phases, start=1):
-        ph = dict(ph)
-        if "total_batch_size" in ph:
-            total = int(ph.pop("total_batch_size"))
-            if "batch_size" in ph:
-                raise UserError(f"phase {i} gives both batch_size (per worker) and total_batch_size (global); "
-                                "give one of them")
-            per_step = workers * int(ph.get("accumulate", 1))
-            if total < per_step or total % per_step:
-                low, high = max(per_step, total // per_step * per_step), (total // per_step + 1) * per_step
-                near = f"{low} or {high}" if low != high and low < total else f"{high}"
-                raise UserError(f"phase {i}: total_batch_size {total} is not a multiple of {workers} worker(s) x "
-                                f"{int(ph.get('accumulate', 1))} accumulation = {per_step}; use {near}")
-            ph["batch_size"] = total // per_step
-        out.append(ph)
-    return out
-
-
-def check_phases(phases):
-    """Validate the phase list; returns it with defaults filled in."""
-    if not phases:
-        raise UserError("at least one pretraining phase is needed")
-    out = []
-    for i, ph in enumerate(phases, start=1):
-        bad = set(ph) - PHASE_KEYS
-        if bad:
-            raise UserError(f"phase {i}: unknown key(s) {', '.join(sorted(bad))}; valid: {', '.join(sorted(PHASE_KEYS))}")
-        ph = {"accumulate": 1, "warmup": 0.1, "constant": 0.0, **ph}
-        for k in ("seq_len", "batch_size", "accumulate", "steps"):
-            if int(ph.get(k, 0)) < 1:
-                raise UserError(f"phase {i}: {k} must be >= 1, got {ph.get(k)}")
-        if not 0 <= ph["warmup"] + ph["constant"] <= 1:
-            raise UserError(f"phase {i}: warmup + constant are fractions of the steps and must sum to <= 1")
-        out.append(ph)
-    return out
-
-
-class BertPretrainLoss:
-    """Per-instance loss: mean MLM cross-entropy over the instance's masked tokens plus the NSP
-    cross-entropy; the batch loss is the mean over instances (so that B instances on each of n
-    workers give exactly the gradient of n*B instances on one)."""
-
-    def __init__(self, vocab_size, dtype="float32"):
-        self.V = vocab_size
-        self.dtype = dtype
-        self.ce = gluon.loss.SoftmaxCrossEntropyLoss()
-
-    def __call__(self, net, batch):
-        ids, types, vlen, mpos, mids, mw, nsp = batch
-        # the valid length in the network's dtype (as GluonNLP's float16 scripts); the scores and
-        # the loss in float32 (a float16 softmax over the vocabulary loses precision)
-        _, _, nsp_score, mlm_score = net(ids, types, vlen.astype(self.dtype), mpos)
-        nsp_score, mlm_score = nsp_score.astype("float32", copy=False), mlm_score.astype("float32", copy=False)
-        B, P = mids.shape
-        tok = self.ce(mlm_score.reshape((-1, self.V)), mids.reshape((-1,))).reshape((B, P)) * mw
-        mlm = tok.sum(axis=1) / mx.nd.maximum(mw.sum(axis=1), 1.0)
-        nspl = self.ce(nsp_score, nsp)
-        loss = mlm + nspl
-        stats = {"mlm_loss_sum": mlm.sum(), "nsp_loss_sum": nspl.sum(),
-                 "mlm_correct": ((mlm_score.argmax(axis=-1) == mids.astype("float32")) * mw).sum(),
-                 "mlm_count": mw.sum(),
-                 "nsp_correct": (nsp_score.argmax(axis=-1) == nsp.astype("float32")).sum()}
-        return loss, stats
-
-
-KEYS = ("input_ids", "token_types", "valid_length", "masked_positions", "masked_ids", "masked_weights",
-        "nsp_labels")
-STATS = ("mlm_loss_sum", "nsp_loss_sum", "mlm_correct", "mlm_count", "nsp_correct", "instances")   # a step's sums
-
-
-def write_shards(data, folder, per_shard=10000):
-    """Write the instances ``data`` (``create_instances``' arrays) into ``folder`` as NumPy
-    ``part-NNNNN.npz`` files of at most ``per_shard`` instances each (each written atomically; no
-    pickled objects). Returns the paths. Pretraining reads them back with a phase's ``shards`` (or
-    ``eval_shards``, for held-out evaluation) naming the folder or a glob."""
-    os.makedirs(folder, exist_ok=True)
-    n, paths = len(data["nsp_labels"]), []
-    for i, first in enumerate(range(0, n, int(per_shard))):
-        path = os.path.join(folder, f"part-{i:05d}.npz")
-        with atomic_path(path) as tmp, open(tmp, "wb") as f:
-            np.savez(f, **{k: data[k][first:first + int(per_shard)] for k in KEYS})
-        paths.append(path)
-    return paths
-
-
-def read_shards(spec, seq_len, vocab_size, what="shards"):
-    """The instances of the shards ``spec`` (a folder of ``.npz`` files or a glob), in name order, as
-    one dict of arrays; checked for the arrays, the phase's ``seq_len`` and the vocabulary's size."""
-    paths = sorted(glob.glob(os.path.join(spec, "*.npz")) if os.path.isdir(spec) else glob.glob(spec))
-    if not paths:
-        raise UserError(f"{what} {spec}: no .npz shards there; write them with nlp.pretrain.write_shards")
-    parts = []
-    for path in paths:
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                parts.append({k: z[k] for k in KEYS})
-        except (OSError, ValueError, KeyError) as exc:
-            raise UserError(f"{path} is not a pretraining shard ({' '.join(str(exc).split())[:100]}); "
-                            f"it needs the arrays {', '.join(KEYS)}") from None
-    shapes = {(p["input_ids"].shape[1], p["masked_ids"].shape[1]) for p in parts}
-    if len(shapes) > 1 or next(iter(shapes))[0] != seq_len:
-        raise UserError(f"{what} {spec} hold sequences of {sorted(s for s, _ in shapes)} tokens (masked slots "
-                        f"{sorted(m for _, m in shapes)}); the phase's seq_len is {seq_len}: build them for it")
-    data = {k: np.concatenate([p[k] for p in parts]) for k in KEYS}
-    if int(data["input_ids"].max(initial=0)) >= vocab_size or int(data["masked_ids"].max(initial=0)) >= vocab_size:
-        raise UserError(f"{what} {spec} use token ids beyond this vocabulary's {vocab_size}: give the --vocab "
-                        "they were built with")
-    return data
 
 
 def prepare_text(cfg, out, rank, log):
@@ -399,9 +232,7 @@ def _phase(cfg, run, pi, ph, net, loss_fn, docs, vocab, comm, log, ctx, scaler, 
             p.grad_req = "add" if acc > 1 else "write"
     opt_params, _ = for_dtype({"lr_scheduler": sched, "wd": float(cfg["wd"])}, cfg["dtype"])
     trainer = DistributedTrainer(params, cfg["optimizer"], opt_params,
-                                 algorithm=cfg["algorithm"], compressor=cfg["compressor"],
-                                 ratio=cfg["ratio"], period=cfg["period"], seed=seed,
-                                 communicator=comm, prefix=f"phase{pi}.", **cfg.auto_options())
+                                 algorithm=cfg.algorithm_object(), communicator=comm, prefix=f"phase{pi}.")
     loss_fn(net, [mx.nd.array(data[key][:1], dtype=data[key].dtype) for key in KEYS])  # shapes before the state
     if start.get("step"):
         trainer.load_states(run.paths()[1])
