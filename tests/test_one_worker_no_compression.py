@@ -60,6 +60,6 @@ def test_graph_recipes(built, tmp_path, recipe, config):
 
 
 def test_two_workers_keep_the_compressor_they_asked_for():
-    from gluon_suite.utils.config import settle_compression
+    from gluon_suite.distributed.settle import settle_compression
     cfg, notes = settle_compression({"algorithm": "cser", "compressor": "grbs", "ratio": 32}, (), 2)
     assert (cfg, notes) == ({"algorithm": "cser", "compressor": "grbs", "ratio": 32}, [])

@@ -41,15 +41,16 @@ def evaluate(net, images, labels, batch_size=256, ctx=None, dtype="float32"):
 class DigitsConfig(RecipeConfig, DeviceOptions, ElasticOptions, SecondCompressorOptions, CompressionOptions):
     """``train_digits``' configuration (the flags of ``scripts/cv/train_digits.py``)."""
     SCRIPT: ClassVar[str] = "scripts/cv/train_digits.py"
-    epochs: int = option(8, positive_int)
+    NO_FLAG: ClassVar[tuple] = ("min_size", "compress_warmup")   # Python only, as momentum, wd, max_steps
+    epochs: int = option(8, positive_int, help="training epochs")
     batch_size: int = option(32, positive_int, help="per worker")
-    lr: float = option(0.1, positive_float)
-    momentum: float = option(0.9, fraction)
-    wd: float = option(1e-4, nonneg_float)
+    lr: float = option(0.1, positive_float, help="learning rate")
+    momentum: float = option(0.9, fraction, flag=False)
+    wd: float = option(1e-4, nonneg_float, flag=False)
     seed: int = option(0, nonneg_int)
-    out: str = option("runs/digits", output_dir, help="folder of log.jsonl and config.json")
-    progress: bool = option(True)
-    max_steps: int = option(None, positive_int, help="cap on the steps of an epoch (quick checks)")
+    out: str = option("runs/digits", output_dir, help="folder for the log, config.json and the result")
+    progress: bool = option(True, negative="--no-progress", negative_help="no progress bar")
+    max_steps: int = option(None, positive_int, flag=False, help="cap on the steps of an epoch (quick checks)")
 
 
 def train_digits(config=None, comm=None, log=print, ctx=None):
@@ -98,11 +99,8 @@ def train_digits(config=None, comm=None, log=print, ctx=None):
         if all(c.device_type == "cpu" for c in ctx):   # GLUON_SUITE_EMULATE_FLOAT16=1 (resolve_devices)
             emulate_float16_kernels(net)
         opt_params["multi_precision"] = True        # float32 master weights
-    trainer = DistributedTrainer(net.collect_params(), "sgd", opt_params, algorithm=cfg.algorithm,
-                                 compressor=cfg.compressor, ratio=cfg.ratio, period=cfg.period,
-                                 compressor2=cfg.compressor2, ratio2=cfg.ratio2, min_size=cfg.min_size,
-                                 warmup_steps=cfg.compress_warmup, communicator=comm, seed=seed,
-                                 **cfg.auto_options())
+    trainer = DistributedTrainer(net.collect_params(), "sgd", opt_params, algorithm=cfg.algorithm_object(),
+                                 communicator=comm)
     net.hybridize(static_alloc=True)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     # what a dense ring allreduce of every gradient puts on each worker's link per step

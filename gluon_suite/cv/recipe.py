@@ -35,8 +35,8 @@ import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 
-from ..distributed import DistributedTrainer, make_compressor
-from ..distributed.algorithms import cser_warmup_epochs
+from ..distributed import DistributedTrainer
+from ..distributed.settle import algorithm_from_config
 from ..distributed.averaging import BN_CHOICES
 from ..distributed.loop import RunFolder, fit
 from ..distributed.options import CompressionOptions, ElasticOptions, SecondCompressorOptions
@@ -215,15 +215,13 @@ def _bn_inputs(train, per_worker, rank, size, seed, epoch, dtype):
 
 
 def warmup_epochs(cfg):
-    """The config's warm-up in epochs: a number as given, or ``auto``: for CSER the authors'
-    warm-up growing with the first compression ratio (``cser_warmup_epochs``), else 1 epoch."""
+    """The config's warm-up in epochs: a number as given, or ``auto``: what the algorithm suggests
+    (``Algorithm.suggested_warmup_epochs``: for CSER the authors' warm-up growing with the first
+    compression ratio, ``cser_warmup_epochs``; 1 epoch for the others)."""
     value = cfg["warmup_epochs"]
     if str(value).lower() != "auto":
         return float(value)
-    if str(cfg["algorithm"]).lower() != "cser":
-        return 1.0
-    ratio = cfg["ratio"] if cfg["ratio"] is not None else make_compressor(cfg["compressor"]).ratio
-    return cser_warmup_epochs(ratio, float(cfg["lr"]), int(cfg["epochs"]))
+    return algorithm_from_config(cfg).suggested_warmup_epochs(float(cfg["lr"]), int(cfg["epochs"]))
 
 
 def _schedule(cfg, steps_per_epoch):
@@ -422,11 +420,8 @@ def train_classification(config, comm=None, log=print, ctx=None):
     if cfg["optimizer"] in ("sgd", "nag"):
         opt_params["momentum"] = float(cfg["momentum"])
     trainer = DistributedTrainer(
-        net.collect_params(), cfg["optimizer"], opt_params, algorithm=cfg["algorithm"],
-        compressor=cfg["compressor"], ratio=cfg["ratio"], period=cfg["period"],
-        compressor2=cfg["compressor2"], ratio2=cfg["ratio2"], min_size=int(cfg["min_size"]),
-        warmup_steps=int(cfg["compress_warmup"]), seed=int(cfg["seed"]), communicator=comm,
-        profile_comm=bool(cfg["profile_comm"]), **cfg.auto_options())
+        net.collect_params(), cfg["optimizer"], opt_params, algorithm=cfg.algorithm_object(), communicator=comm,
+        profile_comm=bool(cfg["profile_comm"]))
     net.hybridize(static_alloc=True)
     return _train(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ctx, dtype)
 

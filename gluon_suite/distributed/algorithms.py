@@ -1,4 +1,5 @@
-"""Synchronisation algorithms: what a data-parallel job communicates, and when.
+"""The built-in synchronisation algorithms: what a data-parallel job communicates, and when.
+The contract they share is ``base.Algorithm``; each registers under its name with its options.
 
 Every algorithm works on buckets (``buckets.py``): flat vectors of many parameters, one
 compression and one collective per bucket; per-bucket state (EF/CSER residuals) is one flat vector
@@ -13,9 +14,7 @@ and its momentum stays local (never reduced).
 - ``ef``: error-feedback SGD. p_i = u_i + e_i; x <- x_before - allreduce_mean(C(p_i));
   e_i <- p_i - C(p_i). One global model.
 - ``local``: every worker updates its own model; every H steps the models are averaged.
-- ``local_adaalter``: Local AdaAlter (docs/methods.md), with the ``adaalter`` optimizer (``local_adaalter.py``).
-- ``auto``: local steps (or synchronous SGD) while measuring the job, then the least compression
-  that reaches a target scaling factor, checked against sync's step (``auto.py``).
+- ``local_adaalter`` (``local_adaalter.py``) and ``auto`` (``auto.py``) register beside them.
 - ``cser``: CSER (docs/methods.md). Local models x_i = x̂ + e_i. Each step
   x_i <- x_before - allreduce_mean(C1(u_i)) - (u_i - C1(u_i)), e_i <- e_i - (u_i - C1(u_i));
   every H steps the error is partially synchronised with C2:
@@ -23,160 +22,66 @@ and its momentum stays local (never reduced).
   C1 = none is synchronous SGD, C1 = zero with C2 = none is local SGD, C1 = zero with C2 = grbs is
   CSER-PL.
 """
+import dataclasses
 import math
 
 import mxnet as mx
 
-from .buckets import DEFAULT_BUCKET_MB, layout_buckets
+from ..utils.runconfig import option
+from ..utils.validate import choice_of, ratio as ratio_value
+from .base import Algorithm, AlgorithmOptions, Exchange, check_period, sync_payload  # noqa: F401 (older imports)
+from .comm import write_plain
+from .costmodel import cser_cycle, pl_cycle, pl_delay, pl_periods_for
+from .registry import algo_option, compressor_class, compressor_value, make_compressor, register_algorithm
 
 MAX_SEPARATE_BUCKETS = 64     # sync: up to this many buckets get a collective each
-from .comm import write_plain
-from .compression import Compressor, make_compressor
 
 
-class Exchange:
-    """A payload's collective in flight: ``add_to(target, alpha)`` performs
-    ``target += alpha * allreduce_mean(C(v))`` once the averaged (summable) or gathered payloads
-    are there. ``arrays`` are the collective's results."""
+@dataclasses.dataclass
+class CompressedOptions(AlgorithmOptions):
+    """An algorithm with one compressor: its name (or object) and ratio (None: its own)."""
+    compressor: object = option("none", compressor_value, help="none, fp16, grbs, ...")
+    ratio: float = option(None, ratio_value, help="compression ratio (dense bytes / sent bytes)")
 
-    def __init__(self, payload, arrays, workers):
-        self.payload, self.arrays, self.workers = payload, arrays, workers
-
-    def add_to(self, target, alpha=1.0):
-        """``target += alpha * allreduce_mean(C(v))`` in place."""
-        if not self.arrays:
-            return
-        if self.payload.summable:
-            self.payload.add_to(target, self.arrays, alpha)
-        else:
-            self.payload.add_gathered(target, self.arrays, self.workers, alpha / self.workers)
+    def compressor_object(self):
+        """The compressor these options name, at their ratio, with the shared options."""
+        return make_compressor(self.compressor, ratio=self.ratio, **self.compressor_common())
 
 
-def sync_payload(comm, payload, name):
-    """Start the collective of ``payload``: allreduce (mean) of a summable payload, allgather of a
-    gathered one (one call per payload tensor), and return the ``Exchange``."""
-    if not payload.tensors:
-        return Exchange(payload, [], comm.size)
-    if payload.summable:
-        arrays = [comm.allreduce(t, average=True, name=f"{name}.{j}") for j, t in enumerate(payload.tensors)]
-    else:
-        arrays = [comm.allgather(t, name=f"{name}.{j}") for j, t in enumerate(payload.tensors)]
-    return Exchange(payload, arrays, comm.size)
+def _no_compressor(what, opts, hint=""):
+    """ValueError unless ``opts.compressor`` sends every coordinate or nothing (a model-averaging
+    algorithm's compressor is no choice)."""
+    c = opts.compressor
+    cls = type(c) if not isinstance(c, str) else compressor_class(c)
+    if not (cls.identity or cls.sends_nothing):
+        raise ValueError(f"{what} averages whole models and takes no compressor (got {c!r}){hint}")
 
 
-class Algorithm:
-    """Base class: no communication. ``needs_update`` asks the trainer for the weights before the
-    optimizer update (``snapshot``: one flat vector per bucket); ``local_models`` says workers'
-    models may differ between synchronisations; ``requires_summable`` rejects gathered
-    compressors; ``state_kinds`` names per-bucket state vectors (residuals) kept as attributes."""
-
-    name = "base"
-    needs_update = False
-    local_models = False
-    requires_summable = False
-    state_kinds = ()
-
-    def __init__(self):
-        self.comm = None
-        self.params = []
-        self.buckets = []
-
-    @property
-    def compressors(self):
-        """The compressors this algorithm applies."""
-        return []
-
-    def bind(self, params, comm, bucket_mb=DEFAULT_BUCKET_MB, network_position=None):
-        """Attach the trainer's ``[(index, Parameter)]`` with gradients and the communicator; lay
-        the parameters out in buckets (reverse network order: ``network_position[index]``) and
-        point their gradients into them."""
-        self.params, self.comm = params, comm
-        min_size = max([c.min_size for c in self.compressors] + [0])
-        self.buckets = layout_buckets(params, bucket_mb, min_size=min_size,
-                                      network_position=network_position)
-        for b in self.buckets:
-            b.bind_gradients()
-        for kind in self.state_kinds:
-            setattr(self, kind, [b.zeros() for b in self.buckets])
-        self._where = {i: (k, j) for k, b in enumerate(self.buckets) for j, i in enumerate(b.indices)}
-
-    def adopt(self, other):
-        """Continue from ``other``'s binding: the same parameters, communicator and buckets (their
-        gradients stay where backward writes them); this algorithm's per-bucket state starts at
-        zero. The layouts must agree (the same compressors' ``min_size``)."""
-        self.params, self.comm, self.buckets = other.params, other.comm, other.buckets
-        for kind in self.state_kinds:
-            setattr(self, kind, [b.zeros() for b in self.buckets])
-        self._where = other._where
-
-    def snapshot(self):
-        """The weights of every bucket, concatenated (one flat copy per bucket, in the bucket's
-        work vector 'before': valid until the next snapshot)."""
-        return [b.gather_weights("before") for b in self.buckets]
-
-    def view(self, kind, index):
-        """Parameter ``index``'s view (shared memory) of the per-bucket state ``kind``."""
-        k, j = self._where[index]
-        return self.buckets[k].views(getattr(self, kind)[k])[j]
-
-    def reduce_gradients(self, step):
-        """Called after backward, before the optimizer update (``step`` counts from 0)."""
-
-    def after_update(self, before, step):
-        """Called after the optimizer update; ``before[k]`` holds bucket k's weights before it."""
-
-    def check_optimizer(self, optimizer):
-        """Raise ValueError when the algorithm cannot work with ``optimizer``."""
-
-    def owns_update(self, step):
-        """True when the algorithm, not the optimizer, updates the weights at ``step``."""
-        return False
-
-    def local_update(self, optimizer, updater, step):
-        """The algorithm's own update, called instead of the optimizer's when ``owns_update``:
-        the trainer hands over its ``optimizer`` (rates, counts) and ``updater`` (which holds the
-        optimizer's per-parameter states)."""
-
-    def state_arrays(self):
-        """Per-worker state to checkpoint, as ``{'<kind>.b<bucket>': flat NDArray}``."""
-        return {f"{kind}.b{k}": v for kind in self.state_kinds for k, v in enumerate(getattr(self, kind))}
-
-    def load_state_arrays(self, arrays):
-        """Restore per-worker state given per parameter, ``{'<kind>.<index>': NDArray}`` (the
-        trainer splits saved buckets into parameters, so any bucket layout can be read)."""
-        for kind in self.state_kinds:
-            for b, flat in zip(self.buckets, getattr(self, kind)):
-                flat[:] = b.gather([arrays[f"{kind}.{i}"].as_in_context(b.context) for i in b.indices])
-
-    def reset_for_resize(self):
-        """Elastic resize: bring this worker's state to a form every worker can share before the
-        parameters are broadcast from rank 0. Default: per-worker state restarts from zero."""
-        for arr in self.state_arrays().values():
-            arr[:] = 0
-
-    def config(self):
-        """Hyper-parameters as a JSON-ready dict."""
-        return {"name": self.name}
-
-    def _check(self, compressor, role):
-        if self.requires_summable and not compressor.summable:
-            raise ValueError(
-                f"algorithm {self.name!r} needs an allreduce-summable {role} compressor, but "
-                f"{compressor.name!r} goes through allgather; choose one of: none, fp16, grbs, randomk")
-
-    def _average_models(self, name):
-        """Every bucket's weights <- their mean over workers (one collective per bucket)."""
-        flats = self.snapshot()
-        self.comm.grouped_allreduce_(flats, average=True, name=name)
-        for b, flat in zip(self.buckets, flats):
-            b.scatter(flat, b.weights())
-
-
+@register_algorithm("sync")
 class SyncSGD(Algorithm):
     """Synchronous SGD: the average gradient, dense or through a summable compressor (a lossy one
     drops what it does not send; pair lossy compressors with ``ef`` or ``cser`` instead)."""
-    name = "sync"
+    Options = CompressedOptions
     requires_summable = True
+    gradients_identical = True
+    keeps_inherited_compressor = False   # sync sends dense gradients unless a compressor is named for it
+    candidate_kinds = ("sync", "fp16")
+
+    @classmethod
+    def from_options(cls, opts):
+        return cls(opts.compressor_object())
+
+    @classmethod
+    def auto_candidates(cls, kind, plan):
+        """``sync``: the dense synchronous step (the reference of every check); ``fp16``: its
+        gradients in half precision (float32 gradients only)."""
+        if kind == cls.candidate_kinds[0]:
+            return [{"name": kind, "cycle": [1.0], "messages": [1], "algorithm": {"name": cls.name},
+                     "flags": f"--algorithm {cls.name}", "reference": True}]
+        if plan.grad_dtype != "float32":
+            return []
+        return [{"name": kind, "cycle": [2.0], "messages": [1], "algorithm": {"name": cls.name, "compressor": kind},
+                 "flags": f"--algorithm {cls.name} --compressor {kind}"}]
 
     def __init__(self, compressor="none"):
         super().__init__()
@@ -189,7 +94,7 @@ class SyncSGD(Algorithm):
 
     def reduce_gradients(self, step):
         comm = self.comm
-        if self.compressor.name == "none":
+        if self.compressor.identity:
             if comm.size > 1:
                 if len(self.buckets) <= MAX_SEPARATE_BUCKETS:
                     # one collective per bucket, issued in the order backward completes them: a
@@ -216,9 +121,10 @@ class SyncSGD(Algorithm):
         return {"name": self.name, "compressor": self.compressor.config()}
 
 
+@register_algorithm("ef")
 class ErrorFeedbackSGD(Algorithm):
     """EF-SGD: compress the update plus the carried error; one global model on all workers."""
-    name = "ef"
+    Options = CompressedOptions
     needs_update = True
     state_kinds = ("err",)
 
@@ -226,6 +132,10 @@ class ErrorFeedbackSGD(Algorithm):
         super().__init__()
         self.compressor = make_compressor(compressor)
         self.err = []
+
+    @classmethod
+    def from_options(cls, opts):
+        return cls(opts.compressor_object())
 
     @property
     def compressors(self):
@@ -249,14 +159,30 @@ class ErrorFeedbackSGD(Algorithm):
         return {"name": self.name, "compressor": self.compressor.config()}
 
 
+@dataclasses.dataclass
+class LocalOptions(AlgorithmOptions):
+    """Local SGD's options: the period H (steps between averages of the models)."""
+    period: int = option(8, check_period, help="steps between averages of the models")
+    compressor: object = option("none", compressor_value, help="none (local SGD averages whole models)")
+
+    def check(self, what):
+        _no_compressor(what, self, "; for compressed model averaging use algorithm='cser' with compressor='zero' "
+                                   "and compressor2='grbs' (CSER-PL)")
+
+
+@register_algorithm("local")
 class LocalSGD(Algorithm):
     """Local SGD: local optimizer steps, models averaged every ``period`` steps (momentum local)."""
-    name = "local"
+    Options = LocalOptions
     local_models = True
 
     def __init__(self, period=8):
         super().__init__()
-        self.period = _check_period(period)
+        self.period = check_period(period)
+
+    @classmethod
+    def from_options(cls, opts):
+        return cls(opts.period)
 
     def after_update(self, before, step):
         if (step + 1) % self.period == 0 and self.comm.size > 1:
@@ -266,25 +192,20 @@ class LocalSGD(Algorithm):
         return {"name": self.name, "period": self.period}
 
 
-def error_compressor(c1, period, ratio2=None):
-    """CSER's error compressor C2 when none is named: for a sparsifying C1 (grbs, randomk, topk)
-    the same kind at ratio ``ratio2`` (default R1/H, at least 1; a dense grbs/randomk is none), so
-    the overall ratio is about R1/2; for a zero C1 (CSER-PL's model averaging) none; for a
-    fixed-ratio C1 (fp16, sign, none) the same kind. A compressor of the user's own gets none. Its
-    shared randomness is seeded apart from C1's."""
-    from .compression import COMPRESSORS
-    name = c1.name
-    if name == "zero" or name not in COMPRESSORS:
-        return make_compressor("none")
-    common = {"min_size": c1.min_size, "warmup_steps": c1.warmup_steps, "seed": c1.seed + 7919}
-    if name in ("grbs", "randomk", "topk"):
-        ratio2 = max(1.0, c1.ratio / period) if ratio2 is None else ratio2
-        if name != "topk" and ratio2 <= 1.0:
-            return make_compressor("none", **common)
-        return make_compressor(name, ratio=ratio2, **common)
-    return make_compressor(name, ratio=ratio2, **common)
+@dataclasses.dataclass
+class CSEROptions(CompressedOptions):
+    """CSER's options: C1 (``compressor`` at ``ratio``), the period H, C2 (``compressor2`` at
+    ``ratio2``; default: what C1's ``error_compressor`` says) and the variant."""
+    period: int = option(8, check_period, help="steps between resets of the error")
+    compressor2: object = option(None, compressor_value, help="CSER's reset compressor")
+    ratio2: float = option(None, ratio_value, help="its ratio")
+    c1_operand: str = algo_option("update", choice_of(("update", "model"), "C1 operand"), own=True,
+                                  help="update (the paper) or model (the released code)")
+    reset_step: str = algo_option("both", choice_of(("both", "c2_only"), "reset step"), own=True,
+                                  help="both (the paper) or c2_only (the released code)")
 
 
+@register_algorithm("cser")
 class CSER(Algorithm):
     """Communication-efficient SGD with error reset (docs/methods.md, "CSER"): partial synchronisation of the
     update with C1 every step and of the residual error with C2 every ``period`` steps.
@@ -294,8 +215,10 @@ class CSER(Algorithm):
     model's deviation after the update, e_i - u_i, i.e. averages the C1 block of the local model,
     which also resets the error there. ``reset_step='both'`` sends C1 and C2 on every H-th step;
     ``'c2_only'`` (the released code) sends C2 instead of C1 on that step (the update then goes
-    wholly into the error before the reset)."""
-    name = "cser"
+    wholly into the error before the reset). Without ``compressor2``, C2 is C1's
+    ``error_compressor(period)``."""
+    Options = CSEROptions
+    candidate_kinds = ("cser", "cser_pl")
     needs_update = True
     local_models = True
     requires_summable = True
@@ -307,8 +230,8 @@ class CSER(Algorithm):
                  reset_step="both"):
         super().__init__()
         self.c1 = make_compressor(compressor)
-        self.period = _check_period(period)
-        self.c2 = make_compressor(compressor2) if compressor2 is not None else error_compressor(self.c1, self.period)
+        self.period = check_period(period)
+        self.c2 = make_compressor(compressor2) if compressor2 is not None else self.c1.error_compressor(self.period)
         if c1_operand not in self.C1_OPERANDS:
             raise ValueError(f"c1_operand must be one of {', '.join(self.C1_OPERANDS)}, got {c1_operand!r}")
         if reset_step not in self.RESET_STEPS:
@@ -317,6 +240,51 @@ class CSER(Algorithm):
         self._check(self.c1, "gradient (C1)")
         self._check(self.c2, "error (C2)")
         self.err = []
+
+    @classmethod
+    def from_options(cls, opts):
+        c1 = opts.compressor_object()
+        c2 = (c1.error_compressor(opts.period, opts.ratio2) if opts.compressor2 is None
+              else make_compressor(opts.compressor2, ratio=opts.ratio2, **opts.compressor_common(7919)))
+        return cls(c1, c2, opts.period, c1_operand=opts.c1_operand, reset_step=opts.reset_step)
+
+    @classmethod
+    def auto_candidates(cls, kind, plan):
+        """``cser``: GRBS at every ratio R1 of the plan, period H; ``cser_pl``: nothing sent between
+        resets, the model's deviation at every R2 (1: plain local SGD) and period of the plan."""
+        if kind == cls.candidate_kinds[0]:
+            out, h = [], plan.period
+            for r in sorted(set(float(x) for x in plan.ratios)):
+                if not r >= 1:
+                    raise ValueError(f"CSER ratios must be >= 1, got {r}")
+                out.append({"name": f"{kind} R1={r:g} H={h}", "cycle": cser_cycle(r, h),
+                            "messages": [1] * (h - 1) + [2],
+                            "algorithm": {"name": cls.name, "compressor": "grbs", "ratio": r, "period": h},
+                            "flags": f"--algorithm {cls.name} --compressor grbs --ratio {r:g} --period {h}"})
+            return out
+        rs = sorted(set(float(x) for x in plan.pl_ratios))
+        bad = [r for r in rs if not r >= 1]
+        if bad:
+            raise ValueError(f"CSER-PL ratios must be >= 1, got {bad[0]:g}")
+        grid = sorted(((r, h) for r in rs for h in pl_periods_for(plan.period, plan.pl_periods)),
+                      key=lambda rh: (rh[0] * rh[1], pl_delay(*rh)))
+        out = []
+        for r, h in grid:
+            c2 = {"compressor2": "grbs", "ratio2": r} if r > 1 else {"compressor2": "none"}
+            flags = f"--compressor2 grbs --ratio2 {r:g}" if r > 1 else "--compressor2 none"
+            out.append({"name": f"cser-pl R2={r:g} H={h}", "cycle": pl_cycle(r, h), "messages": [0] * (h - 1) + [1],
+                        "algorithm": {"name": cls.name, "compressor": "zero", "period": h, **c2}, "local": True,
+                        "flags": f"--algorithm {cls.name} --compressor zero --period {h} {flags}"})
+        return out
+
+    @property
+    def local_between_resets(self):
+        """C1 sends nothing: local steps between resets (CSER-PL, or local SGD with C2 = none)."""
+        return self.c1.sends_nothing
+
+    def suggested_warmup_epochs(self, lr, epochs=None):
+        """The authors' warm-up, growing with C1's ratio (``cser_warmup_epochs``)."""
+        return cser_warmup_epochs(self.c1.ratio, lr, epochs)
 
     @property
     def compressors(self):
@@ -399,7 +367,4 @@ def cser_warmup_epochs(ratio, lr, epochs=None):
     return warm
 
 
-def _check_period(period):
-    if not (isinstance(period, int) or float(period).is_integer()) or int(period) < 1:
-        raise ValueError(f"period must be an integer >= 1 (steps between synchronisations), got {period}")
-    return int(period)
+_check_period = check_period   # the name older code imports

@@ -10,25 +10,46 @@ authors' released code does; ``pad="per_step"`` divides by ``sqrt(B_s + k*eps)``
 step since the last synchronisation (a reading of the paper's text that the authors tried and
 reverted; measured worse in bench/local_adaalter_lm.py).
 """
+import dataclasses
+
 import mxnet as mx
 
-from .algorithms import Algorithm, _check_period
+from ..utils.runconfig import option
+from ..utils.validate import choice_of
+from .base import Algorithm, AlgorithmOptions, check_period
+from .registry import compressor_class, compressor_value, register_algorithm
 
 
+@dataclasses.dataclass
+class LocalAdaAlterOptions(AlgorithmOptions):
+    """Local AdaAlter's options: the period H, ``warmup_steps`` fully synchronous steps first, and
+    the padding of the frozen accumulator (``pad``)."""
+    period: int = option(4, check_period, help="steps between synchronisations")
+    pad: str = option("constant", choice_of(("constant", "per_step"), "pad"),
+                      help="constant (the released code) or per_step")
+    compressor: object = option("none", compressor_value, help="none (Local AdaAlter sends dense models)")
+
+    def check(self, what):
+        c = self.compressor
+        if not (type(c) if not isinstance(c, str) else compressor_class(c)).identity:
+            raise ValueError(f"{what} takes no compressor (got {c!r})")
+
+
+@register_algorithm("local_adaalter")
 class LocalAdaAlter(Algorithm):
     """Local AdaAlter: fully synchronous AdaAlter for ``warmup_steps`` steps, then local steps with
     the accumulator B_s frozen at the last synchronisation; every ``period`` steps models and
     accumulated squares are averaged. Needs the ``adaalter`` optimizer, whose state holds B_s.
     ``pad``: ``"constant"`` (default, the released code: ``sqrt(B_s + eps)``) or ``"per_step"``
     (``sqrt(B_s + k*eps)`` at the k-th local step since the last synchronisation)."""
-    name = "local_adaalter"
+    Options = LocalAdaAlterOptions
     local_models = True
     state_kinds = ("acc",)
     PADS = ("constant", "per_step")
 
     def __init__(self, period=4, warmup_steps=0, pad="constant"):
         super().__init__()
-        self.period = _check_period(period)
+        self.period = check_period(period)
         if warmup_steps < 0:
             raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
         if pad not in self.PADS:
@@ -37,6 +58,10 @@ class LocalAdaAlter(Algorithm):
         self.warmup = int(warmup_steps)
         self.pad = pad
         self.acc = []
+
+    @classmethod
+    def from_options(cls, opts):
+        return cls(opts.period, opts.warmup_steps, opts.pad)
 
     def check_optimizer(self, optimizer):
         if type(optimizer).__name__.lower() != "adaalter":

@@ -63,7 +63,7 @@ class DynamicLossScaler:
             part = [g.as_in_context(flag.context) for g in grads[i:i + _CHUNK]]
             mx.nd.multi_all_finite(*part, num_arrays=len(part), init_output=False, out=flag)
         comm = trainer.communicator
-        if comm.size > 1 and trainer.algorithm.name != "sync":
+        if comm.size > 1 and not trainer.algorithm.gradients_identical:   # workers may disagree
             flag = comm.allreduce(flag, average=False, name="loss_scale.finite") / comm.size
         return float(flag.asscalar()) == 1.0
 

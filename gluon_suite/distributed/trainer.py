@@ -2,7 +2,7 @@
 synchronisation algorithm (with its compressors) and a communicator.
 
     trainer = DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9},
-                                 algorithm="cser", compressor="grbs", ratio=64, period=16)
+                                 algorithm=make_algorithm("cser", compressor="grbs", ratio=64, period=16))
     ...
     loss.backward()
     trainer.step(batch_size)               # batch_size per worker, as with gluon.Trainer
@@ -26,7 +26,7 @@ import numpy as np
 from mxnet import gluon
 
 from . import averaging
-from .factory import make_algorithm
+from .registry import resolve_algorithm
 from .buckets import DEFAULT_BUCKET_MB, bucket_layout_json
 from .comm import get_communicator, write_plain
 from .trainer_state import (FORMAT, check_format, flatten_state, per_parameter, read_file,
@@ -38,16 +38,19 @@ _per_parameter = per_parameter   # the name older tests and tools import
 class DistributedTrainer(gluon.Trainer):
     """``gluon.Trainer`` with a pluggable synchronisation algorithm and compressor.
 
-    Arguments as ``gluon.Trainer`` (no kvstore), plus ``algorithm`` (``sync``, ``ef``, ``local``,
-    ``cser``, ``local_adaalter``, ``auto`` (measure the first steps, then switch once to the least
-    compression that reaches a scaling factor of 0.9: ``auto.py``; ``AutoAlgorithm(...)`` for other
-    options) or an ``Algorithm``), ``compressor``/``ratio``/``period``/``compressor2``/``ratio2``/
-    ``min_size``/``warmup_steps``/``seed``/``c1_operand``/``reset_step`` (see ``make_algorithm``),
-    ``target_sf``/``auto_candidates``/``auto_ratios``/``auto_periods`` (auto's ``target_sf``,
-    ``candidates``, ``cser_ratios`` and ``pl_periods``) and ``communicator`` (default:
-    Horovod under ``horovodrun``, else single-process) and ``bucket_mb`` (size of the flat
-    gradient buckets, default 25 MB; 0: one bucket per tensor; see ``buckets.py``). Bad names or values raise ValueError here,
-    before any training step. Parameters may live on several contexts (GluonCV's
+    Arguments as ``gluon.Trainer`` (no kvstore), plus ``algorithm``: a registered name (``sync``,
+    ``ef``, ``local``, ``cser``, ``local_adaalter``, ``auto``, or yours: ``registry.py``), an
+    ``Algorithm`` object, or its options (``make_algorithm``'s ``{"name": ..., **options}`` or an
+    ``Options`` instance), so that an algorithm's options travel with it; ``compressor`` (a name or
+    a ``Compressor`` object: the algorithm's compressor, as Horovod's ``compression=``);
+    ``communicator`` (default: Horovod under ``horovodrun``, else single-process); ``bucket_mb``
+    (size of the flat gradient buckets, default 25 MB; 0: one bucket per tensor; see
+    ``buckets.py``); ``profile_comm`` and ``prefix`` (of the collectives' names, for several
+    trainers in one job). The keywords of earlier versions (``ratio``, ``period``, ``compressor2``,
+    ``ratio2``, ``min_size``, ``warmup_steps``, ``seed``, ``c1_operand``, ``reset_step``,
+    ``target_sf``, ``auto_candidates``, ``auto_ratios``, ``auto_periods``) still work for this
+    release, with a one-line deprecation notice. Bad names or values raise ValueError here, before
+    any training step. Parameters may live on several contexts (GluonCV's
     ``split_and_load``): the gradients of a worker's contexts are summed into the first context's
     copy, the optimizer and the algorithm work on that copy, and the other copies receive its
     weights after every step (all copies identical). With ``profile_comm=True`` the time spent in the algorithm's
@@ -55,16 +58,9 @@ class DistributedTrainer(gluon.Trainer):
     ``sync_seconds`` (the barriers cost some overlap: use it to measure, not to train fast).
     """
 
-    def __init__(self, params, optimizer, optimizer_params=None, algorithm="sync", compressor="none",
-                 ratio=None, period=None, compressor2=None, ratio2=None, min_size=0,
-                 warmup_steps=0, seed=0, communicator=None, prefix="", profile_comm=False,
-                 bucket_mb=DEFAULT_BUCKET_MB, c1_operand="update", reset_step="both", target_sf=None,
-                 auto_candidates=None, auto_ratios=None, auto_periods=None):
-        self._algo = make_algorithm(algorithm, compressor=compressor, ratio=ratio, period=period,
-                                    compressor2=compressor2, ratio2=ratio2, min_size=min_size,
-                                    warmup_steps=warmup_steps, seed=seed, c1_operand=c1_operand,
-                                    reset_step=reset_step, target_sf=target_sf, candidates=auto_candidates,
-                                    cser_ratios=auto_ratios, pl_periods=auto_periods)
+    def __init__(self, params, optimizer, optimizer_params=None, algorithm="sync", compressor=None,
+                 communicator=None, bucket_mb=DEFAULT_BUCKET_MB, profile_comm=False, prefix="", **deprecated):
+        self._algo = resolve_algorithm(algorithm, compressor, deprecated)
         if not float(bucket_mb) >= 0:
             raise ValueError(f"bucket_mb must be >= 0 (0: one bucket per tensor), got {bucket_mb}")
         self._bucket_mb = float(bucket_mb)
@@ -98,12 +94,8 @@ class DistributedTrainer(gluon.Trainer):
         """float16 weights with float32 master copies (``multi_precision``): the optimizer writes
         the weights from its master copy, so an algorithm that changes the weights after the
         update (ef, cser, local averaging) would be undone at the next step."""
-        if hasattr(self._algo, "restrict") and getattr(self._optimizer, "multi_precision", False) and any(
-                np.dtype(p.dtype) == np.float16 for p in self._params):
-            self._algo.restrict(("sync", "fp16"))    # auto: only choices that leave the weights alone
-        writes = self._algo.needs_update or self._algo.local_models
-        if writes and getattr(self._optimizer, "multi_precision", False) and any(
-                np.dtype(p.dtype) == np.float16 for p in self._params):
+        if getattr(self._optimizer, "multi_precision", False) and any(
+                np.dtype(p.dtype) == np.float16 for p in self._params) and not self._algo.allow_master_weights():
             raise ValueError(f"algorithm {self._algo.name!r} changes the weights after the optimizer "
                              "update, which float16 weights with float32 master copies "
                              "(multi_precision) would undo; use algorithm 'sync' with float16, or "
@@ -224,7 +216,7 @@ class DistributedTrainer(gluon.Trainer):
             self._update_primary(ignore_stale_grad)
             with self._timed():
                 self._algo.after_update(before, self._step_count)
-            if getattr(self._algo, "wants_optimizer_average", False):
+            if self._algo.wants_optimizer_average:
                 self._average_optimizer_states()
         for b in self._algo.buckets:   # every other copy <- the primary's weights
             b.broadcast_weights()
@@ -372,8 +364,8 @@ class DistributedTrainer(gluon.Trainer):
             arrays = per_parameter(meta, arrays, source)
         meta, arrays = to_network_order(meta, arrays, source, self._network_position,
                                         [list(p.shape) if p.shape else None for p in self._params])
-        if "arrays" in state and hasattr(self._algo, "restore"):
-            self._algo.restore(meta.get("algorithm"))   # auto: the algorithm it had chosen, before its state
+        if "arrays" in state:
+            self._algo.restore(meta.get("algorithm"))   # e.g. auto: the algorithm it had chosen, before its state
         if "arrays" in state:
             updater = self.updater
             for key, spec in meta["opt_layout"].items():

@@ -30,8 +30,9 @@ from ..distributed.sampler import EpochSampler
 from ..model_zoo import get_model
 from ..utils import UserError
 from ..utils.fileio import atomic_path
-from ..utils.runconfig import PublishOptions, RecipeConfig, RunOptions, option
-from ..utils.validate import (choice_of, existing_dir, float_range, nonneg_float, output_dir, positive_float,
+from ..model_zoo.publish import PublishOptions
+from ..utils.runconfig import RecipeConfig, RunOptions, option
+from ..utils.validate import (existing_dir, float_range, nonneg_float, output_dir, positive_float,
                               positive_int)
 from .batch import batch
 from .sampling import sample_blocks
@@ -67,13 +68,14 @@ class NodeConfig(_GraphConfig):
     """``train_node_classification``'s configuration (the flags of its script, with ``_`` for ``-``)."""
     SCRIPT: ClassVar[str] = "scripts/graph/train_node_classification.py"
     DATASETS_WITH_FILES: ClassVar[tuple] = ("linqs",)
-    out: str = option("runs/graph_node", output_dir)
-    dataset: str = option("sbm", choice_of(("karate", "sbm", "linqs"), "dataset"))
+    out: str = option("runs/graph_node", output_dir, help="run folder: log.jsonl, checkpoints, config.json")
+    dataset: str = option("sbm", choices=("karate", "sbm", "linqs"))
     data_dir: str = option(None, existing_dir, help="folder of {name}.content and {name}.cites (linqs)")
     name: str = option("cora", help="LINQS data set name")
-    drop_dangling_cites: bool = option(False, help="skip cites lines naming a paper absent from the content file")
-    model: str = option("gcn", choice_of(("gcn", "gat", "sage"), "model"))
-    hidden: int = option(16, positive_int)
+    drop_dangling_cites: bool = option(False, help="skip cites lines naming a paper absent from the content file "
+                                       "(else an error)")
+    model: str = option("gcn", choices=("gcn", "gat", "sage"))
+    hidden: int = option(16, positive_int, help="hidden units per layer")
     epochs: int = option(100, positive_int)
     lr: float = option(0.01, positive_float)
     wd: float = option(5e-4, nonneg_float)
@@ -94,12 +96,12 @@ class GraphConfig(_GraphConfig):
     """``train_graph_classification``'s configuration."""
     SCRIPT: ClassVar[str] = "scripts/graph/train_graph_classification.py"
     DATASETS_WITH_FILES: ClassVar[tuple] = ("tu",)
-    out: str = option("runs/graph_cls", output_dir)
-    dataset: str = option("families", choice_of(("families", "tu"), "dataset"))
-    data_dir: str = option(None, existing_dir, help="folder of a TU data set's {name}_A.txt etc.")
-    name: str = option("MUTAG", help="TU data set name")
-    model: str = option("gin", choice_of(("gin",), "model"))
-    hidden: int = option(32, positive_int)
+    out: str = option("runs/graph_cls", output_dir, help="run folder: log.jsonl, checkpoints, config.json")
+    dataset: str = option("families", choices=("families", "tu"))
+    data_dir: str = option(None, existing_dir, help="folder of the TU text files ({name}_A.txt etc.)")
+    name: str = option("MUTAG", help="TU data set name, the files' prefix (e.g. MUTAG)")
+    model: str = option("gin", choices=("gin",), flag=False)
+    hidden: int = option(32, positive_int, help="hidden units per layer")
     epochs: int = option(40, positive_int)
     lr: float = option(0.01, positive_float)
     batch_size: int = option(20, positive_int, help="graphs per worker and step")
@@ -233,8 +235,7 @@ def _train_node(cfg, comm, log):
     else:
         net(g, feat)   # shapes now: an elastic state copies every parameter
     trainer = DistributedTrainer(net.collect_params(), "adam", opt,
-                                 algorithm=cfg["algorithm"], compressor=cfg["compressor"], ratio=cfg["ratio"],
-                                 period=cfg["period"], communicator=comm, **cfg.auto_options())
+                                 algorithm=cfg.algorithm_object(), communicator=comm)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
 
     def step(state, idx, step_size):
@@ -303,8 +304,7 @@ def _train_graph(cfg, comm, log):
     trainer = DistributedTrainer(net.collect_params(), "adam",
                                  {"learning_rate": cfg["lr"],
                                   "lr_scheduler": _schedule(cfg, int(cfg["batch_size"]), comm.size)},
-                                 algorithm=cfg["algorithm"], compressor=cfg["compressor"], ratio=cfg["ratio"],
-                                 period=cfg["period"], communicator=comm, **cfg.auto_options())
+                                 algorithm=cfg.algorithm_object(), communicator=comm)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     test_bg = batch([graphs[j] for j in test])  # built once, evaluated every 10 epochs
 

@@ -232,9 +232,7 @@ def _phase(cfg, run, pi, ph, net, loss_fn, docs, vocab, comm, log, ctx, scaler, 
             p.grad_req = "add" if acc > 1 else "write"
     opt_params, _ = for_dtype({"lr_scheduler": sched, "wd": float(cfg["wd"])}, cfg["dtype"])
     trainer = DistributedTrainer(params, cfg["optimizer"], opt_params,
-                                 algorithm=cfg["algorithm"], compressor=cfg["compressor"],
-                                 ratio=cfg["ratio"], period=cfg["period"], seed=seed,
-                                 communicator=comm, prefix=f"phase{pi}.", **cfg.auto_options())
+                                 algorithm=cfg.algorithm_object(), communicator=comm, prefix=f"phase{pi}.")
     loss_fn(net, [mx.nd.array(data[key][:1], dtype=data[key].dtype) for key in KEYS])  # shapes before the state
     if start.get("step"):
         trainer.load_states(run.paths()[1])

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from gluon_suite.utils import UserError
-from gluon_suite.utils.config import settle_compression
+from gluon_suite.distributed.settle import settle_compression
 
 from ..conftest import REPO
 

@@ -101,9 +101,9 @@ def test_load_states_rejects_foreign_file(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(algorithm="allreduce"), "choose one of: sync, ef, local, cser"),
-    (dict(algorithm="cser", compressor="lz4"), "choose one of: none, zero, fp16"),
-    (dict(algorithm="cser", compressor="grbs", ratio=0.5), "ratio must be >= 1"),
+    (dict(algorithm="allreduce"), "unknown algorithm 'allreduce'; registered: auto, cser, ef, local, local_adaalter, sync"),
+    (dict(algorithm="cser", compressor="lz4"), "unknown compressor 'lz4'; registered: fp16, grbs, none"),
+    (dict(algorithm="cser", compressor="grbs", ratio=0.5), "option ratio: must be a compression ratio .* >= 1, got 0.5"),
     (dict(algorithm="cser", compressor="grbs", period=0), "period must be an integer >= 1"),
     (dict(algorithm="local", period=-2), "period must be an integer >= 1"),
     (dict(algorithm="cser", compressor="topk"), "needs an allreduce-summable"),
@@ -128,7 +128,8 @@ def test_cser_default_error_compressor_follows_the_ratio_over_period():
     assert tr.algorithm.config()["c2"]["name"] == "none"  # R1/H <= 1: dense error reset
     # the object form derives the same error compressor (it used to default to none)
     from gluon_suite.distributed.algorithms import CSER
-    from gluon_suite.distributed.compression import GRBSCompressor, ZeroCompressor
+    from gluon_suite.distributed.compression import ZeroCompressor
+    from gluon_suite.distributed.shared_random import GRBSCompressor
     tr = DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1},
                             algorithm=CSER(GRBSCompressor(ratio=64), period=16))
     cfg = tr.algorithm.config()
