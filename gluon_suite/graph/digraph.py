@@ -12,6 +12,11 @@ edges on the host as int64 NumPy arrays (what sampling and transforms work on) a
 structures message passing reads (CSR adjacency, incidence matrix, index arrays, degrees) once, on
 first use, on its context. Transforms such as ``add_self_loop`` return a new graph, as in DGL;
 ``add_nodes``/``add_edges``/``remove_edges`` change a graph in place and drop those caches.
+
+This module holds the class, its frames, scopes and batch information, and the functions that
+build a graph (``graph``, ``from_scipy``, ``from_networkx``); the derived structures (degrees,
+adjacency, cached sparse forms) come from ``structure.GraphStructure`` and the moves between
+contexts and id types from ``conversion.GraphConversions``.
 """
 import contextlib
 import copy
@@ -19,12 +24,15 @@ import copy
 import mxnet as mx
 import numpy as np
 
-from .base import ALL, GraphError, Frame, as_ids, zero_initializer
-from .layout import topology
+from .base import GraphError, Frame, as_ids, zero_initializer
+from .conversion import GraphConversions, _idtype
 from .message import MessagePassing
+from .structure import GraphStructure
+
+__all__ = ["Graph", "DGLGraph", "graph", "from_scipy", "from_networkx"]
 
 
-class Graph(MessagePassing):
+class Graph(GraphStructure, GraphConversions, MessagePassing):
     """A directed graph of ``num_nodes`` nodes with edges ``(src, dst)`` (parallel edges and
     self-loops allowed), DGL's ``DGLGraph`` for one node and one edge type. ``ndata`` (also reachable
     as ``srcdata`` and ``dstdata``) and ``edata`` hold features with one row per node/edge.
@@ -151,40 +159,6 @@ class Graph(MessagePassing):
 
     all_edges = edges
 
-    def _degrees(self, kind):
-        """In- (per destination) or out-degrees (per source) as a cached int64 NumPy array."""
-        def build():
-            ids, n = (self._dst, self._ndst) if kind == "in" else (self._src, self._nsrc)
-            return np.bincount(ids, minlength=n).astype(np.int64)
-        return self._get(kind + "_deg", build)
-
-    def _select_degrees(self, kind, v):
-        deg = self._degrees(kind)
-        if isinstance(v, str) and v == ALL:
-            return self._ids(deg)
-        ids = as_ids(v, "node ids")
-        if len(ids) and (ids.min() < 0 or ids.max() >= len(deg)):
-            raise GraphError(f"{kind}_degrees: node ids must lie in 0..{len(deg) - 1}")
-        if isinstance(v, (int, np.integer)):
-            return int(deg[ids[0]])
-        return self._ids(deg[ids])
-
-    def in_degrees(self, v=ALL, etype=None):
-        """In-degree of every node, of the nodes ``v`` (NDArrays of the id type), or of one node (an int)."""
-        return self._select_degrees("in", v)
-
-    def out_degrees(self, u=ALL, etype=None):
-        """Out-degree of every node, of the nodes ``u`` (NDArrays of the id type), or of one node (an int)."""
-        return self._select_degrees("out", u)
-
-    def _degree_power(self, kind, power, ctx):
-        """max(degree, 1) ** power as a cached float32 column NDArray (N, 1) on ``ctx``: the
-        normalisers of GraphConv and mean reductions, built once per graph, not per step."""
-        def build():
-            d = np.maximum(self._degrees(kind), 1).astype(np.float64) ** power
-            return mx.nd.array(d.astype(np.float32).reshape(-1, 1), ctx=ctx)
-        return self._get((kind, power, str(ctx)), build)
-
     def node_attr_schemes(self):
         """``{name: Scheme(shape, dtype)}`` of the node features (DGL's ``node_attr_schemes``)."""
         return self.srcdata.schemes()
@@ -192,10 +166,6 @@ class Graph(MessagePassing):
     def edge_attr_schemes(self):
         """``{name: Scheme(shape, dtype)}`` of the edge features."""
         return self.edata.schemes()
-
-    def has_zero_in_degree(self):
-        """Whether some destination node has no incoming edge (no device round trip)."""
-        return bool(self._ndst) and int(self._degrees("in").min()) == 0
 
     @contextlib.contextmanager
     def local_scope(self):
@@ -251,51 +221,6 @@ class Graph(MessagePassing):
             return [self.num_nodes()], [self.num_edges()]
         return list(self._batch_num_nodes), list(self._batch_num_edges)
 
-    # ---- devices and id types -----------------------------------------------------------------
-    def _clone(self, idtype=None, device=None):
-        """The same structure, batch information, initializers and features (moved to ``device``)
-        with another id type and/or context."""
-        g = copy.copy(self)
-        g._idtype = self._idtype if idtype is None else _idtype(idtype, None)
-        g._ctx = self._ctx if device is None else device
-        if g._idtype == np.int32 and max(self._nsrc, self._ndst, len(self._src)) >= 2 ** 31:
-            raise GraphError("the graph's ids do not fit int32; keep idtype int64")
-        g._cache = {}          # structures are rebuilt on first use, on the new context
-        g._initializers = dict(self._initializers)
-        g.edata = Frame(len(self._src), "edata", g._ctx)
-        if self._two_sides:
-            g.srcdata, g.dstdata = Frame(self._nsrc, "srcdata", g._ctx), Frame(self._ndst, "dstdata", g._ctx)
-        else:
-            g.srcdata = g.dstdata = Frame(self._nsrc, "ndata", g._ctx)
-        frames = [(self.srcdata, g.srcdata), (self.edata, g.edata)]
-        if self._two_sides:
-            frames.append((self.dstdata, g.dstdata))
-        for a, b in frames:
-            for k, v in a.items():
-                b[k] = v.as_in_context(g._ctx)
-        return g
-
-    def to(self, device, **kwargs):
-        """DGL's ``g.to(ctx)``: the graph with its structure and features on ``device`` (an MXNet
-        context); the graph itself when it is already there."""
-        if not isinstance(device, mx.Context):
-            raise GraphError(f"g.to({device!r}): pass an MXNet context such as mx.cpu() or mx.gpu(0)")
-        return self if device == self._ctx else self._clone(device=device)
-
-    def astype(self, idtype):
-        """DGL's ``g.astype``: the graph with ids of type ``idtype`` (int32 or int64: NumPy or
-        MXNet types or their names); the graph itself when it already has it."""
-        t = _idtype(idtype, None)
-        return self if t == self._idtype else self._clone(idtype=t)
-
-    def int(self):
-        """The graph with int32 ids (DGL's ``g.int()``)."""
-        return self.astype(np.int32)
-
-    def long(self):
-        """The graph with int64 ids (DGL's ``g.long()``)."""
-        return self.astype(np.int64)
-
     def _with_edges(self, src, dst):
         """A featureless graph of the same kind, node counts, id type and context with other edges."""
         g = Graph((src, dst), num_nodes=self._nsrc, idtype=self._idtype, device=self._ctx)
@@ -340,103 +265,6 @@ class Graph(MessagePassing):
     def __repr__(self):
         return (f"Graph(num_nodes={self.num_nodes()}, num_edges={self.num_edges()}, "
                 f"ndata_schemes={sorted(self.ndata)}, edata_schemes={sorted(self.edata)})")
-
-    # ---- adjacency ------------------------------------------------------------------------------
-    def adj_external(self, transpose=False, ctx=None, scipy_fmt=None, etype=None):
-        """DGL's ``adj_external``: the adjacency matrix, rows the sources and columns the
-        destinations (with ``transpose``, rows the destinations), an entry counting the edges
-        between the two; an MXNet CSR matrix on ``ctx`` (default: the graph's context), or a SciPy
-        matrix in ``scipy_fmt`` (``'csr'`` or ``'coo'``; coo keeps one entry per edge)."""
-        import scipy.sparse as sp
-        rows, cols = (self._dst, self._src) if transpose else (self._src, self._dst)
-        shape = (self._ndst, self._nsrc) if transpose else (self._nsrc, self._ndst)
-        m = sp.coo_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=shape)
-        if scipy_fmt is not None:
-            if scipy_fmt not in ("csr", "coo"):
-                raise GraphError(f"adj(scipy_fmt={scipy_fmt!r}): choose 'csr' or 'coo'")
-            return m.tocsr() if scipy_fmt == "csr" else m
-        m = m.tocsr()
-        m.sum_duplicates()
-        return mx.nd.sparse.csr_matrix((m.data, m.indices, m.indptr), shape=shape, ctx=ctx or self._ctx)
-
-    def adj(self, transpose=False, ctx=None, scipy_fmt=None, etype=None):
-        """The adjacency matrix as ``adj_external`` gives it (DGL's MXNet-era ``adj`` signature)."""
-        return self.adj_external(transpose, ctx, scipy_fmt, etype)
-
-    adjacency_matrix = adj
-
-    def adj_tensors(self, fmt, etype=None):
-        """DGL's ``adj_tensors``: ``'coo'`` gives ``(src, dst)``; ``'csr'`` / ``'csc'`` give
-        ``(indptr, indices, edge ids)`` with rows the sources / the destinations."""
-        if fmt == "coo":
-            return self._ids(self._src), self._ids(self._dst)
-        if fmt not in ("csr", "csc"):
-            raise GraphError(f"adj_tensors({fmt!r}): choose 'coo', 'csr' or 'csc'")
-        key, other, n = (self._src, self._dst, self._nsrc) if fmt == "csr" else (self._dst, self._src, self._ndst)
-        order = np.lexsort((other, key))
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(key, minlength=n))])
-        return self._ids(indptr), self._ids(other[order]), self._ids(order)
-
-    # ---- cached sparse structures -------------------------------------------------------------
-    def _get(self, name, build):
-        if name not in self._cache:
-            self._cache[name] = build()
-        return self._cache[name]
-
-    @property
-    def _src_nd(self):
-        """Every edge's source id, on the graph's context (for gathers)."""
-        return self._get("src_nd", lambda: self._ids(self._src))
-
-    @property
-    def _dst_nd(self):
-        """Every edge's destination id, on the graph's context."""
-        return self._get("dst_nd", lambda: self._ids(self._dst))
-
-    def _topology(self):
-        return self._get("topo", lambda: topology(self._src, self._dst, self._nsrc, self._ndst))
-
-    def _topo(self):
-        """The key of this graph's topology for the custom operators (alive as long as the graph)."""
-        return self._topology().key
-
-    def _reverse_topo(self):
-        """The topology with every edge reversed (softmax over out-edges, ``norm_by='src'``)."""
-        return self._get("rtopo", lambda: topology(self._dst, self._src, self._ndst, self._nsrc)).key
-
-    def _adj_csr(self):
-        """The (dst x src) adjacency as an MXNet CSR matrix (parallel edges add up)."""
-        def build():
-            csr = self._topology().csr(np.ones(len(self._src), np.float32))
-            csr.sum_duplicates()
-            return mx.nd.sparse.csr_matrix((csr.data, csr.indices, csr.indptr), shape=csr.shape, ctx=self._ctx)
-        return self._get("adj", build)
-
-    def _incidence(self):
-        """The (dst node x edge) matrix with a 1 at (dst(e), e)."""
-        def build():
-            import scipy.sparse as sp
-            m = sp.csr_matrix((np.ones(len(self._dst), np.float32), (self._dst, np.arange(len(self._dst)))),
-                              shape=(self._ndst, len(self._dst)))
-            return mx.nd.sparse.csr_matrix((m.data, m.indices, m.indptr), shape=m.shape, ctx=self._ctx)
-        return self._get("inc", build)
-
-
-def _idtype(idtype, edges):
-    """``np.int32`` or ``np.int64`` from an id type given as a NumPy or MXNet type or its name;
-    when None, int32 if both id arrays are int32 (DGL infers the type from the tensors), else int64."""
-    if idtype is None:
-        dts = [getattr(a, "dtype", None) for a in (edges or ())]
-        return np.int32 if dts and all(d is not None and np.dtype(d) == np.int32 for d in dts) else np.int64
-    try:
-        t = np.dtype(idtype)
-    except TypeError:
-        t = None
-    if t == np.int32:
-        return np.int32
-    if t == np.int64:
-        return np.int64
-    raise GraphError(f"idtype {idtype!r} is not supported; use int32 or int64 (np.int32, np.int64, 'int32', 'int64')")
 
 
 def graph(data, num_nodes=None, idtype=None, device=None, **kwargs):
