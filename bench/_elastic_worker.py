@@ -14,7 +14,8 @@ from mxnet import autograd, gluon
 
 from gluon_suite.cv.data import load_digits
 from gluon_suite.distributed import DistributedTrainer, HorovodCommunicator
-from gluon_suite.distributed.elastic import ElasticSampler, progress_of, train_elastic
+from gluon_suite.distributed.elastic import ElasticSampler, progress_of
+from gluon_suite.distributed.loop import train_elastic
 from gluon_suite.optim import ElasticRamp
 
 OUT, PLAN = os.environ["OUT"], json.loads(os.environ.get("PLAN", "[]"))

@@ -25,10 +25,13 @@ statistics are set to zero first; after backward they hold (1 - momentum) * batc
 which gives the batch statistic exactly. Gradients (and their 'fresh' flags) are saved before and
 written back after, so a ``step`` the trainer has not yet taken is untouched.
 """
+import contextlib
 import time
 
 import mxnet as mx
 from mxnet import autograd
+
+from .comm import write_plain
 
 BN_CHOICES = ("auto", "recompute", "average", "local")
 RUNNING_STATS = ("running_mean", "running_var")
@@ -152,3 +155,53 @@ def timer():
     """A start time for ``AveragedReport.seconds`` (after pending work is done)."""
     mx.nd.waitall()
     return time.perf_counter()
+
+
+def copy_to_replicas(param):
+    """Every other context's copy of ``param`` <- its first (primary) copy."""
+    for d in param._data[1:]:
+        write_plain(param._data[0].as_in_context(d.context), d)
+
+
+@contextlib.contextmanager
+def averaged_model(all_params, algo, comm, name, net=None, bn_batches=None, bn="auto", bn_num_batches=8):
+    """The body of ``DistributedTrainer.averaged``: ``all_params`` (the trainer's) averaged over the
+    workers of ``comm`` (collectives named ``name``) within the block, BatchNorm statistics as
+    ``bn`` says (``resolve_choice``), everything restored afterwards; yields the ``AveragedReport``."""
+    t0 = timer()
+    params = [p for p in all_params if p._data is not None]
+    has_bn = any(is_running_statistic(p) for p in params)
+    choice = resolve_choice(bn, has_bn, algo.local_models, comm.size)
+    if comm.size == 1 and bn != "recompute":
+        yield AveragedReport(bn="none", batches=0, seconds=0.0)
+        return
+    layers = []
+    if choice == "recompute":
+        if net is None or bn_batches is None:
+            raise ValueError(
+                f"averaged(): the network has BatchNorm and algorithm {algo.name!r} keeps one "
+                "model per worker, so the averaged weights need their own BatchNorm statistics: "
+                "pass net= and bn_batches= (a few of this worker's training batches), or choose "
+                "bn='average' or bn='local' (docs/distributed.md)")
+        layers = batchnorm_layers(net)
+        known = {id(p) for p in params}
+        params += [p for blk, _ in layers for p in (blk.running_mean, blk.running_var)
+                   if id(p) not in known and p._data is not None]
+    saved = [[d.copy() for d in p._data] for p in params]
+    mixed = [p for p in params if not (choice == "local" and p.grad_req == "null")]
+    arrays = [p._data[0] for p in mixed]
+    try:
+        comm.grouped_allreduce_(arrays, average=True, name=name, relayout=True)
+        for p in mixed:
+            copy_to_replicas(p)
+        used = 0
+        if layers:
+            ctx = layers[0][0].running_mean.list_ctx()[0]
+            used = recompute_statistics(net, layers, bn_batches, int(bn_num_batches), ctx, comm, f"{name}.bn")
+        mx.nd.waitall()  # the collectives complete here on every worker, whatever the block does
+        report = AveragedReport(bn=choice, batches=used, seconds=time.perf_counter() - t0)
+        yield report
+    finally:
+        for p, copies in zip(params, saved):
+            for d, s in zip(p._data, copies):   # a forward may have re-laid weights out (oneDNN)
+                write_plain(s, d)

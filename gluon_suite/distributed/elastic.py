@@ -5,9 +5,10 @@ Horovod Elastic ships for TensorFlow and PyTorch only; ``horovod.common.elastic`
 
 - ``GluonState``: commits and restores parameters, the ``DistributedTrainer``'s optimizer state,
   the algorithm's residuals, step count, the schedule, an ``ElasticSampler``'s position and any
-  counters; ``sync()`` broadcasts all of it from rank 0 after every reset (a new worker starts
-  from the current state). Before that, CSER folds each worker's residual into its model
-  (``x - e`` is the common model) and error feedback drops its residual.
+  counters, each through a handler (``state_handlers.py``), as Horovod's own states are built;
+  ``sync()`` broadcasts all of it from rank 0 after every reset (a new worker starts from the
+  current state). Before that, the algorithm's resize event runs: CSER folds each worker's
+  residual into its model (``x - e`` is the common model) and error feedback drops its residual.
 - ``ElasticSampler`` (``sampler.EpochSampler``): the epoch's shuffled order is fixed by (seed,
   epoch); after a resize the *remaining* samples are re-sharded over the new workers, so none is
   repeated or skipped.
@@ -15,9 +16,9 @@ Horovod Elastic ships for TensorFlow and PyTorch only; ``horovod.common.elastic`
   dead peer ("Horovod has been shut down", raised from a collective or a later read) translated
   into ``HorovodInternalError`` so that the survivors restore the last commit instead of crashing.
 
-The loop itself is ``loop.train_loop(elastic=True)``, the same one a fixed-size job runs.
-The learning rate follows the worker count through ``ElasticRamp`` (``GluonState`` tells it the
-new global batch on every reset). Launch with ``horovodrun --gloo --min-np/--max-np
+The loop itself is ``loop.train_loop(elastic=True)`` (or ``loop.train_elastic``), the same one a
+fixed-size job runs. The learning rate follows the worker count through ``ElasticRamp``
+(``GluonState``'s reset callback tells it the new global batch on every reset). Launch with ``horovodrun --gloo --min-np/--max-np
 --host-discovery-script ... --network-interface lo`` (see docs/elastic.md).
 """
 import functools
@@ -29,46 +30,30 @@ from horovod.common.exceptions import HorovodInternalError
 
 from .sampler import VIRTUAL_STEPS, over_epochs, progress_of  # noqa: F401  (first defined here)
 from .sampler import EpochSampler as ElasticSampler  # noqa: F401  (the name it had here first)
-
-
-def _require_shapes(net):
-    """Raise a one-line UserError when a parameter of ``net`` has no data yet: deferred shapes
-    (``Dense(64)`` before its first forward pass) or no ``initialize()``; the state copies every
-    parameter, which needs its shape."""
-    from ..utils.errors import UserError
-    for name, p in net.collect_params().items():
-        try:
-            p.data()
-        except mx.gluon.parameter.DeferredInitializationError:
-            raise UserError(f"GluonState: parameter '{name}' has no shape yet (deferred, {p.shape}); run one "
-                            "forward pass, net(x) with a batch, before creating the state") from None
-        except RuntimeError:
-            raise UserError(f"GluonState: parameter '{name}' is not initialised; call net.initialize() and run "
-                            "one forward pass before creating the state") from None
+from .state_handlers import (CountersHandler, ParametersHandler, SamplerHandler, TrainerHandler, ramp_callback,
+                             require_shapes as _require_shapes)  # noqa: F401  (older imports)
 
 
 class GluonState(State):
-    """Elastic state of a Gluon training job: ``net``'s parameters, ``trainer`` (a
-    ``DistributedTrainer``) state, ``sampler`` position and ``counters`` (JSON-ready values exposed
-    as attributes, e.g. ``epoch``, ``step``). ``batch_size`` is per worker (used to tell an
-    ``ElasticRamp`` schedule the new global batch)."""
+    """Elastic state of a Gluon training job, made of handlers (``state_handlers.py``): ``net``'s
+    parameters, ``trainer`` (a ``DistributedTrainer``: optimizer state, the algorithm's residuals
+    and its resize event, counts, schedule), the ``sampler`` position and ``counters`` (JSON-ready
+    values exposed as attributes, e.g. ``epoch``, ``step``); ``handlers`` adds parts of your own.
+    The learning-rate ramp is a reset callback (``ramp_callback``: ``batch_size`` is per worker);
+    ``reset_callbacks`` adds more (Horovod's ``register_reset_callbacks``); each runs after every
+    reset and every sync."""
 
-    def __init__(self, net, trainer, sampler=None, batch_size=None, **counters):
+    def __init__(self, net, trainer, sampler=None, batch_size=None, handlers=(), reset_callbacks=(), **counters):
         import horovod.mxnet as hvd
-        _require_shapes(net)
         self._hvd, self.net, self.trainer, self.sampler = hvd, net, trainer, sampler
         self.batch_size = batch_size
-        self._names = sorted(net.collect_params().keys())
-        self._counters = dict(counters)
-        for k, v in counters.items():
-            setattr(self, k, v)
+        self._params_handler = ParametersHandler(net)
+        self.handlers = [self._params_handler, TrainerHandler(trainer)]
+        self.handlers += [SamplerHandler(sampler)] if sampler is not None else []
+        self.handlers += [CountersHandler(self, counters), *handlers]
         self.resets = 0
-        trainer.bind()  # the algorithm's per-worker state (residuals) exists from here on
-        # the optimizer creates its state (momentum, moments) at a parameter's first update; a
-        # worker that joins a running job has none yet: create them all now, so that every worker
-        # holds the same list of arrays to broadcast
-        trainer.create_optimizer_states()
         super().__init__(bcast_object=self._bcast_object_json, get_rank=hvd.rank)
+        self.register_reset_callbacks([ramp_callback(trainer, batch_size), *reset_callbacks])
         self.save()
 
     # JSON broadcast (never pickle): the State base uses it for host-update messages too. Names
@@ -77,17 +62,8 @@ class GluonState(State):
         return self.trainer.communicator.broadcast_object(
             obj if not isinstance(obj, tuple) else list(obj), name="elastic.obj")
 
-    def _schedule(self):
-        return getattr(self.trainer.optimizer, "lr_scheduler", None)
-
     def _params(self):
-        p = self.net.collect_params()
-        return [p[n] for n in self._names]
-
-    def _opt_arrays(self):
-        """The optimizer's state arrays (the trainer's own, not copies), in one order everywhere."""
-        arrays = self.trainer.state_dict()["arrays"]
-        return [arrays[k] for k in sorted(arrays) if k.startswith("opt.")]
+        return self._params_handler.params()
 
     def save(self):
         """Copy the current state (the commit point). Every operation already pushed runs first:
@@ -96,12 +72,8 @@ class GluonState(State):
         commit. The wait raises that error instead (``run`` makes it a restore of the last good
         commit); it costs one pipeline drain per commit."""
         mx.nd.waitall()
-        self._saved_params = [p.data().copy() for p in self._params()]
-        trainer = self.trainer.state_dict()
-        self._saved_arrays = {k: a.copy() for k, a in trainer["arrays"].items()}
-        self._saved_meta = {"counters": {k: getattr(self, k) for k in self._counters},
-                            "sampler": self.sampler.state_dict() if self.sampler else None,
-                            "trainer": trainer["meta"]}
+        for h in self.handlers:
+            h.save()
 
     def restore(self):
         """Go back to the last commit. A failed collective's error is first taken off the engine:
@@ -112,16 +84,8 @@ class GluonState(State):
             mx.nd.waitall()
         except mx.base.MXNetError:
             pass  # the peer's death, which is why we are restoring
-        for p, a in zip(self._params(), self._saved_params):
-            p.set_data(a.copy())
-        self.trainer.load_state_dict({"meta": self._saved_meta["trainer"], "arrays": self._saved_arrays})
-        self._apply_meta(self._saved_meta)
-
-    def _apply_meta(self, meta):
-        for k, v in meta["counters"].items():
-            setattr(self, k, v)
-        if self.sampler and meta["sampler"]:
-            self.sampler.load_state_dict(meta["sampler"])
+        for h in self.handlers:
+            h.restore()
 
     def sync(self):
         """Make every worker hold rank 0's committed state (new workers included). Horovod calls
@@ -138,19 +102,17 @@ class GluonState(State):
 
     def _sync(self):
         comm = self._adopt_world()
-        # per-worker algorithm state first: CSER folds its residual into the model (x - e is the
-        # same everywhere), error feedback drops it; then rank 0's state goes to everyone
-        self.trainer.algorithm.reset_for_resize()
+        # the resize event first: CSER folds its residual into the model (x - e is the same
+        # everywhere), error feedback drops it; then rank 0's state goes to everyone
+        for h in self.handlers:
+            h.before_sync()
         # the same list everywhere (optimizer states created up front); one collective per dtype
-        comm.broadcast_many_([p.data() for p in self._params()] + self._opt_arrays(), 0,
-                             name="elastic.state")
-        for p in self._params():   # a worker on several devices: every copy takes the broadcast one
-            if len(p.list_ctx()) > 1:
-                p.set_data(p.data().copy())
-        meta = comm.broadcast_object(self._saved_meta, name="elastic.meta")
-        # rank 0's counts and schedule; the arrays were broadcast in place just now
-        self.trainer.load_state_dict({"meta": meta["trainer"]}, source="rank 0's elastic state")
-        self._apply_meta(meta)
+        comm.broadcast_many_([a for h in self.handlers for a in h.arrays()], 0, name="elastic.state")
+        for h in self.handlers:
+            h.after_broadcast()
+        metas = comm.broadcast_object([h.meta() for h in self.handlers], name="elastic.meta")
+        for h, meta in zip(self.handlers, metas):
+            h.load_meta(meta)
         self._adopt_world()
         mx.nd.waitall()
         self._check_identical(comm)
@@ -172,21 +134,19 @@ class GluonState(State):
 
     def reset(self):
         """After Horovod re-initialised (before ``sync``, which Horovod skips when workers only
-        left): take the new world over."""
-        self._adopt_world()
+        left): take the new world over (the reset callbacks follow, from ``on_reset``)."""
+        self._adopt_world(callbacks=False)
 
-    def _adopt_world(self):
-        """Point the trainer at the current Horovod world, re-shard the sampler and tell the
-        schedule the new global batch (idempotent)."""
+    def _adopt_world(self, callbacks=True):
+        """Point every handler at the current Horovod world (the trainer's communicator, the
+        sampler's shards) and, unless Horovod calls them next, run the reset callbacks (the rate
+        ramp); idempotent."""
         from .comm import HorovodCommunicator
         comm = HorovodCommunicator()
-        self.trainer.set_communicator(comm)
-        if self.sampler:
-            self.sampler.reshard(comm.rank, comm.size)
-        sched = self._schedule()
-        if sched is not None and hasattr(sched, "set_global_batch") and self.batch_size:
-            # the new batch applies from the next update on: that update is the ramp's first step
-            sched.set_global_batch(self.batch_size * comm.size, self.trainer.optimizer.num_update + 1)
+        for h in self.handlers:
+            h.set_world(comm)
+        for callback in self._reset_callbacks if callbacks else ():
+            callback()
         return comm
 
 
@@ -221,14 +181,3 @@ def run(func):
             # a peer died: MXNet surfaces Horovod's shutdown as its own error
             raise _internal_error(exc) from None
     return run_fn(translated, _reset)
-
-
-def train_elastic(net, trainer, num_samples, batch_size, epochs, train_step, end_epoch=None,
-                  seed=0, commit_every=20, max_steps=None, counters=None, sampler=None, start=None):
-    """``loop.train_loop`` under Horovod Elastic over an ``ElasticSampler(num_samples, seed)`` (or
-    the ``sampler`` given, e.g. one a schedule of ``progress_of(sampler)`` was built on); returns
-    the ``GluonState``. See ``train_loop`` for the arguments."""
-    from .loop import train_loop
-    return train_loop(net, trainer, sampler or ElasticSampler(num_samples, seed=seed), batch_size, epochs,
-                      train_step, end_epoch, commit_every=commit_every, max_steps=max_steps, counters=counters,
-                      start=start, elastic=True)

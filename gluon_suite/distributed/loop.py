@@ -33,19 +33,21 @@ import mxnet as mx
 from ..utils import progress
 from .interruption import Interruption  # noqa: F401  (part of this module's interface)
 from .runfolder import NoFolder, RunFolder, resume_folder, write_records  # noqa: F401  (likewise)
+from .sampler import EpochSampler
+from .state_handlers import CountersHandler, SamplerHandler
 
 
 class FixedState:
-    """The training state of a fixed world: ``counters`` as attributes and the ``sampler``, dealt
-    out over ``trainer``'s workers once. ``commit()`` keeps nothing: a fixed-size job that loses a
-    worker stops, and continues from its last checkpoint (``--resume``)."""
+    """The training state of a fixed world, from the handlers an elastic state has
+    (``state_handlers.py``): ``counters`` as attributes and the ``sampler``, dealt out over
+    ``trainer``'s workers once. ``commit()`` keeps nothing: a fixed-size job that loses a worker
+    stops, and continues from its last checkpoint (``--resume``)."""
 
     def __init__(self, trainer, sampler, **counters):
         self.trainer, self.sampler = trainer, sampler
-        for k, v in counters.items():
-            setattr(self, k, v)
-        comm = trainer.communicator
-        sampler.reshard(comm.rank, comm.size)
+        self.handlers = [SamplerHandler(sampler), CountersHandler(self, counters)]
+        for h in self.handlers:
+            h.set_world(trainer.communicator)
 
     def commit(self):
         """A commit point (nothing to keep in a fixed world)."""
@@ -329,3 +331,13 @@ def fit(run, net, trainer, sampler, batch_size, epochs, step, end_epoch=None, st
                           max_steps=max_steps, counters={**kept, "history": history}, start=position,
                           elastic=elastic, show_progress=show_progress, load=load,
                           end_step=after_step if save_every else None, desc=desc)
+
+
+def train_elastic(net, trainer, num_samples, batch_size, epochs, train_step, end_epoch=None,
+                  seed=0, commit_every=20, max_steps=None, counters=None, sampler=None, start=None):
+    """``train_loop`` under Horovod Elastic over an ``EpochSampler(num_samples, seed)`` (or the
+    ``sampler`` given, e.g. one a schedule of ``progress_of(sampler)`` was built on); returns the
+    ``elastic.GluonState``. See ``train_loop`` for the arguments."""
+    return train_loop(net, trainer, sampler or EpochSampler(num_samples, seed=seed), batch_size, epochs,
+                      train_step, end_epoch, commit_every=commit_every, max_steps=max_steps, counters=counters,
+                      start=start, elastic=True)

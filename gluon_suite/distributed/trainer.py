@@ -26,9 +26,10 @@ import numpy as np
 from mxnet import gluon
 
 from . import averaging
+from .averaging import copy_to_replicas as _copy_to_replicas
 from .registry import resolve_algorithm
 from .buckets import DEFAULT_BUCKET_MB, bucket_layout_json
-from .comm import get_communicator, write_plain
+from .comm import get_communicator
 from .trainer_state import (FORMAT, check_format, flatten_state, per_parameter, read_file,
                             to_network_order, unflatten_state, write_file)
 
@@ -270,59 +271,19 @@ class DistributedTrainer(gluon.Trainer):
         statistic (and every gradient) is restored exactly afterwards. Yields an
         ``AveragedReport`` (``bn``, ``batches``, ``seconds``), also kept as ``last_averaged``.
 
-        BatchNorm running statistics (``averaging.py``, docs/distributed.md): ``bn='recompute'``
-        computes them for the averaged weights by forward + backward in training mode of ``net``
-        on up to ``bn_num_batches`` inputs from ``bn_batches`` (an iterable, or a callable
-        returning one, of inputs or (data, label) tuples: this worker's training data), averaged
-        over workers; ``'average'`` averages them like the weights; ``'local'`` keeps each
+        BatchNorm running statistics (``averaging.averaged_model``, docs/distributed.md):
+        ``bn='recompute'`` computes them for the averaged weights by forward + backward in training
+        mode of ``net`` on up to ``bn_num_batches`` inputs from ``bn_batches`` (an iterable, or a
+        callable returning one, of inputs or (data, label) tuples: this worker's training data),
+        averaged over workers; ``'average'`` averages them like the weights; ``'local'`` keeps each
         worker's own. ``'auto'`` (default) is ``recompute`` where the network has BatchNorm and the
-        algorithm keeps local models (cser, local, local_adaalter) on several workers, else
-        ``average``; it raises ValueError when the recompute lacks ``net`` or ``bn_batches``.
-        On one worker the model is its own average and nothing changes unless ``bn='recompute'``
-        is asked for explicitly."""
-        t0 = averaging.timer()
-        params = [p for p in self._params if p._data is not None]
-        has_bn = any(averaging.is_running_statistic(p) for p in params)
-        choice = averaging.resolve_choice(bn, has_bn, self._algo.local_models, self._comm.size)
-        if self._comm.size == 1 and bn != "recompute":
-            report = averaging.AveragedReport(bn="none", batches=0, seconds=0.0)
+        algorithm keeps local models on several workers, else ``average``; it raises ValueError
+        when the recompute lacks ``net`` or ``bn_batches``. On one worker the model is its own
+        average and nothing changes unless ``bn='recompute'`` is asked for explicitly."""
+        with averaging.averaged_model(self._params, self._algo, self._comm, f"{self._prefix}averaged", net,
+                                      bn_batches, bn, bn_num_batches) as report:
             self.last_averaged = report
             yield report
-            return
-        layers = []
-        if choice == "recompute":
-            if net is None or bn_batches is None:
-                raise ValueError(
-                    f"averaged(): the network has BatchNorm and algorithm {self._algo.name!r} keeps one "
-                    "model per worker, so the averaged weights need their own BatchNorm statistics: "
-                    "pass net= and bn_batches= (a few of this worker's training batches), or choose "
-                    "bn='average' or bn='local' (docs/distributed.md)")
-            layers = averaging.batchnorm_layers(net)
-            known = {id(p) for p in params}
-            params += [p for blk, _ in layers for p in (blk.running_mean, blk.running_var)
-                       if id(p) not in known and p._data is not None]
-        saved = [[d.copy() for d in p._data] for p in params]
-        mixed = [p for p in params if not (choice == "local" and p.grad_req == "null")]
-        arrays = [p._data[0] for p in mixed]
-        try:
-            self._comm.grouped_allreduce_(arrays, average=True, name=f"{self._prefix}averaged",
-                                          relayout=True)
-            for p in mixed:
-                _copy_to_replicas(p)
-            used = 0
-            if layers:
-                ctx = layers[0][0].running_mean.list_ctx()[0]
-                used = averaging.recompute_statistics(net, layers, bn_batches, int(bn_num_batches),
-                                                      ctx, self._comm, f"{self._prefix}averaged.bn")
-            mx.nd.waitall()  # the collectives complete here on every worker, whatever the block does
-            report = averaging.AveragedReport(bn=choice, batches=used,
-                                              seconds=time.perf_counter() - t0)
-            self.last_averaged = report
-            yield report
-        finally:
-            for p, copies in zip(params, saved):
-                for d, s in zip(p._data, copies):   # a forward may have re-laid weights out (oneDNN)
-                    write_plain(s, d)
 
     # --- state ---------------------------------------------------------------------------------
     def state_dict(self):
@@ -395,9 +356,3 @@ class DistributedTrainer(gluon.Trainer):
     def load_states(self, fname):
         """Restore what ``save_states`` wrote (this version's files or format 1's)."""
         self.load_state_dict(read_file(fname), source=fname)
-
-
-def _copy_to_replicas(param):
-    """Every other context's copy of ``param`` <- its first (primary) copy."""
-    for d in param._data[1:]:
-        write_plain(param._data[0].as_in_context(d.context), d)

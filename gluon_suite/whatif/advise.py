@@ -23,7 +23,7 @@ model of every bucket's collective would overcharge, so the advice leaves it out
 """
 from dataclasses import replace
 
-from ..distributed.auto import CANDIDATE_KINDS, candidate_list, choose, cser_cycle, overall_ratio  # noqa: F401
+from ..distributed.costmodel import CANDIDATE_KINDS, candidate_list, choose, cser_cycle, overall_ratio  # noqa: F401
 from ..utils.errors import UserError
 from .model import predict
 

@@ -49,14 +49,14 @@ def test_quickstart_rejects_bad_budget(tmp_path):
 def test_auto_flags_reach_the_trainer(tmp_path, monkeypatch):
     """--target-sf, --auto-candidates, --auto-ratios and --auto-periods (config keys target_sf,
     auto_candidates, auto_ratios, auto_periods) build auto with them, and the run folder keeps them."""
-    from gluon_suite.distributed import auto, factory
+    from gluon_suite.distributed import ALGORITHMS, auto
     seen = []
 
     class Recording(auto.AutoAlgorithm):
         def __init__(self, **kw):
             seen.append(kw)
             super().__init__(**kw)
-    monkeypatch.setattr(factory, "AutoAlgorithm", Recording)
+    monkeypatch.setitem(ALGORITHMS._items, "auto", Recording)   # registered under auto for this test
     train_digits({"epochs": 1, "batch_size": 32, "max_steps": 3, "progress": False, "out": str(tmp_path),
                   "algorithm": "auto", "target_sf": 0.8, "auto_candidates": ["sync", "cser"],
                   "auto_ratios": [8, 32], "auto_periods": [4, 16]},

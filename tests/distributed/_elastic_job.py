@@ -10,6 +10,7 @@ import horovod.mxnet as hvd
 from gluon_suite.cv.data import load_digits
 from gluon_suite.distributed import DistributedTrainer, HorovodCommunicator
 from gluon_suite.distributed.elastic import ElasticSampler, GluonState, run
+from gluon_suite.distributed.state_handlers import TrainerHandler
 from gluon_suite.optim import ElasticRamp
 
 OUT = os.environ["OUT"]; E = 3; B = 16
@@ -116,6 +117,6 @@ flat = np.concatenate([p.data().asnumpy().ravel() for _, p in sorted(net.collect
 ref = mx.nd.array(flat); HorovodCommunicator().broadcast_(ref, 0, name="final.check")
 json.dump({"rank": hvd.rank(), "size": hvd.size(), "acc": acc, "seen": state.seen, "sizes": state.sizes,
            "lrs": state.lrs, "joins": joins, "loss_scale": scaler.counters() if scaler else None,
-           "opt_arrays": len(state._opt_arrays()),
+           "opt_arrays": len(next(h for h in state.handlers if isinstance(h, TrainerHandler)).arrays()),
            "max_param_diff_to_rank0": float(np.abs(ref.asnumpy() - flat).max())},
           open(f"{OUT}/rank{hvd.rank()}.json", "w"))

@@ -4,6 +4,7 @@ registered in a test module outside the package (plugin_algorithms.py) train thr
 at every step, and through a training script's ``--algorithm``/``--compressor``, where the bytes
 they put on the wire match a count made by hand; an unregistered name is a one-line error that
 lists the registered ones (docs/distributed.md, "Your own algorithm or compressor")."""
+import ast
 import json
 import os
 import subprocess
@@ -97,6 +98,7 @@ def test_unregistered_names_are_one_line_errors():
 
 
 def _digits(tmp_path, *flags):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     out = tmp_path / "run"
     env = dict(os.environ, OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1", GLUON_SUITE_QUIET="1",
                PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -147,3 +149,99 @@ def test_an_unregistered_name_on_the_command_line_is_one_line(tmp_path):
     assert len(lines) == 1 and "unknown algorithm 'every_second'" in lines[0], proc.stderr
     assert "registered: auto, cser, ef, local, local_adaalter, sync" in lines[0]
     assert "Traceback" not in proc.stderr and not (tmp_path / "x").exists()
+
+
+# ---- nothing outside the registry knows a name ------------------------------------------------------
+PKG = os.path.join(REPO, "gluon_suite")
+ABOUT = ("algo", "compressor", "c1", "c2", ".name", "['name']", '["name"]', "spec")
+
+
+def name_comparisons(source, names):
+    """``(line, text)`` of every comparison in ``source`` between a registered name (a string
+    literal, or a tuple/list/set of them) and an expression about an algorithm or a compressor
+    (its source mentions one of ``ABOUT``)."""
+    def literals(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return {node.value.lower()}
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return set().union(*(literals(e) for e in node.elts)) if node.elts else set()
+        if isinstance(node, ast.Dict):
+            return set().union(*(literals(v) for v in node.values)) if node.values else set()
+        return set()
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        for a, b in zip(sides, sides[1:]):
+            for lit, other in ((a, b), (b, a)):
+                text = ast.unparse(other).lower()
+                bare = isinstance(other, ast.Name) and other.id == "name"
+                if literals(lit) & names and (bare or any(w in text for w in ABOUT)):
+                    found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_the_name_check_finds_what_the_old_code_did():
+    names = {"sync", "cser", "none", "zero", "grbs"}
+    old = ('if comm.size > 1 and trainer.algorithm.name != "sync":\n    pass\n'
+           'if spec == {"name": "sync"}:\n    pass\n'
+           'if name in ("grbs", "randomk", "topk") and c1.name == "zero":\n    pass\n'
+           'if str(cfg["algorithm"]).lower() != "cser":\n    pass\n')
+    assert sorted({line for line, _ in name_comparisons(old, names)}) == [1, 3, 5, 7]
+    assert len(name_comparisons(old, names)) == 5   # line 5 twice: name in (...) and c1.name == ...
+    assert name_comparisons('if resume == "auto":\n    pass\nif choice == "local":\n    pass\n', names) == []
+
+
+def test_no_name_comparisons_outside_the_registry():
+    from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
+    names = set(ALGORITHMS) | set(COMPRESSORS)
+    found = []
+    for root, _, files in os.walk(PKG):
+        for fn in files:
+            path = os.path.join(root, fn)
+            if fn.endswith(".py") and path != os.path.join(PKG, "distributed", "registry.py"):
+                with open(path, encoding="utf-8") as f:
+                    found += [f"{os.path.relpath(path, REPO)}:{line}: {text}"
+                              for line, text in name_comparisons(f.read(), names)]
+    assert not found, "compare a name outside the registry (ask the object instead):\n" + "\n".join(found)
+
+
+# ---- the trainer's signature and the keywords of earlier versions ------------------------------------
+def test_the_trainer_takes_at_most_eight_keyword_arguments():
+    import inspect
+    from gluon_suite.distributed import DistributedTrainer
+    params = inspect.signature(DistributedTrainer.__init__).parameters
+    keywords = [p for p in params.values() if p.default is not inspect.Parameter.empty]
+    assert len(keywords) <= 8, [p.name for p in keywords]
+    assert [p.name for p in keywords] == ["optimizer_params", "algorithm", "compressor", "communicator",
+                                          "bucket_mb", "profile_comm", "prefix"]
+
+
+def test_old_keywords_build_the_same_algorithm_with_one_notice():
+    import warnings
+    from mxnet import gluon
+    from gluon_suite.distributed import DistributedTrainer, make_algorithm
+    from gluon_suite.distributed import registry
+    registry._warned.clear()
+    net = gluon.nn.Dense(2, in_units=3)
+    net.initialize()
+    old = dict(algorithm="cser", compressor="grbs", ratio=16, period=4, seed=3, min_size=5, ratio2=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        a = DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, **old).algorithm
+        DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, **old)
+    notices = [w for w in caught if issubclass(w.category, FutureWarning)]
+    assert len(notices) == 1 and "\n" not in str(notices[0].message)
+    assert "min_size=, period=, ratio=, ratio2=, seed=" in str(notices[0].message)
+    b = make_algorithm("cser", compressor="grbs", ratio=16, period=4, seed=3, min_size=5, ratio2=2)
+    assert a.config() == b.config()
+    assert a.config()["c2"] == {"name": "grbs", "ratio": 2.0, "min_size": 5, "warmup_steps": 0, "seed": 3 + 7919,
+                                "structure": "tensor"}
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        t = DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, algorithm="auto",
+                               target_sf=0.8, auto_candidates=["sync", "cser"], auto_ratios=[8], auto_periods=[4])
+    assert (t.algorithm.target_sf, t.algorithm.kinds, t.algorithm.cser_ratios) == (0.8, ("sync", "cser"), (8.0,))
+    with pytest.raises(TypeError, match="unexpected keyword argument.*learning_rate"):
+        DistributedTrainer(net.collect_params(), "sgd", learning_rate=0.1)
