@@ -120,7 +120,9 @@ def build(kind, params, comm=None):
         import horovod.mxnet as hvd
         return hvd.DistributedTrainer({p.name: p for p in params}, "sgd", dict(OPT))
     from gluon_suite.distributed import DistributedTrainer
-    return DistributedTrainer(params, "sgd", dict(OPT), communicator=comm, **dict(CONFIGS)[kind])
+    spec = dict(dict(CONFIGS)[kind])
+    spec["name"] = spec.pop("algorithm")
+    return DistributedTrainer(params, "sgd", dict(OPT), communicator=comm, algorithm=spec)
 
 
 def single_worker(shapes, kinds, steps):

@@ -146,7 +146,11 @@ def worker(model, cfg, epochs, seed, out, eval_bn="recompute"):
         from gluon_suite.distributed.auto import CANDIDATE_KINDS, AutoAlgorithm
         cfg["algorithm"] = AutoAlgorithm(seed=seed, verify=verify, verify_skip=skip,
                                          candidates=kinds or CANDIDATE_KINDS)
-    tr = DistributedTrainer(net.collect_params(), "nag", opt, communicator=comm, seed=seed, **cfg)
+    algo = cfg.pop("algorithm")
+    if isinstance(algo, str):   # the rest of cfg are its options (the other algorithms' are dropped)
+        from gluon_suite.distributed.registry import algorithm_from
+        algo = algorithm_from(algo, {**cfg, "seed": seed}, keyed=True)
+    tr = DistributedTrainer(net.collect_params(), "nag", opt, communicator=comm, algorithm=algo)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     has_bn = bool(averaging.batchnorm_layers(net))
     rec, train_s = [], 0.0
