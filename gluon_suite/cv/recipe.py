@@ -43,14 +43,16 @@ from ..distributed.options import CompressionOptions, ElasticOptions, SecondComp
 from ..distributed.sampler import VIRTUAL_STEPS, EpochSampler, over_epochs
 from ..optim import ElasticRamp, WarmupCosine, WarmupMultiStep, exclude_from_weight_decay
 from ..model_zoo import get_model, resolve
-from ..model_zoo.registry import model_name
+from ..model_zoo.registry import checkpoint_name, model_name
 from ..utils import UserError
 from ..utils.devices import DeviceOptions, emulate_float16_kernels, resolve_devices
 from ..utils.fileio import atomic_path
-from ..utils.runconfig import PublishOptions, RecipeConfig, RunOptions, option
-from ..utils.validate import (choice_of, existing_dir, existing_path, float_range, fraction, nonneg_float,
-                              nonneg_int, output_dir, positive_float, positive_int)
+from ..model_zoo.publish import PublishOptions
+from ..utils.runconfig import RecipeConfig, RunOptions, option
+from ..utils.validate import (choice_of, existing_dir, existing_file, existing_path, float_range, fraction,
+                              nonneg_float, nonneg_int, output_dir, positive_float, positive_int)
 from .data import build_datasets
+from .data.pipeline import DATASETS
 
 def warmup_value(value):
     """A type: ``auto`` or a number of epochs >= 0."""
@@ -92,40 +94,72 @@ class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticO
     STATE_KEYS: ClassVar[tuple] = ("epoch", "best_acc", "history", "workers")
     CHECKPOINT_FILES: ClassVar[tuple] = ("last.rank0.params", "last.rank0.states")
     YAML_EXTRA: ClassVar[dict] = {"no_wd": _true_or_false}
-    out: str = option("runs/classification", output_dir)
+    FLAG_GROUPS: ClassVar[dict] = {   # the script's --help, by topic
+        "model and data": ("model", "dataset", "data_dir", "image_size", "use_pretrained", "pretrained_root",
+                           "pretrained_tag"),
+        "optimisation": ("epochs", "batch_size", "global_batch_size", "optimizer", "lr", "momentum", "wd", "lr_mode",
+                         "warmup_epochs", "lr_milestones", "lr_decay", "label_smoothing", "mixup", "mixup_off_epochs",
+                         "wd_on_bn_bias", "last_gamma"),
+        "distributed": ("algorithm", "compressor", "ratio", "period", "compressor2", "ratio2", "min_size",
+                        "averaged_bn_batches", "averaged_bn", "compress_warmup", "profile_comm", "link_mbit"),
+        "devices": ("gpus", "dtype"),
+        "run": ("seed", "out", "resume", "num_workers", "progress", "stop_after_epochs"),
+    }
+    out: str = option("runs/classification", output_dir, aliases=("--save-dir",),
+                      help="run folder: log.jsonl, summary.csv, checkpoints, config.json")
     # model and data
-    model: str = option("resnest14_digits", model_name)
-    dataset: str = option("digits", choice_of(("digits", "mnist5k", "cifar10", "cifar100", "rec", "folder"),
-                                              "dataset"))
-    data_dir: str = option(None, existing_path)
-    image_size: int = option(None, positive_int)
-    last_gamma: bool = option(False)
-    use_pretrained: bool = option(False)
-    pretrained_root: str = option(None, existing_dir)
-    pretrained_tag: str = option(None, sha1_prefix)
+    model: str = option("resnest14_digits", model_name, help="registered zoo name")
+    dataset: str = option("digits", choices=DATASETS, help="the data set to train and evaluate on")
+    data_dir: str = option(None, existing_path, help="local path of the data set (not needed for digits, mnist5k)")
+    image_size: int = option(None, positive_int, aliases=("--input-size",),
+                             help="input side in pixels (unset: the data set's own)")
+    last_gamma: bool = option(False, help="zero-init each block's last BN gamma")
+    use_pretrained: bool = option(False, help="start from GluonCV's weights for --model (GluonCV's store format, "
+                                  "sha1-checked) with a new output layer for the data's classes")
+    pretrained_root: str = option(None, existing_dir, metavar="DIR",
+                                  help="folder of GluonCV-format weights ({model}-{sha1[:8]}.params, e.g. "
+                                  "~/.mxnet/models); default $MXNET_HOME/models if set, else download into the zoo "
+                                  "cache")
+    pretrained_tag: str = option(None, sha1_prefix, metavar="HEX",
+                                 help="weights of your own: the file {model}-HEX.params, whose sha1 starts with HEX "
+                                 "(GluonCV's pretrained='HEX')")
     # optimisation
-    epochs: int = option(10, positive_int)
-    batch_size: int = option(32, positive_int, help="per device, as GluonCV's")
-    global_batch_size: int = option(None, positive_int)
-    optimizer: str = option("sgd", choice_of(optimizer_names, "optimizer"))
-    lr: float = option(0.1, positive_float)
-    momentum: float = option(0.9, fraction)
-    wd: float = option(1e-4, nonneg_float)
-    lr_mode: str = option("cosine", choice_of(("cosine", "step"), "lr mode"))
-    warmup_epochs: object = option("auto", warmup_value)
-    lr_milestones: list = option([], nonneg_float, many=True)
-    lr_decay: float = option(0.1, float_range(0, 1, low_open=True, what="a decay factor"))
-    label_smoothing: float = option(0.0, float_range(0, 1, high_open=True, what="a fraction"))
-    mixup: float = option(0.0, nonneg_float)
-    mixup_off_epochs: int = option(0, nonneg_int)
-    wd_on_bn_bias: bool = option(True)
+    epochs: int = option(10, positive_int, aliases=("--num-epochs",), help="training epochs")
+    batch_size: int = option(32, positive_int, help="per device, as GluonCV's: a worker's batch is this x its --gpus")
+    global_batch_size: int = option(None, positive_int,
+                                    help="total over all workers and devices; must divide by the worker count")
+    optimizer: str = option("sgd", choice_of(optimizer_names, "optimizer"),
+                            help="any MXNet optimizer name, incl. lans, lamb, adaalter")
+    lr: float = option(0.1, positive_float, help="peak learning rate")
+    momentum: float = option(0.9, fraction, help="momentum of sgd and nag")
+    wd: float = option(1e-4, nonneg_float, help="weight decay")
+    lr_mode: str = option("cosine", choices=("cosine", "step"), help="the rate's decay after the warm-up")
+    warmup_epochs: object = option("auto", warmup_value,
+                                   help="linear warm-up in epochs, or auto (default): CSER's grows with its ratio")
+    lr_milestones: list = option([], nonneg_float, many=True, nargs="*", help="epochs of the step decay")
+    lr_decay: float = option(0.1, float_range(0, 1, low_open=True, what="a decay factor"),
+                             help="factor of the step decay at each milestone")
+    label_smoothing: float = option(0.0, float_range(0, 1, high_open=True, what="a fraction"), nargs="?", const=0.1,
+                                    help="label smoothing epsilon (bare flag: 0.1, as GluonCV's)")
+    mixup: float = option(0.0, nonneg_float, nargs="?", const=0.2,
+                          help="Beta(alpha, alpha) of mixup; 0 is off (bare flag: 0.2, GluonCV's alpha)")
+    mixup_off_epochs: int = option(0, nonneg_int, help="last epochs trained without mixup")
+    wd_on_bn_bias: bool = option(True, flag="--wd-on-bn-bias", negative="--no-wd",
+                                 help="weight decay on every parameter, BN/LN and biases included (the default, as "
+                                 "GluonCV's)",
+                                 negative_help="GluonCV's flag: no weight decay on BN/LN gamma and beta and on biases")
     # run and distributed extras
-    num_workers: int = option(0, nonneg_int)
-    progress: bool = option(True)
-    profile_comm: bool = option(False)
-    link_mbit: float = option(None, positive_float)
-    averaged_bn_batches: int = option(8, positive_int)
-    averaged_bn: str = option("auto", choice_of(BN_CHOICES, "BatchNorm choice"))
+    num_workers: int = option(0, nonneg_int, help="data-loading processes")
+    progress: bool = option(True, negative="--no-progress", negative_help="no progress bar")
+    profile_comm: bool = option(False, help="measure synchronisation time: logs sync_s and the measured scaling "
+                                "factor")
+    link_mbit: float = option(None, positive_float, help="link rate, to log link utilisation (with --profile-comm)")
+    averaged_bn_batches: int = option(8, positive_int,
+                                      help="batches per worker for the averaged model's BatchNorm statistics")
+    averaged_bn: str = option("auto", choice_of(BN_CHOICES, "BatchNorm choice"),
+                              help="BatchNorm statistics of the evaluated (worker-averaged) model: auto (default: "
+                              "recomputed for algorithms with local models, else averaged), recompute, average or "
+                              "local")
 
     @classmethod
     def adapt_yaml(cls, data, source):
@@ -424,6 +458,24 @@ def train_classification(config, comm=None, log=print, ctx=None):
         profile_comm=bool(cfg["profile_comm"]))
     net.hybridize(static_alloc=True)
     return _train(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ctx, dtype)
+
+
+@dataclasses.dataclass
+class EvaluationOptions:
+    """The flags of ``scripts/cv/evaluate.py`` (``evaluate_model``'s arguments): which checkpoint of
+    ``model`` to evaluate (its published weights, from ``source`` or a served store, or a ``params``
+    file), on which data set and at which input size (None: the model card's)."""
+    model: str = option(None, checkpoint_name, required=True, help="zoo name, or NAME.TAG")
+    dataset: str = option(None, choices=DATASETS, help="default: the card's data set (digits without a card)")
+    data_dir: str = option(None, existing_path, help="local path of the data set (not needed for digits, mnist5k)")
+    image_size: int = option(None, positive_int, help="default: the card's input size")
+    params: str = option(None, existing_file, help="a .params file instead of the published weights")
+    pretrained: bool = option(False, help="use the published weights (default)")
+    source: str = option(None, metavar="SOURCE",
+                         help="which published checkpoint: shipped, local (published on this machine) or a zoo "
+                         "store folder (default: the shipped one for a shipped name)")
+    serve: str = option(None, existing_dir, metavar="STORE",
+                        help="serve this zoo store folder on loopback and fetch its checkpoint from it")
 
 
 def evaluation_settings(name, dataset=None, image_size=None, source=None, warn=None):

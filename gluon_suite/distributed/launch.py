@@ -29,7 +29,6 @@ import sys
 import threading
 
 from ..utils import RunFailed, UserError
-from ..utils.validate import positive_int
 from ..utils.hosts import (COMMIT_EVERY, RAMP_STEPS, parse_hosts, require_elastic_launch,  # noqa: F401
                            run_discovery)  # (re-exported)
 
@@ -288,39 +287,6 @@ def add_arguments(p):
     p.add_argument("--network-interface", help="interface the workers talk over (lo on one machine)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the training command, after --")
 
-
-
-
-def add_auto_arguments(p):
-    """The flags of ``--algorithm auto`` shared by the training scripts (the keys of
-    ``distributed.options.CompressionOptions``, which holds their defaults)."""
-    from ..utils.validate import choice_of, float_range, ratio
-    from .auto import CANDIDATE_KINDS, CSER_RATIOS
-    g = p.add_argument_group("algorithm auto (docs/distributed.md, 'Letting the trainer choose')")
-    g.add_argument("--target-sf", type=float_range(0, 1, low_open=True, what="a scaling factor"),
-                   help="the scaling factor the choice must reach (default 0.9)")
-    g.add_argument("--auto-candidates", nargs="+", type=choice_of(CANDIDATE_KINDS, "auto candidate"),
-                   metavar="KIND", help=f"the kinds to choose among, of {', '.join(CANDIDATE_KINDS)} (default all)")
-    g.add_argument("--auto-ratios", nargs="+", type=ratio, metavar="R",
-                   help=f"CSER's ratios R1 to consider (default {' '.join(f'{r:g}' for r in CSER_RATIOS)})")
-    g.add_argument("--auto-periods", nargs="+", type=positive_int, metavar="H",
-                   help="CSER-PL's periods to consider (default --period alone, itself 8 by default)")
-    return g
-
-
-def add_elastic_arguments(p, elastic_help=None, lr_name="--lr"):
-    """The ``--elastic`` flag group shared by the training scripts (the keys of
-    ``distributed.options.ElasticOptions``, which holds their defaults)."""
-    g = p.add_argument_group("elastic (launch with gluon-suite launch --min-np/--max-np, see docs/elastic.md)")
-    g.add_argument("--elastic", action="store_true", help=elastic_help or
-                   "workers may join, leave or die; the LR follows the worker count smoothly")
-    g.add_argument("--ramp-steps", type=positive_int,
-                   help=f"steps over which the LR moves to a new worker count (default {RAMP_STEPS})")
-    g.add_argument("--commit-every", type=positive_int,
-                   help=f"steps between commits of the job state (default {COMMIT_EVERY})")
-    g.add_argument("--ref-workers", type=positive_int,
-                   help=f"worker count {lr_name} is meant for (default: the count the job starts with)")
-    return g
 
 
 def main(argv=None):

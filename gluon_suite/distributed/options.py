@@ -28,16 +28,14 @@ class CompressionOptions:
     ratio: float = option(None, ratio, help="compression ratio (dense bytes / sent bytes)")
     period: int = option(None, positive_int, help="steps between resets or averages")
     target_sf: float = option(None, float_range(0, 1, low_open=True, what="a scaling factor"), group=AUTO_GROUP,
-                              help="algorithm auto: the scaling factor its choice must reach (default 0.9)")
+                              help="the scaling factor the choice must reach (default 0.9)")
     auto_candidates: list = option(None, choice_of(CANDIDATE_KINDS, "auto candidate"), many=True, metavar="KIND",
-                                   group=AUTO_GROUP, help=f"algorithm auto: the kinds it chooses among, of "
-                                   f"{', '.join(CANDIDATE_KINDS)} (default all)")
+                                   group=AUTO_GROUP, help=f"the kinds to choose among, of {', '.join(CANDIDATE_KINDS)} "
+                                   "(default all)")
     auto_ratios: list = option(None, _ratio, many=True, metavar="R", group=AUTO_GROUP,
-                               help=f"algorithm auto: CSER's ratios R1 it considers (default "
-                               f"{' '.join(f'{r:g}' for r in CSER_RATIOS)})")
+                               help=f"CSER's ratios R1 to consider (default {' '.join(f'{r:g}' for r in CSER_RATIOS)})")
     auto_periods: list = option(None, positive_int, many=True, metavar="H", group=AUTO_GROUP,
-                                help="algorithm auto: CSER-PL's periods it considers (default --period alone, "
-                                "itself 8 by default)")
+                                help="CSER-PL's periods to consider (default --period alone, itself 8 by default)")
 
     def settle_compression(self, workers):
         """``(settled config dict, notes)``: ``settle.settle_compression`` of this configuration for

@@ -1,11 +1,16 @@
 """Publishing trained checkpoints into a zoo store: a folder that any static HTTP server (or a
 ``file://`` URL) can serve, holding ``{name}-{sha256[:8]}.params`` files and an ``index.json`` of
 their records."""
+import dataclasses
 import json
 import os
 import shutil
 
 from ..utils.fileio import atomic_path, write_json
+from ..utils.runconfig import option
+from ..utils.validate import output_dir, output_file
+from ..utils.validate import url as url_flag   # (``url`` is also an argument name below)
+from .registry import model_name
 from .store import CATALOGUE, ZooError, add_record, file_hash
 
 _SUITE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -139,21 +144,26 @@ def publish_run(cfg, defaults, checkpoint, script, metric, workers, log=None):
                    tag=cfg.get("publish_tag"), replace=bool(cfg.get("publish_replace")), log=log)
 
 
-def add_publish_arguments(p):
-    """The ``--publish`` flag group of the training scripts (the keys of ``PublishOptions``)."""
-    from ..utils.validate import output_dir, output_file, url
-    from .registry import model_name
-    g = p.add_argument_group("publishing into a zoo store (see docs/model_zoo.md)")
-    g.add_argument("--publish", metavar="STORE", type=output_dir,
-                   help="publish the trained model into this store folder")
-    g.add_argument("--publish-name", type=model_name, help="registered zoo name to publish under (default: --model)")
-    g.add_argument("--publish-url", type=url, help="base URL the store is served from (default: file:// of STORE)")
-    g.add_argument("--publish-tag", metavar="TAG",
-                   help="publish as NAME.TAG, a checkpoint name of its own (needed beside a shipped checkpoint)")
-    g.add_argument("--publish-replace", action="store_true",
-                   help="let this machine's record win over the shipped checkpoint of the same name")
-    g.add_argument("--card", type=output_file, help="where to write the model card (default: OUT/NAME.json)")
-    return g
+PUBLISH_GROUP = "publishing into a zoo store (see docs/model_zoo.md)"
+
+
+@dataclasses.dataclass
+class PublishOptions:
+    """Publishing the trained model into a zoo store (``publish_run``): the option group of the
+    training recipes' configurations, with their flags (``utils.flags``)."""
+    publish: str = option(None, output_dir, metavar="STORE", group=PUBLISH_GROUP,
+                          help="publish the trained model into this store folder")
+    publish_name: str = option(None, model_name, group=PUBLISH_GROUP,
+                               help="registered zoo name to publish under (default: --model)")
+    publish_url: str = option(None, url_flag, group=PUBLISH_GROUP,
+                              help="base URL the store is served from (default: file:// of STORE)")
+    publish_tag: str = option(None, metavar="TAG", group=PUBLISH_GROUP,
+                              help="publish as NAME.TAG, a checkpoint name of its own (needed beside a shipped "
+                                   "checkpoint)")
+    publish_replace: bool = option(False, group=PUBLISH_GROUP,
+                                   help="let this machine's record win over the shipped checkpoint of the same name")
+    card: str = option(None, output_file, group=PUBLISH_GROUP,
+                       help="where to write the model card (default: OUT/NAME.json)")
 
 
 def publish_companion(path, name, kind, store, url=None, catalogue=False, replace=False):

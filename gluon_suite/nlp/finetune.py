@@ -39,19 +39,24 @@ class FinetuneConfig(RecipeConfig, DeviceOptions, ElasticOptions):
     ``pretrained``), the optimisation and the run folder (``out``; None: no checkpoints)."""
     STATE_KEYS: ClassVar[tuple] = ("epoch", "history")
     CHECKPOINT_FILES: ClassVar[tuple] = ("last.rank0.params", "last.rank0.states")
-    train: str = option(None, utf8_file, help="training file")
-    dev: str = option(None, utf8_file, help="development file, evaluated after every epoch")
-    init: str = option(None, existing_dir, help="pretraining output folder (or model + pretrained)")
-    model: str = option(None, model_name, help="a pretrained zoo BERT to start from, with pretrained")
-    pretrained: bool = option(False, help="start from model's zoo checkpoint")
-    max_len: int = option(64, int_at_least(8), help="tokens per input")
-    epochs: int = option(3, positive_int)
-    batch_size: int = option(16, positive_int, help="examples per worker and step, split over its devices")
-    lr: float = option(5e-4, positive_float)
-    optimizer: str = option("adam", choice_of(optimizer_names, "optimizer"))
+    train: str = option(None, utf8_file, required=True, help="training file")
+    dev: str = option(None, utf8_file, required=True, help="development file, evaluated after every epoch")
+    init: str = option(None, existing_dir, help="pretraining output folder (or --model NAME --pretrained)")
+    model: str = option(None, model_name, help="a pretrained zoo BERT to start from, with --pretrained "
+                        "(gluon-suite zoo list 'bert*' --pretrained)")
+    pretrained: bool = option(False, help="start from --model's zoo checkpoint")
+    max_len: int = option(64, int_at_least(8), aliases=("--max_len", "--max_seq_length"),
+                          help="tokens per input, longer texts cut")
+    epochs: int = option(3, positive_int, help="passes over the training file")
+    batch_size: int = option(16, positive_int, aliases=("--batch_size",),
+                             help="examples per worker and step, split over its --gpus")
+    lr: float = option(5e-4, positive_float, aliases=("--learning_rate",), help="learning rate")
+    optimizer: str = option("adam", choice_of(optimizer_names, "optimizer"), help="any MXNet optimizer name")
     seed: int = option(0, nonneg_int)
-    out: str = option(None, output_dir, help="run folder: per-epoch checkpoints, log.jsonl, config.json")
-    resume: str = option("none", run_folder, help="none, auto (continue out) or a run folder")
+    out: str = option(None, output_dir, aliases=("--output_dir",),
+                      help="run folder: per-epoch checkpoints, log.jsonl and config.json")
+    resume: str = option("none", run_folder, help="none, auto (continue --out if it holds a checkpoint) or a run "
+                         "folder")
 
     def check(self, comm):
         if not self.train or not self.dev:
@@ -74,9 +79,10 @@ class FinetuneConfig(RecipeConfig, DeviceOptions, ElasticOptions):
 class ClassifierConfig(FinetuneConfig):
     """``finetune_classification``'s configuration: GLUE-style TSV files."""
     SCRIPT: ClassVar[str] = "scripts/nlp/finetune_classification.py"
-    out: str = option("runs/finetune_classification", output_dir, help="run folder")
-    text_columns: list = option(["sentence"], many=True, help="one column, or two for a sentence pair")
-    label_column: str = option("label")
+    out: str = option("runs/finetune_classification", output_dir, aliases=("--output_dir",),
+                      help="run folder: per-epoch checkpoints, log.jsonl and config.json")
+    text_columns: list = option(["sentence"], many=True, help="the text's column, or two for a sentence pair")
+    label_column: str = option("label", help="the label's column")
 
     def check_data(self):
         if len(self.text_columns) > 2:
@@ -90,49 +96,21 @@ class ClassifierConfig(FinetuneConfig):
 class SquadConfig(FinetuneConfig):
     """``finetune_squad``'s configuration: SQuAD v1.1 files, windows of long contexts."""
     SCRIPT: ClassVar[str] = "scripts/nlp/finetune_squad.py"
-    out: str = option("runs/finetune_squad", output_dir, help="run folder")
-    max_len: int = option(96, int_at_least(8), help="tokens per window: [CLS] question [SEP] context [SEP]")
-    max_query_length: int = option(24, positive_int, help="question tokens kept")
-    doc_stride: int = option(32, positive_int, help="tokens between the starts of a context's windows")
+    FLAG_HELP: ClassVar[dict] = {"batch_size": "windows per worker and step, split over its --gpus"}
+    out: str = option("runs/finetune_squad", output_dir, aliases=("--output_dir",),
+                      help="run folder: per-epoch checkpoints, log.jsonl and config.json")
+    max_len: int = option(96, int_at_least(8), aliases=("--max_seq_length",),
+                          help="tokens per input window: [CLS] question [SEP] context window [SEP]")
+    max_query_length: int = option(24, positive_int, aliases=("--max_query_length",),
+                                   help="question tokens kept, the rest cut off")
+    doc_stride: int = option(32, positive_int, aliases=("--doc_stride",),
+                             help="a context longer than its window is split into windows this many tokens apart")
 
     def check_data(self):
         from .tasks import check_squad_lengths
         check_squad_lengths(self.max_len, self.max_query_length, self.doc_stride)
         from .inputs import check_squad_files
         check_squad_files(self.train, self.dev)
-
-
-def finetune_parser(description, config_class, unit, task_flags):
-    """A fine-tuning script's parser: the flags of ``FinetuneConfig`` (GluonNLP's spellings such as
-    ``--batch_size`` and ``--learning_rate`` as aliases), ``task_flags(parser)`` for the task's own,
-    the elastic and device groups, and ``config_class``'s defaults in the help. ``unit`` names what
-    a batch holds (examples, windows)."""
-    import argparse
-
-    from ..distributed.launch import add_elastic_arguments
-    from ..utils.devices import add_device_arguments
-    from ..utils.validate import ArgumentParser
-    p = ArgumentParser(description=description, argument_default=argparse.SUPPRESS)
-    p.add_argument("--init", type=existing_dir, help="pretraining output folder (or --model NAME --pretrained)")
-    p.add_argument("--model", type=model_name, help="a pretrained zoo BERT to start from, with --pretrained "
-                   "(gluon-suite zoo list 'bert*' --pretrained)")
-    p.add_argument("--pretrained", action="store_true", help="start from --model's zoo checkpoint")
-    p.add_argument("--train", required=True, type=utf8_file)
-    p.add_argument("--dev", required=True, type=utf8_file)
-    task_flags(p)
-    p.add_argument("--epochs", type=positive_int)
-    p.add_argument("--batch-size", "--batch_size", dest="batch_size", type=positive_int,
-                   help=f"{unit} per worker and step, split over its --gpus")
-    p.add_argument("--lr", "--learning_rate", dest="lr", type=positive_float)
-    p.add_argument("--optimizer", type=choice_of(optimizer_names, "optimizer"))
-    p.add_argument("--seed", type=nonneg_int)
-    p.add_argument("--out", "--output_dir", dest="out", type=output_dir,
-                   help="run folder: per-epoch checkpoints, log.jsonl and config.json")
-    p.add_argument("--resume", type=run_folder,
-                   help="none, auto (continue --out if it holds a checkpoint) or a run folder")
-    add_elastic_arguments(p)
-    add_device_arguments(p, defaults=False)
-    return config_class.describe_defaults(p)   # the defaults are the configuration's
 
 
 def _start(config_class, config, comm, log):

@@ -26,10 +26,11 @@ from ..distributed.options import CompressionOptions, ElasticOptions
 from ..distributed.sampler import EpochSampler
 from ..optim import ElasticRamp, WarmupConstantDecay, exclude_from_weight_decay
 from ..model_zoo import get_model
+from ..model_zoo.publish import PublishOptions
 from ..model_zoo.registry import model_name
 from ..utils import UserError
 from ..utils.devices import DeviceOptions, float16_network
-from ..utils.runconfig import PublishOptions, RecipeConfig, option
+from ..utils.runconfig import RecipeConfig, option
 from ..utils.validate import (choice_of, float_range, int_at_least, nonneg_float, nonneg_int, output_dir,
                               positive_int, utf8_file)
 from ..utils.fileio import atomic_write
@@ -38,8 +39,8 @@ from .corpora import load_corpus
 from .text import build_vocab, embedded_corpus, load_vocab, tokenizer
 # the phases, the loss and the shards are re-exported: scripts and users import them from here
 from .pretrain_loss import STATS, BertPretrainLoss
-from .pretrain_phases import (_FRACTION, _INT, _PATHS, PHASE_KEYS, check_phase, check_phases,  # noqa: F401
-                              phase_batches, phase_list, shard_spec)
+from .pretrain_phases import (_EXAMPLE, _FRACTION, _INT, _PATHS, PHASE_KEYS, check_phase,  # noqa: F401
+                              check_phases, phase_batches, phase_list, shard_spec)
 from .pretrain_shards import KEYS, read_shards, write_shards
 
 __all__ = ["PretrainConfig", "DEFAULTS", "pretrain_bert", "prepare_text", "corpus_spec", "optimizer_names",
@@ -64,6 +65,21 @@ def optimizer_names():
     return mx.optimizer.Optimizer.opt_registry
 
 
+def parse_phase(text):
+    """One phase from the text of a ``--phase`` flag, ``'seq_len=128,batch_size=16,steps=100,lr=0.005'``,
+    checked by ``check_phase`` (an argparse type)."""
+    items = {}
+    for part in filter(None, str(text).split(",")):
+        if "=" not in part:
+            raise argparse.ArgumentTypeError(f"items are key=value, got {part!r}; use {_EXAMPLE}")
+        k, v = part.split("=", 1)
+        items[k.strip()] = v.strip()
+    try:
+        return check_phase(items, "phase")
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 @dataclasses.dataclass
 class PretrainConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticOptions, CompressionOptions):
     """``pretrain_bert``'s configuration: the script's flags with ``_`` for ``-``, and ``phases``,
@@ -72,23 +88,30 @@ class PretrainConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticOptions
     STATE_KEYS: ClassVar[tuple] = ("phase", "step", "history", "workers")
     CHECKPOINT_FILES: ClassVar[tuple] = ("ckpt.rank0.params", "ckpt.rank0.states")
     YAML_EXTRA: ClassVar[dict] = {"phases": phase_list}
-    model: str = option("bert_2_128_2", model_name)
-    max_length: int = option(512, int_at_least(8), help="positions of the model (>= every seq_len)")
-    corpus: str = option(None, corpus_spec)
-    vocab: str = option(None, utf8_file)
-    min_freq: int = option(2, positive_int)
-    lower: bool = option(True)
-    dropout: float = option(0.1, float_range(0, 1, high_open=True, what="a fraction"))
-    optimizer: str = option("lans", choice_of(optimizer_names, "optimizer"))
-    wd: float = option(0.01, nonneg_float)
+    FLAG_HELP: ClassVar[dict] = {
+        "elastic": "workers may join, leave or die; trains one phase per launch (--resume auto for the next)"}
+    model: str = option("bert_2_128_2", model_name, help="zoo BERT name")
+    max_length: int = option(512, int_at_least(8), help="positions of the model, >= every seq_len")
+    corpus: str = option(None, corpus_spec, help="text file (one sentence per line, blank line between "
+                         "documents), or gensim:lee_background / gensim:head500")
+    vocab: str = option(None, utf8_file, help="BERT vocab file (default: built from the corpus)")
+    min_freq: int = option(2, positive_int, help="fewest occurrences of a word in a vocab built from the corpus")
+    lower: bool = option(True, flag=False)
+    dropout: float = option(0.1, float_range(0, 1, high_open=True, what="a fraction"), help="dropout rate")
+    optimizer: str = option("lans", choice_of(optimizer_names, "optimizer"), help="lans (default), lamb or adam")
+    wd: float = option(0.01, nonneg_float, help="weight decay")
     seed: int = option(0, nonneg_int)
-    out: str = option("runs/bert", output_dir)
-    ckpt_every: int = option(50, positive_int)
+    out: str = option("runs/bert", output_dir, help="run folder: checkpoints, log.jsonl, config.json, vocab")
+    ckpt_every: int = option(50, positive_int, help="steps between checkpoints")
     resume: str = option("none", choice_of(("none", "auto"), "--resume value"), help="none or auto")
-    log_every: int = option(1, positive_int)
-    progress: bool = option(True)
+    log_every: int = option(1, positive_int, flag=False)
+    progress: bool = option(True, negative="--no-progress", negative_help="no progress bar")
     phases: list = option([{"seq_len": 64, "batch_size": 16, "accumulate": 1, "steps": 100, "lr": 0.005,
-                            "warmup": 0.1, "constant": 0.2}], phase_list)
+                            "warmup": 0.1, "constant": 0.2}], phase_list, flag="--phase", action="append",
+                          flag_type=parse_phase,
+                          help="seq_len=,batch_size= or total_batch_size=,steps=,lr=[,accumulate=,warmup=,constant=,"
+                          "max_predictions=,shards=,eval_shards=]; repeat per phase (shards: pre-built instances, "
+                          "a folder of .npz; eval_shards: held-out instances evaluated at the phase's end)")
 
     def check(self, comm):
         longest = max(int(ph["seq_len"]) for ph in self.phases)

@@ -227,16 +227,19 @@ def dtype_flag(allowed=DTYPES, why=""):
     return check
 
 
-def add_device_arguments(parser, dtypes=DTYPES, why="", defaults=True):
-    """Add GluonCV's ``--gpus`` and ``--dtype`` to ``parser`` (an argparse parser or group). With
-    ``defaults=False`` no default is set (for scripts whose YAML config supplies it)."""
-    kw = {"default": None} if defaults else {}
-    parser.add_argument("--gpus", type=gpus_flag, help="GPU ids like 0,1 (one parameter copy per GPU); "
-                        "-1 or none: the CPU; under horovodrun each worker takes its local rank's GPU",
-                        **kw)
-    parser.add_argument("--dtype", type=dtype_flag(dtypes, why), help=" or ".join(dtypes)
-                        + " (float16: float32 master weights, multi_precision)",
-                        **({"default": "float32"} if defaults else {}))
+GPUS_HELP = ("GPU ids like 0,1 (one parameter copy per GPU); -1 or none: the CPU; under horovodrun each worker "
+             "takes its local rank's GPU")
+DTYPE_HELP = " (float16: float32 master weights, multi_precision)"
+
+
+def add_device_arguments(parser, dtypes=DTYPES, why=""):
+    """Add GluonCV's ``--gpus`` and ``--dtype`` (one of ``dtypes``; another known dtype is refused
+    with ``why``), with their defaults, to ``parser`` (an argparse parser or group): for a script
+    whose configuration has no device keys (a recipe that trains on the device it is given).
+    Configurations with device keys get these flags from ``DeviceOptions``."""
+    parser.add_argument("--gpus", type=gpus_flag, help=GPUS_HELP, default=None)
+    parser.add_argument("--dtype", type=dtype_flag(dtypes, why), help=" or ".join(dtypes) + DTYPE_HELP,
+                        default="float32")
 
 
 def resolve_devices(gpus=None, dtype="float32", cpu_float16=False):
@@ -296,8 +299,8 @@ def _device_options():
     class DeviceOptions:
         """GluonCV's ``--gpus``/``--dtype``: the worker's devices and training dtype
         (``resolve_devices``)."""
-        gpus: str = option(None, _gpus_value, help="GPU ids like 0,1; -1 or none: the CPU")
-        dtype: str = option("float32", dtype_flag(DTYPES), help="float32 or float16")
+        gpus: str = option(None, _gpus_value, flag_type=gpus_flag, help=GPUS_HELP)
+        dtype: str = option("float32", dtype_flag(DTYPES), help=" or ".join(DTYPES) + DTYPE_HELP)
     return DeviceOptions
 
 

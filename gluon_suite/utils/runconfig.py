@@ -1,11 +1,14 @@
 """One typed configuration per recipe: defaults, then a ``--config`` YAML file, then the flags,
 merged once where they enter; checked once at the recipe's start; saved with the run.
 
-A recipe's configuration is a dataclass built from option groups (the run folder, publishing
-here; compression and elastic training in ``distributed.options``) and its own fields. Each field
-carries its type, the same checking function its flag uses (``positive_int``, ``fraction``...), so
-a value from the command line, a YAML file or a Python call is checked by one rule::
+A recipe's configuration is a dataclass built from option groups (the run folder here; devices in
+``utils.devices``; compression and elastic training in ``distributed.options``; publishing in
+``model_zoo.publish``) and its own fields. Each field carries its type, the same checking function
+its flag uses (``positive_int``, ``fraction``...), so a value from the command line, a YAML file or
+a Python call is checked by one rule; and it carries what its flag needs (spelling, aliases, help
+group...), so the script's parser is generated from the class (``utils.flags``)::
 
+    parser = NodeConfig.build_parser("Train a node classifier")  # a script's flags
     cfg = NodeConfig.from_dict({"epochs": 5, "model": "gat"})    # Python
     cfg = NodeConfig.from_sources(vars(args), parser)            # a script: YAML < flags
     train_node_classification(cfg, comm)                         # every recipe: (cfg, comm, log, ctx)
@@ -20,19 +23,33 @@ import os
 from typing import ClassVar
 
 from .errors import UserError
-from .validate import nonneg_int, output_dir, positive_int, run_folder, suggest
+from .flags import flag_name
+from .validate import choice_of, nonneg_int, output_dir, positive_int, run_folder, suggest
 
 
-def option(default=None, type=None, many=False, help=None):
+def option(default=None, type=None, many=False, help=None, *, flag=None, aliases=(), negative=None,
+           negative_help=None, group=None, nargs=None, const=None, metavar=None, hidden=False, choices=None,
+           required=False, action=None, flag_type=None):
     """A configuration field: ``default``, the checking ``type`` (an argparse type; None: any
-    text, or a bool for a bool default), ``many`` for a list of such values."""
-    meta = {"type": type, "many": many, "help": help}
+    text, or a bool for a bool default, or one of ``choices``), ``many`` for a list of such
+    values, and what its flag needs (``utils.flags``): ``flag`` (its spelling, default ``--key-name``;
+    False: no flag, the key comes from a YAML file or Python only; for a true/false key with a True
+    default, the flag is only the ``negative`` one unless ``flag`` is given), more option strings in
+    ``aliases``, ``negative`` (a ``--no-...`` flag that sets False, with ``negative_help``), the help
+    ``group``, argparse's ``nargs``/``const``/``metavar``/``choices``/``required``/``action``,
+    ``hidden`` (a flag left out of ``--help``) and ``flag_type`` (the flag's own argparse type, where it
+    reads text that the key holds in another form)."""
+    meta = {"type": type, "many": many, "help": help, "flag": flag, "aliases": tuple(aliases), "negative": negative,
+            "negative_help": negative_help, "group": group, "nargs": nargs, "const": const, "metavar": metavar,
+            "hidden": hidden, "choices": tuple(choices) if choices is not None else None, "required": required,
+            "action": action, "flag_type": flag_type}
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda: type_copy(default), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
 
 
 def type_copy(value):
+    """A copy of a list or mapping default (each configuration gets its own)."""
     return list(value) if isinstance(value, list) else dict(value)
 
 
@@ -40,6 +57,8 @@ def _convert(field, value):
     """``value`` for ``field`` converted by its type; raises ``argparse.ArgumentTypeError`` (or
     ``TypeError``/``ValueError``) with the reason."""
     kind, many = field.metadata.get("type"), field.metadata.get("many")
+    if kind is None and field.metadata.get("choices"):
+        kind = choice_of(field.metadata["choices"], field.name.replace("_", " "))
     if isinstance(field.default, bool):
         if not isinstance(value, bool):
             raise argparse.ArgumentTypeError(f"must be true or false, got {value!r}")
@@ -55,7 +74,7 @@ def _convert(field, value):
 
 def _check(field, value, source):
     """``value`` for ``field`` converted by its type; a UserError names the key and the problem."""
-    flag = "--" + field.name.replace("_", "-")
+    flag = flag_name(field)
     try:
         return _convert(field, value)
     except argparse.ArgumentTypeError as exc:
@@ -80,6 +99,9 @@ class RecipeConfig:
         return {f.name: f for f in dataclasses.fields(cls) if f.init}
 
     YAML_EXTRA: ClassVar[dict] = {}            # keys a YAML file may hold besides the fields
+    NO_FLAG: ClassVar[tuple] = ()              # keys (of a shared group) without a flag in this script
+    FLAG_GROUPS: ClassVar[dict] = {}           # {help group title: keys} of this script's --help
+    FLAG_HELP: ClassVar[dict] = {}             # {key: help} where this script words a shared key's help
 
     @classmethod
     def from_dict(cls, data=None, source="the config", flags=(), origin="the config"):
@@ -129,19 +151,18 @@ class RecipeConfig:
 
     @classmethod
     def describe_defaults(cls, parser):
-        """``parser`` with each flag's help ending in its key's default (the one place defaults are
-        written is the configuration class; the flags are parsed without defaults)."""
-        fields = cls.options()
-        for action in parser._actions:
-            f = fields.get(action.dest)
-            if f is None or not action.option_strings or action.help == argparse.SUPPRESS \
-                    or "default" in (action.help or "") or isinstance(f.default, bool):
-                continue
-            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-            if default is not None and default != []:
-                shown = " ".join(map(str, default)) if isinstance(default, list) else default
-                action.help = f"{action.help} (default {shown})" if action.help else f"default {shown}"
-        return parser
+        """``parser`` with each flag's help ending in its key's default (``flags.describe_defaults``:
+        the one place defaults are written is the configuration class)."""
+        from .flags import describe_defaults
+        return describe_defaults(cls, parser)
+
+    @classmethod
+    def build_parser(cls, description=None, config=None):
+        """The script's parser, generated from this class's fields (``utils.flags``): every key with
+        a flag, in its help group, parsed without defaults, the defaults named in the help;
+        ``config`` is the help of a ``--config`` YAML flag (None: no such flag)."""
+        from .flags import build_parser
+        return build_parser(cls, description, config=config)
 
     @classmethod
     def adapt_yaml(cls, data, source):
@@ -195,11 +216,10 @@ class RecipeConfig:
         if self.get("elastic"):
             from .hosts import require_elastic_launch
             require_elastic_launch(self.SCRIPT)
-        if "compressor" not in self:
+        settle = getattr(self, "settle_compression", None)   # distributed.options.CompressionOptions
+        if settle is None:
             return self
-        from .config import settle_compression
-        settled, notes = settle_compression(self.to_dict(), self.flags, comm.size, elastic=bool(self.get("elastic")),
-                                            source=self.origin)
+        settled, notes = settle(comm.size)
         for note in notes if comm.rank == 0 else ():
             log(f"note: {note}")
         return type(self).from_dict(settled, flags=self.flags, origin=self.origin) if notes else self
@@ -225,17 +245,5 @@ class RunOptions:
     """Where a run writes, how it starts, and its seed."""
     seed: int = option(0, nonneg_int)
     out: str = option(None, output_dir, help="run folder: logs, checkpoints, config.json")
-    resume: str = option("none", run_folder, help="none, auto (continue OUT) or a run folder")
-    stop_after_epochs: int = option(None, positive_int, help="stop (resumably) after this many epochs")
-
-
-@dataclasses.dataclass
-class PublishOptions:
-    """Publishing the trained model into a zoo store (``model_zoo.publish``)."""
-    publish: str = option(None, help="zoo store folder to publish into")
-    publish_name: str = option(None, help="registered zoo name to publish under (default: model)")
-    publish_url: str = option(None, help="base URL the store is served from")
-    publish_tag: str = option(None, help="a tag: publish as NAME:TAG beside a shipped NAME")
-    publish_replace: bool = option(False, help="replace a shipped NAME on this machine")
-    card: str = option(None, help="where to write the model card (default: OUT/NAME.json)")
-
+    resume: str = option("none", run_folder, help="none, auto (continue OUT if it holds a checkpoint) or a run folder")
+    stop_after_epochs: int = option(None, positive_int, hidden=True, help="stop (resumably) after this many epochs")

@@ -24,22 +24,16 @@ import warnings
 from gluon_suite.utils import run_cli
 
 
+def build_parser():
+    """The script's flags, generated from ``EvaluationOptions`` (parsed with their defaults)."""
+    from gluon_suite.cv.recipe import EvaluationOptions
+    from gluon_suite.utils.flags import build_parser as flags_parser
+    return flags_parser(EvaluationOptions, __doc__.split("\n")[0], defaults=True)
+
+
 def main(argv=None):
-    from gluon_suite.model_zoo.registry import check_weights, checkpoint_name
-    from gluon_suite.utils.validate import ArgumentParser, existing_dir, existing_file, existing_path, positive_int
-    p = ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", required=True, type=checkpoint_name, help="zoo name, or NAME.TAG")
-    p.add_argument("--dataset", choices=["digits", "mnist5k", "cifar10", "cifar100", "rec", "folder"],
-                   help="default: the card's data set (digits without a card)")
-    p.add_argument("--data-dir", type=existing_path)
-    p.add_argument("--image-size", type=positive_int, help="default: the card's input size")
-    p.add_argument("--params", type=existing_file, help="a .params file instead of the published weights")
-    p.add_argument("--pretrained", action="store_true", help="use the published weights (default)")
-    p.add_argument("--source", metavar="SOURCE",
-                   help="which published checkpoint: shipped, local (published on this machine) or a zoo "
-                        "store folder (default: the shipped one for a shipped name)")
-    p.add_argument("--serve", metavar="STORE", type=existing_dir,
-                   help="serve this zoo store folder on loopback and fetch its checkpoint from it")
+    from gluon_suite.model_zoo.registry import check_weights
+    p = build_parser()
     args = p.parse_args(argv)
     from gluon_suite.utils import UserError
     from gluon_suite.cv.data.pipeline import EMBEDDED

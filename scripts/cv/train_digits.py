@@ -11,33 +11,9 @@ from gluon_suite.utils import run_cli, write_json
 
 
 def build_parser():
-    import argparse
-
-    from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
-    from gluon_suite.distributed.launch import add_auto_arguments, add_elastic_arguments
-    from gluon_suite.utils.devices import add_device_arguments
-    from gluon_suite.utils.validate import (ArgumentParser, choice_of, nonneg_int, output_dir, positive_float,
-                                            positive_int, ratio)
-    p = ArgumentParser(description=__doc__.split("\n")[0], argument_default=argparse.SUPPRESS)
-    p.add_argument("--epochs", type=positive_int)
-    p.add_argument("--batch-size", type=positive_int, help="per worker")
-    p.add_argument("--lr", type=positive_float)
-    p.add_argument("--seed", type=nonneg_int)
-    p.add_argument("--out", type=output_dir, help="folder for the log, config.json and the result")
-    p.add_argument("--no-progress", dest="progress", action="store_false")
-    p.add_argument("--algorithm", type=choice_of(ALGORITHMS, "algorithm"), help="sync, ef, local, cser, local_adaalter or auto")
-    p.add_argument("--compressor", type=choice_of(COMPRESSORS, "compressor"),
-                   help="none, zero, fp16, grbs, randomk, topk or sign")
-    p.add_argument("--ratio", type=ratio, help="compression ratio of --compressor")
-    p.add_argument("--period", type=positive_int, help="steps between model/error syncs")
-    p.add_argument("--compressor2", type=choice_of(COMPRESSORS, "compressor"),
-                   help="CSER's error compressor (default: derived)")
-    p.add_argument("--ratio2", type=ratio)
-    add_auto_arguments(p)
-    add_elastic_arguments(p)
-    add_device_arguments(p, defaults=False)
+    """The script's flags, generated from ``DigitsConfig``."""
     from gluon_suite.cv.quickstart import DigitsConfig
-    return DigitsConfig.describe_defaults(p)   # the defaults are the configuration's
+    return DigitsConfig.build_parser(__doc__.split("\n")[0])
 
 
 def main(argv=None):

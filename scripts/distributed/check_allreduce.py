@@ -7,18 +7,29 @@ Every worker allreduces tensors of known values; the result is checked (a wrong 
 throughput is reported as algorithm bandwidth (bytes / time) and bus bandwidth (the ring's
 2(n-1)/n x bytes / time, what each link carried). Run it first on a new cluster.
 """
-import argparse
+import dataclasses
 import sys
 import time
 
 from gluon_suite.utils import UserError, run_cli
+from gluon_suite.utils.runconfig import option
+
+
+@dataclasses.dataclass
+class CheckOptions:
+    """What the check measures: the message sizes and the timed allreduces per size."""
+    sizes_mb: list = option([0.25, 1, 4, 16, 64], float, many=True, help="message sizes in MB")
+    reps: int = option(5, int, help="timed allreduces per size (after one untimed)")
+
+
+def build_parser():
+    """The script's flags, generated from ``CheckOptions`` (parsed with their defaults)."""
+    from gluon_suite.utils.flags import build_parser as flags_parser
+    return flags_parser(CheckOptions, __doc__.split("\n")[0], defaults=True)
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--sizes-mb", type=float, nargs="+", default=[0.25, 1, 4, 16, 64])
-    p.add_argument("--reps", type=int, default=5)
-    a = p.parse_args(argv)
+    a = build_parser().parse_args(argv)
     import mxnet as mx
     import numpy as np
     from gluon_suite.distributed import get_communicator

@@ -10,16 +10,9 @@ from gluon_suite.utils import run_cli
 
 
 def build_parser():
-    """The script's flags; GluonNLP's spellings (``--max_len``, ``--batch_size``, ...) are aliases."""
-    from gluon_suite.nlp.finetune import ClassifierConfig, finetune_parser
-    from gluon_suite.utils.validate import int_at_least
-
-    def task_flags(p):
-        p.add_argument("--text-columns", nargs="+")
-        p.add_argument("--label-column")
-        p.add_argument("--max-len", "--max_len", "--max_seq_length", dest="max_len", type=int_at_least(8),
-                       help="tokens per input, longer texts cut")
-    return finetune_parser(__doc__.split("\n")[0], ClassifierConfig, "examples", task_flags)
+    """The script's flags, generated from ``ClassifierConfig``; GluonNLP's spellings are aliases."""
+    from gluon_suite.nlp.finetune import ClassifierConfig
+    return ClassifierConfig.build_parser(__doc__.split("\n")[0])
 
 
 def main(argv=None):

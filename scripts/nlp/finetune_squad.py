@@ -9,18 +9,9 @@ from gluon_suite.utils import run_cli
 
 
 def build_parser():
-    """The script's flags; GluonNLP's spellings (``--max_seq_length``, ``--doc_stride``, ...) are aliases."""
-    from gluon_suite.nlp.finetune import SquadConfig, finetune_parser
-    from gluon_suite.utils.validate import int_at_least, positive_int
-
-    def task_flags(p):
-        p.add_argument("--max-len", "--max_seq_length", dest="max_len", type=int_at_least(8),
-                       help="tokens per input window: [CLS] question [SEP] context window [SEP]")
-        p.add_argument("--max-query-length", "--max_query_length", dest="max_query_length", type=positive_int,
-                       help="question tokens kept, the rest cut off")
-        p.add_argument("--doc-stride", "--doc_stride", dest="doc_stride", type=positive_int,
-                       help="a context longer than its window is split into windows this many tokens apart")
-    return finetune_parser(__doc__.split("\n")[0], SquadConfig, "windows", task_flags)
+    """The script's flags, generated from ``SquadConfig``; GluonNLP's spellings are aliases."""
+    from gluon_suite.nlp.finetune import SquadConfig
+    return SquadConfig.build_parser(__doc__.split("\n")[0])
 
 
 def main(argv=None):

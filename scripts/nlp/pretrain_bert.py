@@ -14,12 +14,10 @@ start of each phase. One phase can also be given with GluonNLP's flags:
     python scripts/nlp/pretrain_bert.py --out runs/bert --num_steps 200 --total_batch_size 32 --lr 0.01 \
         --max_seq_length 64
 """
-import argparse
 import sys
 
 from gluon_suite.utils import UserError, run_cli
 
-_EXAMPLE = "e.g. seq_len=128,batch_size=16,steps=100,lr=0.005"
 # one phase from flags: (phase key, our spelling, GluonNLP's spelling, help)
 PHASE_FLAGS = (
     ("steps", "--steps", "--num_steps", "optimizer steps"),
@@ -34,68 +32,16 @@ PHASE_FLAGS = (
 )
 
 
-def parse_phase(text):
-    """'seq_len=128,batch_size=16,steps=100,lr=0.005' -> dict (an argparse type)."""
-    import argparse
-    items = {}
-    for part in filter(None, text.split(",")):
-        if "=" not in part:
-            raise argparse.ArgumentTypeError(f"items are key=value, got {part!r}; use {_EXAMPLE}")
-        k, v = part.split("=", 1)
-        items[k.strip()] = v.strip()
-    from gluon_suite.nlp.pretrain import check_phase
-    try:
-        return check_phase(items, "phase")
-    except UserError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def build_parser():
-    from gluon_suite.nlp.pretrain import corpus_spec, optimizer_names
-    from gluon_suite.distributed import ALGORITHMS, COMPRESSORS
-    from gluon_suite.distributed.launch import add_auto_arguments, add_elastic_arguments
-    from gluon_suite.model_zoo.registry import model_name
-    from gluon_suite.utils.validate import (ArgumentParser, choice_of, float_range, int_at_least, nonneg_float,
-                                            nonneg_int, output_dir, positive_int, ratio, utf8_file)
-    p = ArgumentParser(description=__doc__.split("\n")[0], argument_default=argparse.SUPPRESS)
-    p.add_argument("--config", help="YAML with the keys below and a 'phases' list")
-    p.add_argument("--model", type=model_name, help="zoo BERT name")
-    p.add_argument("--max-length", type=int_at_least(8),
-                   help="positions of the model, >= every seq_len")
-    p.add_argument("--corpus", type=corpus_spec, help="text file (one sentence per line, blank line between "
-                   "documents), or gensim:lee_background / gensim:head500")
-    p.add_argument("--vocab", type=utf8_file, help="BERT vocab file (default: built from the corpus)")
-    p.add_argument("--min-freq", type=positive_int)
-    p.add_argument("--phase", action="append", type=parse_phase, dest="phases",
-                   help="seq_len=,batch_size= or total_batch_size=,steps=,lr=[,accumulate=,warmup=,constant=,"
-                   "max_predictions=,shards=,eval_shards=]; repeat per phase (shards: pre-built instances, "
-                   "a folder of .npz; eval_shards: held-out instances evaluated at the phase's end)")
+    """The script's flags: the keys of ``PretrainConfig`` and one phase from flags (``PHASE_FLAGS``,
+    folded into ``phases`` by ``fold_phase_flags``)."""
+    from gluon_suite.nlp.pretrain import PretrainConfig
+    p = PretrainConfig.build_parser(__doc__.split("\n")[0], config="YAML with the keys below and a 'phases' list")
     g = p.add_argument_group("one phase from flags (GluonNLP's run_pretraining.py spellings work too); instead "
                              "of --phase, or over the one phase of --config")
     for key, ours, gluonnlp, text in PHASE_FLAGS:
-        names = (ours, gluonnlp) if gluonnlp else (ours,)
-        g.add_argument(*names, dest=key, type=phase_value(key), help=text)
-    p.add_argument("--optimizer", type=choice_of(optimizer_names, "optimizer"), help="lans (default), lamb or adam")
-    p.add_argument("--wd", type=nonneg_float)
-    p.add_argument("--dropout", type=float_range(0, 1, high_open=True, what="a fraction"))
-    p.add_argument("--algorithm", type=choice_of(ALGORITHMS, "algorithm"))
-    p.add_argument("--compressor", type=choice_of(COMPRESSORS, "compressor"))
-    p.add_argument("--ratio", type=ratio)
-    p.add_argument("--period", type=positive_int)
-    p.add_argument("--seed", type=nonneg_int)
-    p.add_argument("--out", type=output_dir)
-    p.add_argument("--ckpt-every", type=positive_int)
-    p.add_argument("--resume", type=choice_of(("none", "auto"), "--resume value"), help="none or auto")
-    p.add_argument("--no-progress", dest="progress", action="store_false")
-    from gluon_suite.model_zoo.publish import add_publish_arguments
-    add_publish_arguments(p)
-    add_auto_arguments(p)
-    add_elastic_arguments(p, elastic_help="workers may join, leave or die; trains one phase per launch (--resume auto for the next)",
-                          lr_name="the phases' lr")
-    from gluon_suite.utils.devices import add_device_arguments
-    add_device_arguments(p, defaults=False)
-    from gluon_suite.nlp.pretrain import PretrainConfig
-    return PretrainConfig.describe_defaults(p)   # the defaults are the configuration's
+        g.add_argument(*((ours, gluonnlp) if gluonnlp else (ours,)), dest=key, type=phase_value(key), help=text)
+    return p
 
 
 def phase_value(key):

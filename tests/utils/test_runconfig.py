@@ -8,7 +8,8 @@ from typing import ClassVar
 import pytest
 
 from gluon_suite.utils import UserError
-from gluon_suite.utils.runconfig import PublishOptions, RecipeConfig, RunOptions, option
+from gluon_suite.model_zoo.publish import PublishOptions
+from gluon_suite.utils.runconfig import RecipeConfig, RunOptions, option
 from gluon_suite.utils.validate import ArgumentParser, positive_float, positive_int
 
 
