@@ -8,13 +8,17 @@ from gluon_suite.distributed import DistributedTrainer, LocalCommunicator
 
 @pytest.fixture
 def built(monkeypatch):
-    """Record the compression of every DistributedTrainer the given recipe module builds."""
+    """Record the algorithm and the compressor of every step (its name and ratio) of every
+    DistributedTrainer the given recipe module builds."""
     seen = []
 
     def record(module):
         def make(*args, **kw):
-            seen.append({k: kw.get(k) for k in ("algorithm", "compressor", "ratio")})
-            return DistributedTrainer(*args, **kw)
+            tr = DistributedTrainer(*args, **kw)
+            cfg = tr.algorithm.config()
+            step = cfg.get("c1") or cfg.get("compressor")    # cser's C1, or the one compressor
+            seen.append({"algorithm": cfg["name"], "compressor": step["name"], "ratio": step["ratio"]})
+            return tr
         monkeypatch.setattr(module, "DistributedTrainer", make)
         return seen
     return record
@@ -31,7 +35,7 @@ def test_quickstart(built, tmp_path):
     seen, log = built(qs), []
     qs.train_digits({"epochs": 1, "max_steps": 2, "progress": False, "algorithm": "cser", "compressor": "grbs",
                      "ratio": 32, "period": 4, "out": str(tmp_path)}, LocalCommunicator(), log=log.append)
-    assert seen == [{"algorithm": "cser", "compressor": "none", "ratio": None}]
+    assert seen == [{"algorithm": "cser", "compressor": "none", "ratio": 1.0}]
     _one_note(log)
 
 
@@ -42,7 +46,7 @@ def test_bert_pretraining(built, tmp_path):
                       "ratio": 32, "period": 4,
                       "phases": [{"seq_len": 32, "batch_size": 8, "steps": 2, "lr": 0.01}]},
                      LocalCommunicator(), log=log.append)
-    assert seen and all(s["compressor"] == "none" and s["ratio"] is None for s in seen)
+    assert seen and all(s["compressor"] == "none" and s["ratio"] == 1.0 for s in seen)
     _one_note(log)
 
 
@@ -55,7 +59,7 @@ def test_graph_recipes(built, tmp_path, recipe, config):
     seen, log = built(gr), []
     getattr(gr, recipe)({**config, "out": str(tmp_path / "g"), "algorithm": "cser", "compressor": "grbs",
                          "ratio": 32, "period": 4}, LocalCommunicator(), log=log.append)
-    assert seen == [{"algorithm": "cser", "compressor": "none", "ratio": None}]
+    assert seen == [{"algorithm": "cser", "compressor": "none", "ratio": 1.0}]
     _one_note(log)
 
 
