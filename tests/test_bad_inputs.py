@@ -350,7 +350,7 @@ CASES = [
     ("digits", ["--batch-size", "zero"], None, B, ["--batch-size", "'zero'"]),
     ("digits", ["--lr", "-0.1"], None, B, ["--lr", "> 0"]),
     ("digits", ["--out", "{F}/a_file"], None, B, ["--out", "is a file"]),
-    ("digits", ["--algorithm", "bogus"], None, B, ["--algorithm", "bogus", "use one of"]),
+    ("digits", ["--algorithm", "bogus"], None, B, ["--algorithm", "bogus", "registered: "]),
     ("digits", ["--algorithm", "sync", "--target-sf", "0.8"], None, B,
      ["--target-sf", "--algorithm auto only", "sync"]),
     ("digits", ["--algorithm", "auto", "--target-sf", "1.5"], None, B, ["--target-sf", "<= 1"]),
@@ -512,7 +512,7 @@ CASES = [
     ("graph", ["--dataset", "tu"], None, B, ["tu", "--data-dir"]),
     ("graph", ["--epochs", "-2"], None, B, ["--epochs", ">= 1"]),
     ("graph", ["--batch-size", "1.5"], None, B, ["--batch-size", "'1.5'"]),
-    ("graph", ["--compressor", "gzip"], None, B, ["--compressor", "gzip", "use one of"]),
+    ("graph", ["--compressor", "gzip"], None, B, ["--compressor", "gzip", "registered: "]),
     ("graph", ["--resume", "{F}/run_badjson", "--out", "{T}/o"], None, B, ["state.json", "not valid JSON"]),
     ("graph", ["--out", "{F}/a_file"], None, B, ["--out", "is a file"]),
 ]
