@@ -95,15 +95,16 @@ def add_flags(parser, config_class, defaults=False):
     ``argument_default=SUPPRESS``). Returns ``parser``."""
     no_flag = set(getattr(config_class, "NO_FLAG", ()))
     helps = getattr(config_class, "FLAG_HELP", {})
-    chosen = {name: title for title, names in getattr(config_class, "FLAG_GROUPS", {}).items() for name in names}
+    chosen_groups = getattr(config_class, "FLAG_GROUPS", {})
+    chosen = {name: title for title, names in chosen_groups.items() for name in names}
     fields = [f for f in ordered_fields(config_class) if f.name not in no_flag and f.metadata.get("flag") is not False]
     by_name = {f.name: f for f in fields}
     unknown = sorted(set(chosen) - set(by_name))
     if unknown:
         raise TypeError(f"{config_class.__name__}.FLAG_GROUPS names keys without a flag: {', '.join(unknown)}")
-    groups = {title: parser.add_argument_group(title) for title in getattr(config_class, "FLAG_GROUPS", {})}
+    groups = {title: parser.add_argument_group(title) for title in chosen_groups}
     # a group chosen by the class lists its keys in the class's order; the others follow the fields
-    listed = [by_name[name] for names in getattr(config_class, "FLAG_GROUPS", {}).values() for name in names]
+    listed = [by_name[name] for names in chosen_groups.values() for name in names]
     for field in listed + [f for f in fields if f.name not in chosen]:
         title = chosen.get(field.name, field.metadata.get("group"))
         if title is None:

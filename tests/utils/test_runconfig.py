@@ -107,3 +107,48 @@ def test_elastic_needs_an_elastic_launch_naming_the_script(monkeypatch):
     monkeypatch.delenv("HOROVOD_ELASTIC", raising=False)
     with pytest.raises(UserError, match=r"--elastic needs an elastic launch: .* python scripts/toy.py --elastic"):
         ElasticToy.from_dict({"elastic": True}).checked(OneWorker())
+
+
+@dataclasses.dataclass
+class FlagToy(RecipeConfig):
+    FLAG_GROUPS: ClassVar[dict] = {"training": ("epochs", "decay")}
+    NO_FLAG: ClassVar[tuple] = ("secret",)
+    epochs: int = option(3, positive_int, aliases=("--num-epochs",), help="passes")
+    decay: bool = option(True, flag="--decay", negative="--no-decay", negative_help="no decay")
+    progress: bool = option(True, negative="--no-progress", negative_help="quiet")
+    shuffle: bool = option(False, help="shuffle")
+    mode: str = option("a", choices=("a", "b"), help="the mode")
+    mix: float = option(0.0, positive_float, nargs="?", const=0.2, metavar="ALPHA", help="mixing")
+    steps: list = option([1, 2], positive_int, many=True, help="steps")
+    hidden: int = option(None, positive_int, hidden=True, help="internal")
+    yaml_only: int = option(1, positive_int, flag=False)
+    secret: int = option(2, positive_int)
+
+
+def test_flags_are_generated_from_the_fields():
+    p = FlagToy.build_parser("toy", config="YAML file")
+    assert vars(p.parse_args([])) == {}     # parsed without defaults: the configuration holds them
+    args = vars(p.parse_args(["--num-epochs", "4", "--no-decay", "--no-progress", "--shuffle", "--mode", "b",
+                              "--mix", "--steps", "3", "4", "--hidden", "5", "--config", "c.yaml"]))
+    assert args == {"epochs": 4, "decay": False, "progress": False, "shuffle": True, "mode": "b", "mix": 0.2,
+                    "steps": [3, 4], "hidden": 5, "config": "c.yaml"}
+    assert vars(p.parse_args(["--decay", "--mix", "0.5"])) == {"decay": True, "mix": 0.5}
+    strings = {s for a in p._actions for s in a.option_strings}
+    assert not strings & {"--yaml-only", "--secret", "--progress"}
+    helps = {a.option_strings[0]: a.help for a in p._actions if a.option_strings}
+    assert helps["--epochs"] == "passes (default 3)" and helps["--steps"] == "steps (default 1 2)"
+    assert helps["--hidden"] == argparse.SUPPRESS and helps["--no-decay"] == "no decay"
+    groups = {g.title: [a.dest for a in g._group_actions] for g in p._action_groups}
+    assert groups["training"] == ["epochs", "decay", "decay"]
+    # a choices key is checked by the same choices from YAML or Python
+    with pytest.raises(UserError, match="unknown mode 'c'"):
+        FlagToy.from_dict({"mode": "c"})
+
+
+def test_a_flag_group_naming_a_key_without_a_flag_is_refused():
+    @dataclasses.dataclass
+    class Wrong(FlagToy):
+        FLAG_GROUPS: ClassVar[dict] = {"training": ("yaml_only",)}
+
+    with pytest.raises(TypeError, match="FLAG_GROUPS names keys without a flag: yaml_only"):
+        Wrong.build_parser("wrong")
