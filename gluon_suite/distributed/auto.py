@@ -94,13 +94,13 @@ class AutoOptions(AlgorithmOptions):
     [--ratio], the period H [--period] and CSER-PL's periods [--auto-periods]. It chooses the
     compressors itself, so ``compressor`` stays none."""
     target_sf: float = algo_option(0.9, float_range(0, 1, low_open=True, what="a scaling factor"), own=True,
-                                   help="algorithm auto: the scaling factor its choice must reach (default 0.9)")
+                                   help="the scaling factor the choice must reach (default 0.9)")
     candidates: tuple = algo_option(None, choice_of(candidate_kinds, "auto candidate"), many=True, own=True,
-                                    key="auto_candidates", help="algorithm auto: the kinds it chooses among (default all)")
+                                    key="auto_candidates", help="the kinds to choose among (default all)")
     cser_ratios: tuple = algo_option(None, ratio_value, many=True, own=True, key="auto_ratios",
-                                     help="algorithm auto: CSER's ratios R1 it considers")
+                                     help="CSER's ratios R1 to consider")
     pl_periods: tuple = algo_option(None, positive_int, many=True, own=True, key="auto_periods",
-                                    help="algorithm auto: CSER-PL's periods it considers (default H)")
+                                    help="CSER-PL's periods to consider (default H)")
     ratio: float = option(None, ratio_value, help="pins CSER's ratio R1")
     period: int = option(None, check_period, help="CSER's period H (and the measuring local SGD's)")
     compressor: object = option("none", compressor_value, help="none: auto chooses the compressor")

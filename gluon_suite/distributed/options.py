@@ -4,12 +4,20 @@ import dataclasses
 
 from ..utils.hosts import COMMIT_EVERY, RAMP_STEPS
 from ..utils.runconfig import option
-from ..utils.validate import choice_of, float_range, nonneg_int, positive_int, ratio
-from ..utils.validate import ratio as _ratio   # the field ``ratio`` below hides the name in the class
-from .auto import CANDIDATE_KINDS, CSER_RATIOS
+from ..utils.validate import nonneg_int, positive_int, ratio
+from .auto import CANDIDATE_KINDS, CSER_RATIOS, AutoOptions
 from .compression import COMPRESSORS
 from .registry import ALGORITHMS
 from .settle import algorithm_from_config, settle_compression
+
+def algorithm_option(options_cls, name, help=None, **flag):
+    """A configuration field for the option ``name`` of a registered algorithm's ``options_cls``:
+    its check, list-ness and help (``help`` rewords it for the flag), default None (the
+    algorithm's own default applies), and the flag settings ``flag``. The config key is the
+    option's ``key`` (``auto_candidates`` for auto's ``candidates``)."""
+    f = options_cls.__dataclass_fields__[name]
+    return option(None, f.metadata["type"], many=f.metadata["many"], help=help or f.metadata["help"], **flag)
+
 
 # the help groups of the flags (utils.flags)
 AUTO_GROUP = "algorithm auto (docs/distributed.md, 'Letting the trainer choose')"
@@ -27,15 +35,17 @@ class CompressionOptions:
                              help="none, zero, fp16, grbs, randomk, topk or sign")
     ratio: float = option(None, ratio, help="compression ratio (dense bytes / sent bytes)")
     period: int = option(None, positive_int, help="steps between resets or averages")
-    target_sf: float = option(None, float_range(0, 1, low_open=True, what="a scaling factor"), group=AUTO_GROUP,
-                              help="the scaling factor the choice must reach (default 0.9)")
-    auto_candidates: list = option(None, choice_of(CANDIDATE_KINDS, "auto candidate"), many=True, metavar="KIND",
-                                   group=AUTO_GROUP, help=f"the kinds to choose among, of {', '.join(CANDIDATE_KINDS)} "
-                                   "(default all)")
-    auto_ratios: list = option(None, _ratio, many=True, metavar="R", group=AUTO_GROUP,
-                               help=f"CSER's ratios R1 to consider (default {' '.join(f'{r:g}' for r in CSER_RATIOS)})")
-    auto_periods: list = option(None, positive_int, many=True, metavar="H", group=AUTO_GROUP,
-                                help="CSER-PL's periods to consider (default --period alone, itself 8 by default)")
+    # auto's options, declared by its registered Options (their checks and help), as config keys
+    target_sf: float = algorithm_option(AutoOptions, "target_sf", group=AUTO_GROUP)
+    auto_candidates: list = algorithm_option(AutoOptions, "candidates", metavar="KIND", group=AUTO_GROUP,
+                                             help=f"the kinds to choose among, of {', '.join(CANDIDATE_KINDS)} "
+                                             "(default all)")
+    auto_ratios: list = algorithm_option(AutoOptions, "cser_ratios", metavar="R", group=AUTO_GROUP,
+                                         help=f"CSER's ratios R1 to consider (default "
+                                         f"{' '.join(f'{r:g}' for r in CSER_RATIOS)})")
+    auto_periods: list = algorithm_option(AutoOptions, "pl_periods", metavar="H", group=AUTO_GROUP,
+                                          help="CSER-PL's periods to consider (default --period alone, itself 8 "
+                                          "by default)")
 
     def settle_compression(self, workers):
         """``(settled config dict, notes)``: ``settle.settle_compression`` of this configuration for
@@ -46,11 +56,6 @@ class CompressionOptions:
     def algorithm_object(self):
         """The algorithm this configuration names, built from its options (``algorithm_from_config``)."""
         return algorithm_from_config(self)
-
-    def auto_options(self):
-        """The keyword arguments of ``DistributedTrainer`` for ``auto`` (None: its defaults)."""
-        return {"target_sf": self.target_sf, "auto_candidates": self.auto_candidates, "auto_ratios": self.auto_ratios,
-                "auto_periods": self.auto_periods}
 
 
 @dataclasses.dataclass
