@@ -4,6 +4,7 @@ gluon_suite names them. test_registry.py trains with both through ``DistributedT
 through a training script's ``--algorithm``/``--compressor``
 (``tests.distributed.plugin_algorithms:every_other``) on real Horovod workers."""
 import dataclasses
+import math
 
 from gluon_suite.distributed import (Algorithm, AlgorithmOptions, Compressor, Payload, register_algorithm,
                                      register_compressor)
@@ -17,6 +18,13 @@ class EveryOtherSync(Algorithm):
     averaged over the workers (one allreduce per bucket); on the others each worker steps with its
     own gradient, so the workers' models differ between synchronised steps."""
     local_models = True
+    candidate_kinds = ("every_other",)   # auto may choose it
+
+    @classmethod
+    def auto_candidates(cls, kind, plan):
+        """One candidate for ``auto``: a cycle of a dense step and a step that sends nothing."""
+        return [{"name": kind, "cycle": [1.0, math.inf], "messages": [1, 0], "algorithm": {"name": cls.name},
+                 "flags": f"--algorithm {__name__}:{cls.name}"}]
 
     @dataclasses.dataclass
     class Options(AlgorithmOptions):

@@ -245,3 +245,26 @@ def test_old_keywords_build_the_same_algorithm_with_one_notice():
     assert (t.algorithm.target_sf, t.algorithm.kinds, t.algorithm.cser_ratios) == (0.8, ("sync", "cser"), (8.0,))
     with pytest.raises(TypeError, match="unexpected keyword argument.*learning_rate"):
         DistributedTrainer(net.collect_params(), "sgd", learning_rate=0.1)
+
+
+def test_a_registered_algorithm_is_a_candidate_of_auto_where_it_says_so():
+    """``every_other`` offers one candidate: a dense step, then one that sends nothing. Its predicted
+    step is the mean of the two (hand-computed below), auto takes it as a candidate by its kind, and
+    the rule picks it when sync cannot reach the target and it can."""
+    import importlib
+    importlib.import_module(MODULE)
+    from gluon_suite.distributed.auto import AutoAlgorithm
+    from gluon_suite.distributed.costmodel import candidate_kinds, candidate_list, choose, predict_candidates
+    assert "every_other" in candidate_kinds()
+    cands = candidate_list(("sync", "every_other"))
+    assert [c["name"] for c in cands] == ["sync", "every_other"] and cands[0]["reference"]
+    compute, t0, s_per_byte, n = 0.1, 0.001, 1e-8, 4
+    buckets = [4e6, 2e6]
+    rows = predict_candidates(cands, compute, buckets, n, t0, s_per_byte)
+    comm = 2 * t0 + 2.0 * (n - 1) / n * sum(buckets) * s_per_byte      # K = 2 buckets, one message each
+    assert rows[0]["step_s"] == pytest.approx(compute + comm)
+    assert rows[1]["step_s"] == pytest.approx(compute + comm / 2) and rows[1]["ratio"] == pytest.approx(2.0)
+    sf_sync, sf_other = compute / (compute + comm), compute / (compute + comm / 2)
+    assert choose(rows, (sf_sync + sf_other) / 2) == (1, True)
+    auto = AutoAlgorithm(candidates=("sync", "every_other"))
+    assert type(auto._build(cands[1]["algorithm"])).__name__ == "EveryOtherSync"
