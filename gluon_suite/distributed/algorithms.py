@@ -29,7 +29,7 @@ import mxnet as mx
 
 from ..utils.runconfig import option
 from ..utils.validate import choice_of, ratio as ratio_value
-from .base import Algorithm, AlgorithmOptions, Exchange, check_period, sync_payload  # noqa: F401 (older imports)
+from .base import Algorithm, AlgorithmOptions, check_period, sync_payload  # noqa: F401 (sync_payload: older imports)
 from .comm import write_plain
 from .costmodel import cser_cycle, pl_cycle, pl_delay, pl_periods_for
 from .registry import algo_option, compressor_class, compressor_value, make_compressor, register_algorithm
@@ -365,6 +365,3 @@ def cser_warmup_epochs(ratio, lr, epochs=None):
     if epochs is not None:
         warm = min(warm, 0.5 * float(epochs))
     return warm
-
-
-_check_period = check_period   # the name older code imports

@@ -204,7 +204,7 @@ class AutoAlgorithm(Decision, CheckWindows, Delegating):
     def local_start(self):
         """True when the measuring phase takes local steps (CSER-PL is a candidate): nothing is sent
         while the compute is timed, and a CSER-PL choice continues from those steps."""
-        return self._local_candidate() is not None
+        return self._local is not None
 
     def _plain(self):
         """The reference algorithm (dense synchronous SGD), with this job's ``min_size``."""
@@ -213,12 +213,13 @@ class AutoAlgorithm(Decision, CheckWindows, Delegating):
     def _measurer(self):
         """The algorithm of the measuring phase: CSER-PL with the whole model averaged every H steps
         (plain local SGD) when CSER-PL is a candidate, else synchronous SGD."""
-        local = self._local_candidate()
-        return self._build(local["algorithm"]) if local is not None else self._plain()
+        self._local = self._local_candidate()   # looked up once: the phase asks at every step
+        return self._build(self._local["algorithm"]) if self._local is not None else self._plain()
 
     def restrict(self, kinds):
         """Keep only the candidates of ``kinds``; before ``bind`` only."""
         self.kinds = tuple(k for k in self.kinds if k in kinds) or (self._reference["kind"],)
+        self._local = self._local_candidate()
         if self._bind_args is None and self.decision is None:
             self._inner = self._measurer()
 

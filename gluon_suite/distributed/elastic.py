@@ -30,8 +30,7 @@ from horovod.common.exceptions import HorovodInternalError
 
 from .sampler import VIRTUAL_STEPS, over_epochs, progress_of  # noqa: F401  (first defined here)
 from .sampler import EpochSampler as ElasticSampler  # noqa: F401  (the name it had here first)
-from .state_handlers import (CountersHandler, ParametersHandler, SamplerHandler, TrainerHandler, ramp_callback,
-                             require_shapes as _require_shapes)  # noqa: F401  (older imports)
+from .state_handlers import CountersHandler, ParametersHandler, SamplerHandler, TrainerHandler, ramp_callback
 
 
 class GluonState(State):

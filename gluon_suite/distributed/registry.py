@@ -26,9 +26,10 @@ script's ``--algorithm``/``--compressor``, config files and ``auto``'s candidate
 import argparse
 import dataclasses
 import importlib
+import warnings
 from collections.abc import Mapping
 
-from ..utils.runconfig import option
+from ..utils.runconfig import convert_value, option
 from ..utils.validate import nonneg_int, suggest
 
 __all__ = ["Registry", "ALGORITHMS", "COMPRESSORS", "register_algorithm", "register_compressor",
@@ -222,15 +223,10 @@ def algorithm_from(name, values, keyed=False):
 
 
 def _check_value(field, value, what):
-    kind, many = field.metadata.get("type"), field.metadata.get("many")
-    if kind is None or value is None:
-        return value
+    """``value`` checked by the field's type as a configuration key is (``convert_value``); a bad
+    one is a ValueError naming ``what`` and the option."""
     try:
-        if many:
-            if not isinstance(value, (list, tuple)):
-                raise argparse.ArgumentTypeError(f"must be a list, got {value!r}")
-            return tuple(kind(v) for v in value)
-        return kind(value)
+        return convert_value(field, value)
     except (argparse.ArgumentTypeError, TypeError, ValueError) as exc:
         raise ValueError(f"{what}: option {field.name}: {exc}") from None
 
@@ -308,7 +304,6 @@ def resolve_algorithm(algorithm, compressor=None, deprecated=None):
         key = tuple(sorted(deprecated))
         if key not in _warned:
             _warned.add(key)
-            import warnings
             warnings.warn(f"DistributedTrainer({', '.join(k + '=' for k in key)}) is deprecated and goes in the next "
                           "release: pass algorithm=make_algorithm(name, **options) (docs/distributed.md)",
                           FutureWarning, stacklevel=3)

@@ -53,7 +53,7 @@ def type_copy(value):
     return list(value) if isinstance(value, list) else dict(value)
 
 
-def _convert(field, value):
+def convert_value(field, value):
     """``value`` for ``field`` converted by its type; raises ``argparse.ArgumentTypeError`` (or
     ``TypeError``/``ValueError``) with the reason."""
     kind, many = field.metadata.get("type"), field.metadata.get("many")
@@ -76,7 +76,7 @@ def _check(field, value, source):
     """``value`` for ``field`` converted by its type; a UserError names the key and the problem."""
     flag = flag_name(field)
     try:
-        return _convert(field, value)
+        return convert_value(field, value)
     except argparse.ArgumentTypeError as exc:
         raise UserError(f"{source}: {field.name}: {exc}; give a value as {flag} takes it") from None
     except (TypeError, ValueError):
@@ -145,7 +145,7 @@ class RecipeConfig:
         flags = set(parser_schema(parser)) if parser is not None else set()
 
         def checker(field):
-            return lambda value: _convert(field, value)
+            return lambda value: convert_value(field, value)
         out = {name: checker(f) for name, f in cls.options().items() if name not in flags}
         return {**out, **cls.YAML_EXTRA, **(extra or {})}
 
