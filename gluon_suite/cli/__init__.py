@@ -1,18 +1,18 @@
 """The ``gluon-suite`` command: ``info`` about the installed stack, ``zoo`` to list, download,
 verify, publish, remove and purge model checkpoints, ``launch`` to start a (possibly elastic) Horovod
-job, ``samples`` to write small data sets in every documented format, and ``whatif`` to predict how
-a model scales on a network."""
+job, ``samples`` to write small data sets in every documented format, ``whatif`` to predict how a
+model scales on a network, and ``bench`` to rerun a published claim and render the docs' tables."""
 from .. import __version__
 from ..utils.cli_run import run_cli
 from ..utils.validate import ArgumentParser
-from . import info as _info, launch as _launch, samples as _samples, whatif as _whatif, zoo as _zoo
+from . import bench as _bench, info as _info, launch as _launch, samples as _samples, whatif as _whatif, zoo as _zoo
 from .info import HOROVOD_FIX, HorovodBroken, horovod_build
 from .whatif import plot_file
 
 __all__ = ["build_parser", "main", "entry", "horovod_build", "HorovodBroken", "HOROVOD_FIX", "plot_file"]
 
 # the commands in the order `gluon-suite --help` lists them; each module adds its own parser
-_COMMANDS = (_info, _zoo, _launch, _samples, _whatif)
+_COMMANDS = (_info, _zoo, _launch, _samples, _whatif, _bench)
 
 
 def build_parser():
