@@ -32,7 +32,14 @@ def _cmd_run(args):
     from ..evidence import runner
     root = _root(args)
     results = os.path.abspath(args.results) if args.results else None
-    _, res = runner.run(args.name, quick=args.quick, root=root, results_dir=results, allow_dirty=args.allow_dirty)
+    only = None
+    if args.seeds:
+        try:
+            only = [int(x) for x in args.seeds.split(",")]
+        except ValueError:
+            raise UserError(f"--seeds {args.seeds!r}: give seeds as comma-separated integers, e.g. --seeds 0") from None
+    runner.run(args.name, quick=args.quick, root=root, results_dir=results, allow_dirty=args.allow_dirty,
+               only_seeds=only)
     return 0
 
 
@@ -90,6 +97,8 @@ def add_parser(sub):
     p.add_argument("name", help="protocol name (bench/protocols/NAME.yaml)")
     p.add_argument("--quick", action="store_true", help="one seed on the protocol's shortened schedule, to check "
                    "that it still works (written under runs/bench-quick, not bench/results)")
+    p.add_argument("--seeds", help="run only these of the protocol's seeds (comma-separated), for a claim whose "
+                   "full run does not fit; the result is marked partial")
     p.add_argument("--allow-dirty", action="store_true", help="run on uncommitted changes (the result says so)")
     common(p)
     p.set_defaults(func=_cmd_run)

@@ -62,6 +62,8 @@ def _source_line(root, results_dir, name, path, result):
         bits.append(f"mean load {load:.1f}")
     if result.get("quick"):
         bits.append("QUICK RUN, not evidence")
+    elif result.get("partial"):
+        bits.append(f"partial: {len(seeds)} of the protocol's {len(result.get('protocol_seeds') or [])} seeds")
     return f"Rendered from `{rel}` ({', '.join(bits)}); `gluon-suite bench run {name}` reruns it."
 
 
@@ -91,7 +93,8 @@ def _claims_block(root, results_dir):
         ran = f"v{result['protocol']['version']}"
         if result["protocol"]["sha256"] != proto.sha256:
             ran += f" (protocol now v{proto.version})"
-        tag = " (one seed)" if len(result.get("seeds") or []) == 1 else ""
+        n, of = len(result.get("seeds") or []), len(result.get("protocol_seeds") or result.get("seeds") or [])
+        tag = f" ({n} of {of} seeds)" if result.get("partial") else ""
         rows.append([f"`{name}`", ran, proto.data["claim"], result["verdict"] + tag,
                      f"`{os.path.relpath(path, root)}`"])
     return table_markdown({"columns": ["protocol", "version", "claim", "latest verdict", "result file"], "rows": rows})

@@ -242,8 +242,10 @@ def _reused_runs(root, results_dir, protocol, seeds):
     return runs, named
 
 
-def run(name, quick=False, root=None, results_dir=None, allow_dirty=False, show_progress=True, log=print):
-    """Run protocol ``name``; returns (path of the new result file, result)."""
+def run(name, quick=False, root=None, results_dir=None, allow_dirty=False, show_progress=True, log=print,
+        only_seeds=None):
+    """Run protocol ``name``; returns (path of the new result file, result). ``only_seeds``: a subset of
+    the protocol's seeds, for a claim whose full run does not fit (the result is marked partial)."""
     root = root or find_root()
     proto = protocols.load(root, name)
     git = git_state(root, proto.path)
@@ -258,11 +260,18 @@ def run(name, quick=False, root=None, results_dir=None, allow_dirty=False, show_
         results_dir = os.path.join(root, "runs", "bench-quick") if quick else os.path.join(root, "bench", "results")
     mod = _load_bench(root, proto.bench)
     seeds = proto.seeds(quick)
+    partial = bool(only_seeds) and not quick
+    if partial:
+        bad = [s for s in only_seeds if s not in seeds]
+        if bad:
+            raise UserError(f"--seeds {','.join(map(str, bad))}: not among protocol {name}'s seeds {seeds}")
+        seeds = [s for s in seeds if s in only_seeds]
     reused_runs, reused = _reused_runs(root, results_dir if not quick else os.path.join(root, "bench", "results"),
                                        proto, seeds)
     started = time.time()
     with _LoadSampler() as sampler, tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as work:
         ctx = Context(proto, quick, work, root, sampler, show_progress)
+        ctx.seeds = seeds
         with _cwd(root):
             mod.evidence(ctx)
         runs = reused_runs + ctx.runs
@@ -273,7 +282,7 @@ def run(name, quick=False, root=None, results_dir=None, allow_dirty=False, show_
         tables = dict(ctx.tables)
         tables["criteria"] = _criteria_table(criteria)
         load = sampler.between(started, time.time())
-        result = {"name": name, "quick": quick, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        result = {"name": name, "quick": quick, "partial": partial, "protocol_seeds": proto.seeds(quick), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
                   "duration_s": time.time() - started, "commit": git["commit"], "dirty": git["dirty"],
                   "protocol": {"file": proto.path, "version": proto.version, "sha256": proto.sha256,
                                "claim": proto.data["claim"], "text": proto.text},

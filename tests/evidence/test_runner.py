@@ -134,3 +134,12 @@ def test_a_malformed_protocol_is_one_line_naming_file_and_key(toy_root, edit, me
 def test_unknown_protocol_lists_the_known_ones(toy_root):
     with pytest.raises(UserError, match="no protocol 'nope'.*known: toy"):
         protocols.load(str(toy_root), "nope")
+
+
+def test_a_partial_run_is_marked_and_keeps_the_protocol_seeds(toy_root):
+    _, res = runner.run("toy", root=str(toy_root), show_progress=False, log=lambda m: None, only_seeds=[1])
+    assert res["partial"] and res["seeds"] == [1] and res["protocol_seeds"] == [0, 1, 2, 3]
+    assert {r["seed"] for r in res["runs"]} == {1}
+    assert res["criteria"][0]["verdict"] == "one seed: no interval" and res["verdict"] == "inconclusive"
+    with pytest.raises(UserError, match="not among protocol toy's seeds"):
+        runner.run("toy", root=str(toy_root), show_progress=False, log=lambda m: None, only_seeds=[9])
