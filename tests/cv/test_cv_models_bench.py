@@ -1,35 +1,33 @@
-"""The ResNeSt-vs-ResNet bench (bench/cv_models.py): its noise verdict against hand-made numbers and
-a tiny end-to-end run (seeds, statistics, cache, JSON and plot)."""
+"""The ResNeSt-vs-ResNet bench (bench/cv_models.py) through its protocol's quick schedule: every
+(model, seed) run recorded, the summary table's figures against the runs, and the criteria's
+intervals against a float64 recomputation."""
 import json
+import math
+import os
 
-import numpy as np
+import pytest
 
-from ..conftest import load_script
+from gluon_suite.evidence import runner
 
-bench = load_script("bench/cv_models.py")
-
-
-def test_verdict_is_within_noise_when_the_difference_is_at_most_the_larger_std():
-    assert bench.verdict({"mean": 0.95, "std": 0.01}, {"mean": 0.94, "std": 0.02})["verdict"] == "within noise"
-    v = bench.verdict({"mean": 0.95, "std": 0.01}, {"mean": 0.90, "std": 0.02})
-    assert v["verdict"] == "ResNeSt higher by more than the spread" and abs(v["difference"] - 0.05) < 1e-12
-    assert bench.verdict({"mean": 0.90, "std": 0.0}, {"mean": 0.95, "std": 0.01})["verdict"] == \
-        "ResNet higher by more than the spread"
+from ..conftest import REPO
 
 
-def test_a_tiny_bench_reports_mean_and_std_over_seeds(tmp_path):
-    argv = ["--dataset", "digits", "--epochs", "1", "--seeds", "2", "--image-size", "8", "--out", str(tmp_path),
-            "--cache", str(tmp_path / "runs.jsonl")]
-    res = bench.main(argv)
-    saved = json.loads((tmp_path / "cv_models.json").read_text())
-    assert (tmp_path / "cv_models.png").exists()
-    for model in bench.MODELS:
-        r = saved["results"][model]
-        finals = [x["final_acc"] for x in r["runs"]]
-        assert [x["seed"] for x in r["runs"]] == [0, 1]
-        assert abs(r["final_acc"]["mean"] - np.mean(finals)) < 1e-12
-        assert abs(r["final_acc"]["std"] - np.std(finals, ddof=1)) < 1e-12
-    assert saved["summary"] == res["summary"]
-    again = bench.main(argv)          # every run from the cache
-    assert again["results"] == res["results"]
-    assert len([x for x in (tmp_path / "runs.jsonl").read_text().splitlines() if x.strip()]) == 4
+def test_quick_protocol_run_records_every_run_and_its_summary(tmp_path):
+    path, res = runner.run("cv_models", quick=True, root=REPO, results_dir=str(tmp_path), show_progress=False,
+                           log=lambda m: None)
+    saved = json.loads(open(path).read())
+    assert saved["quick"] and saved["params"] == {"dataset": "digits", "epochs": 1, "image_size": 8}
+    assert sorted((r["arm"], r["seed"]) for r in saved["runs"]) == [("resnest14_digits", 0), ("resnet14_digits", 0)]
+    rows = {r[0]: r for r in saved["tables"]["summary"]["rows"]}
+    for r in saved["runs"]:
+        m = r["metrics"]
+        assert 0.0 <= m["final_acc"] <= 1.0 and len(m["curve"]) == 1 and m["samples_per_s"] > 0
+        assert rows[r["arm"]][1] == f"{m['final_acc']:.4f}"       # one seed: the value itself, no spread
+    by = {r["arm"]: r["metrics"] for r in saved["runs"]}
+    crit = {c["id"]: c for c in saved["criteria"]}
+    diff = by["resnest14_digits"]["final_acc"] - by["resnet14_digits"]["final_acc"]
+    assert crit["accuracy_equal"]["interval"]["mean"] == pytest.approx(diff)
+    ratio = by["resnest14_digits"]["samples_per_s"] / by["resnet14_digits"]["samples_per_s"]
+    assert crit["resnest_slower"]["interval"]["mean"] == pytest.approx(math.log(ratio))
+    assert saved["verdict"] == "inconclusive"          # one seed: no interval, no decision
+    assert path.endswith(".json") and any(f.endswith(".png") for f in os.listdir(tmp_path / "cv_models"))
