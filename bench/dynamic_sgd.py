@@ -25,18 +25,17 @@ Large Minibatch SGD") and not tuned: eta = 0.1 x B/256, so eta_8 = 0.025 for B =
 workers, 0.4 at 128, 0.05 at 16); momentum 0.9 (MXNet's SGD, which keeps the rate inside its
 momentum buffer; no momentum compensation); weight decay 1e-4; a constant base rate (the resizes
 are the subject, not a decay); K = 20 steps, twice the momentum horizon 1/(1 - 0.9) over which
-Dynamic SGD says stale momentum acts (and the K of bench/elastic.py). Seeds 0..n-1: a seed fixes
-the initial weights and the data order, identical for the three policies, so differences are paired.
+Dynamic SGD says stale momentum acts (and the K of bench/elastic.py). A seed fixes the initial
+weights and the data order, identical for the four policies, so differences are paired.
 
-    PYTHONPATH=. OMP_NUM_THREADS=1 MXNET_CPU_WORKER_NTHREADS=1 .venv/bin/python bench/dynamic_sgd.py --seeds 5
+The protocol bench/protocols/dynamic_sgd.yaml fixes this plan, the seeds and the criteria (paired
+over seeds); the runner writes the result under bench/results/dynamic_sgd/.
 
-Writes bench/results/dynamic_sgd.json and bench/results/dynamic_sgd.png and prints a table.
+    gluon-suite bench run dynamic_sgd [--quick] [--seeds 0,1]
 """
-import argparse
 import math
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -199,12 +198,6 @@ def load_data():
     return xtr, ytr.astype(np.float32), xte, yte
 
 
-def _ms(values):
-    v = np.asarray(values, dtype=float)
-    return {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
-            "per_seed": [float(x) for x in v]}
-
-
 def change_metrics(rec, cfg):
     """Per resize: the mean loss over the ``window`` steps before, the largest loss in the
     ``window`` steps from the first one at the new batch, and the test accuracy just before and
@@ -222,66 +215,26 @@ def change_metrics(rec, cfg):
     return out
 
 
-def verdict(a, b, name_a, name_b):
-    """'<a> better than <b> by more than the spread', the reverse, or 'within noise', where the
-    spread is the larger of the two sample standard deviations over seeds."""
-    diff, spread = a["mean"] - b["mean"], max(a["std"], b["std"])
-    if abs(diff) <= spread:
-        word = "within noise"
-    else:
-        word = f"{name_a if diff > 0 else name_b} better by more than the spread"
-    return {"difference_points": 100 * diff, "spread_points": 100 * spread, "verdict": word}
-
-
-def summarise(runs, cfg):
-    """Per-policy means and standard deviations (ddof 1) of final accuracy and of each change's
-    metrics; ramp vs jump and ramp vs fixed verdicts, also as paired per-seed differences."""
-    summary = {}
-    for p, rs in runs.items():
-        changes = [change_metrics(r, cfg) for r in rs]
-        summary[p] = {"final_acc": _ms([r["final_acc"] for r in rs]),
-                      "diverged_runs": sum(r["diverged_at"] is not None for r in rs),
-                      "runs_ending_at_chance": sum(r["final_acc"] < 0.2 for r in rs),   # 10 classes
-                      "changes": [{"change": c0["change"], "step": c0["step"],
-                                   **{k: _ms([c[i][k] for c in changes])
-                                      for k in ("loss_before", "max_loss_after", "acc_before", "acc_after")}}
-                                  for i, c0 in enumerate(changes[0])]}
-    counts = [None] + runs["ramp"][0]["workers"]
-    largest = max(range(len(resize_steps(counts))),
-                  key=lambda i: abs(math.log(resize_steps(counts)[i][2] / resize_steps(counts)[i][1])))
-    comp = {}
-    for other in ("jump", "fixed", "ramp2"):
-        paired = [100 * (r["final_acc"] - o["final_acc"]) for r, o in zip(runs["ramp"], runs[other])]
-        comp[f"ramp_vs_{other}"] = {
-            "final_acc": verdict(summary["ramp"]["final_acc"], summary[other]["final_acc"], "ramp", other),
-            "acc_after_largest_change": verdict(summary["ramp"]["changes"][largest]["acc_after"],
-                                                summary[other]["changes"][largest]["acc_after"], "ramp", other),
-            "paired_final_diff_points": _ms(paired),
-            "acc_after_each_change": {
-                c["change"]: verdict(c["acc_after"], o["acc_after"], "ramp", other)
-                for c, o in zip(summary["ramp"]["changes"], summary[other]["changes"])}}
-    return summary, comp, largest
-
-
-def plot(runs, cfg, path):
-    """LR per step, training loss and test accuracy (mean and +-1 std bands over seeds)."""
+def plot(runs, cfg, path, n_train=4000):
+    """LR per step, training loss and test accuracy (mean and +-1 std bands over seeds); ``runs``
+    maps a policy to its runs' metrics (run_metrics)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     colors = {"fixed": "tab:gray", "jump": "tab:red", "ramp": "tab:blue", "ramp2": "tab:orange"}
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
-    n_train, off_scale = 4000, []
+    off_scale = []
     counts = plan(cfg, n_train)
     samples = np.cumsum([cfg["per_worker"] * w for w in counts[1:]]) / n_train
     for p, rs in runs.items():
         axes[0].plot(samples, rs[0]["lr"], color=colors[p], label=p)
         loss = np.array([r["loss"] for r in rs], dtype=float)
-        m, s = np.nanmean(loss, axis=0), np.nanstd(loss, axis=0, ddof=1)
+        m, s = np.nanmean(loss, axis=0), _std(loss)
         axes[1].plot(samples, m, color=colors[p], lw=1, label=p)
         axes[1].fill_between(samples, np.maximum(m - s, 1e-3), m + s, color=colors[p], alpha=0.2)
         ev = np.array([[a for _, _, a in r["evals"]] for r in rs]) * 100
         x = np.array([d for _, d, _ in rs[0]["evals"]]) / n_train
-        m, s = ev.mean(axis=0), ev.std(axis=0, ddof=1)
+        m, s = ev.mean(axis=0), _std(ev)
         if m[-1] < 85:
             off_scale.append(f"{p}: {m[-1]:.1f}% at the end (off scale)")
         axes[2].plot(x, m, color=colors[p], label=f"{p} (mean of {len(rs)})")
@@ -308,70 +261,93 @@ def plot(runs, cfg, path):
     fig.savefig(path, dpi=110)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--out", default=os.path.join(HERE, "results"))
-    ap.add_argument("--replot", action="store_true", help="redraw the plot from the JSON only")
-    args = ap.parse_args()
-    from gluon_suite.utils import write_json
-    cfg = dict(CONFIG)
-    if args.replot:
-        import json
-        with open(os.path.join(args.out, "dynamic_sgd.json")) as f:
-            res = json.load(f)
-        plot(res["runs"], {**cfg, **res["config"]}, os.path.join(args.out, "dynamic_sgd.png"))
-        return
-    data = load_data()
-    runs = {p: [] for p in POLICIES}
-    t_all = time.time()
-    for seed in range(args.seeds):
-        for p in POLICIES:
-            t = time.time()
-            r = simulate(p, seed, cfg, data)
-            r["wall_s"] = round(time.time() - t, 1)
-            runs[p].append(r)
-            print(f"{p:5s} seed {seed}: final accuracy {100 * r['final_acc']:.2f}%"
-                  + (f" (diverged at step {r['diverged_at']})" if r["diverged_at"] else "")
-                  + f" ({r['wall_s']} s)", flush=True)
-    wall = time.time() - t_all
-    summary, comp, largest = summarise(runs, cfg)
-    counts = [None] + runs["ramp"][0]["workers"]
-    result = {"benchmark": "dynamic_sgd", "date": time.strftime("%Y-%m-%d"), "seeds": args.seeds,
-              "config": {**cfg, "base_lr_8_workers": base_lr(cfg), "steps": len(counts) - 1,
-                         "resizes": [{"step": t0, "from": a, "to": b} for t0, a, b in resize_steps(counts)]},
-              "std": "sample standard deviation over seeds (ddof 1)",
-              "largest_change": summary["ramp"]["changes"][largest]["change"],
-              "summary": summary, "comparisons": comp, "wall_s": round(wall, 1),
-              "runs": {p: [{k: r[k] for k in ("final_acc", "diverged_at", "evals", "lr", "loss", "wall_s")}
-                           for r in rs] for p, rs in runs.items()}}
-    os.makedirs(args.out, exist_ok=True)
-    write_json(os.path.join(args.out, "dynamic_sgd.json"), result)
-    plot(runs, cfg, os.path.join(args.out, "dynamic_sgd.png"))
 
-    pct = lambda d: f"{100 * d['mean']:6.2f} ± {100 * d['std']:4.2f}"  # noqa: E731
-    print(f"\n{args.seeds} seeds, {len(counts) - 1} steps, workers {' -> '.join(map(str, cfg['workers']))}; "
-          f"mean ± sample std")
-    print(f"{'policy':7s} {'final acc (%)':>15s} " + " ".join(
-        f"{'acc ' + c['change'] + ' +' + str(cfg['window']):>17s}" for c in summary["ramp"]["changes"]))
-    for p, s in summary.items():
-        print(f"{p:7s} {pct(s['final_acc']):>15s} " + " ".join(f"{pct(c['acc_after']):>17s}" for c in s["changes"]))
-    print(f"\n{'policy':7s} " + " ".join(f"{'max loss ' + c['change'] + ' (before)':>26s}"
-                                         for c in summary["ramp"]["changes"]))
-    for p, s in summary.items():
-        print(f"{p:7s} " + " ".join(f"{c['max_loss_after']['mean']:8.3f} ± {c['max_loss_after']['std']:5.3f} "
-                                    f"({c['loss_before']['mean']:5.3f})" for c in s["changes"]))
-    for name, c in comp.items():
-        f, a = c["final_acc"], c["acc_after_largest_change"]
-        print(f"{name}: final {f['difference_points']:+.2f} points (spread {f['spread_points']:.2f}): {f['verdict']}; "
-              f"after {result['largest_change']} {a['difference_points']:+.2f} (spread {a['spread_points']:.2f}): "
-              f"{a['verdict']}; paired per seed {c['paired_final_diff_points']['mean']:+.2f} ± "
-              f"{c['paired_final_diff_points']['std']:.2f}")
-    for c, v in comp["ramp_vs_jump"]["acc_after_each_change"].items():
-        print(f"ramp vs jump, accuracy {cfg['window']} steps after {c}: {v['difference_points']:+.2f} points "
-              f"(spread {v['spread_points']:.2f}): {v['verdict']}")
-    print(f"wall time {wall:.0f} s; results: dynamic_sgd.json and dynamic_sgd.png in {os.path.relpath(args.out)}")
+
+def _std(a):
+    """The sample standard deviation over seeds (axis 0; ddof 1), zeros for one seed."""
+    import warnings
+    if len(a) < 2:
+        return np.zeros(a.shape[1:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # a step where every seed's loss is NaN
+        return np.nanstd(a, axis=0, ddof=1)
+
+
+def _finite(x):
+    """``x`` as a float, None when it is NaN or infinite (a result file holds no NaN)."""
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def change_key(change):
+    """'8->32' -> '8_32', the suffix of a resize's metrics."""
+    return change.replace("->", "_")
+
+
+def run_metrics(policy, seed, cfg, data):
+    """One simulated run as the runner records it: final accuracy, each resize's accuracy before
+    and ``window`` steps after (acc_before_W_W', acc_after_W_W'), loss before and largest loss after
+    (loss_before_W_W', max_loss_after_W_W'), divergence, and the per-step rate and loss and the test
+    accuracy curve ``[[step, samples, acc], ...]`` for the plot."""
+    rec = simulate(policy, seed, cfg, data)
+    out = {"final_acc": rec["final_acc"], "diverged": int(rec["diverged_at"] is not None),
+           "diverged_at": rec["diverged_at"], "ended_at_chance": int(rec["final_acc"] < 0.2)}   # 10 classes
+    for c in change_metrics(rec, cfg):
+        k = change_key(c["change"])
+        out.update({f"acc_before_{k}": c["acc_before"], f"acc_after_{k}": c["acc_after"],
+                    f"loss_before_{k}": _finite(c["loss_before"]),
+                    f"max_loss_after_{k}": _finite(c["max_loss_after"])})
+    out.update(evals=[[s, d, a] for s, d, a in rec["evals"]], lr=[float(x) for x in rec["lr"]],
+               loss=[_finite(x) for x in rec["loss"]])
+    return out
+
+
+def _pm(values, scale=1.0, digits=2):
+    """'mean ± sample std' of the values that are not None (scaled); 'n/a' when there are none."""
+    v = np.array([x for x in values if x is not None], dtype=float) * scale
+    if not len(v):
+        return "n/a"
+    std = f" ± {np.std(v, ddof=1):.{digits}f}" if len(v) > 1 else ""
+    missing = len(values) - len(v)
+    return f"{np.mean(v):.{digits}f}{std}" + (f" ({missing} diverged)" if missing else "")
+
+
+def _mean(values):
+    v = [x for x in values if x is not None]
+    return float(np.mean(v)) if v else float("nan")
+
+
+def evidence(ctx):
+    """The protocol bench/protocols/dynamic_sgd.yaml: every (seed, policy) run through ctx.measure,
+    the accuracy and loss-spike tables, and the plot of rates, losses and accuracies."""
+    cfg = {**CONFIG, **ctx.params}
+    data = load_data()
+    counts = plan(cfg, len(data[0]))
+    changes = [f"{a}->{b}" for _, a, b in resize_steps(counts)]
+    runs = {p: [] for p in ctx.arms}
+    for seed, policy in ctx.progress([(s, p) for s in ctx.seeds for p in ctx.arms], desc="dynamic_sgd runs"):
+        runs[policy].append(ctx.measure(policy, seed, lambda: run_metrics(policy, seed, cfg, data)))
+    n = len(ctx.seeds)
+    ctx.table("accuracy", ["policy", "final"] + [f"{cfg['window']} steps after {c}" for c in changes],
+              [[p, _pm([r["final_acc"] for r in rs], 100)]
+               + [_pm([r[f"acc_after_{change_key(c)}"] for r in rs], 100) for c in changes]
+               for p, rs in runs.items()],
+              caption=f"Test accuracy (%), mean ± sample standard deviation over {n} seed(s).")
+    ctx.table("loss_spike", ["policy"] + changes,
+              [[p] + [f"{_pm([r[f'max_loss_after_{change_key(c)}'] for r in rs], digits=3)} "
+                      f"({_mean([r[f'loss_before_{change_key(c)}'] for r in rs]):.3f})"
+                      for c in changes] for p, rs in runs.items()],
+              caption=f"Largest training loss in the {cfg['window']} steps from the first at the new batch, "
+                      f"mean ± sample standard deviation over {n} seed(s); in brackets the mean loss over "
+                      f"the {cfg['window']} steps before the resize.")
+    ctx.note("steps", len(counts) - 1)
+    ctx.note("resizes", [{"step": t0, "from": a, "to": b} for t0, a, b in resize_steps(counts)])
+    ctx.note("base_lr_8_workers", base_lr(cfg))
+    ctx.note("diverged_runs", {p: sum(r["diverged"] for r in rs) for p, rs in runs.items()})
+    plot(runs, cfg, ctx.figure(".png"), n_train=len(data[0]))
 
 
 if __name__ == "__main__":
-    main()
+    from gluon_suite.cli import entry
+    sys.argv = ["gluon-suite", "bench", "run", "dynamic_sgd", *sys.argv[1:]]
+    entry()

@@ -7,28 +7,43 @@ policies:
 - jump:  on every resize the rate jumps at once to the linearly scaled value (K = 1);
 - ramp:  up linearly over K steps, down at once (ElasticRamp; docs/methods.md, "Dynamic SGD").
 
-Final test accuracy over several seeds; JSON in bench/results/elastic.json and a plot of the
-learning rate and the accuracy over training in bench/results/elastic.png.
+The protocol bench/protocols/elastic.yaml fixes the plan (rate 0.2 for 4 workers x 8, 6 epochs,
+2 workers leave at epoch 1.0 and come back at 2.5, K = 20), the seeds and the criteria (paired over
+seeds); the runner writes the result, a table of final accuracies and a plot of the rate and the
+accuracy over training under bench/results/elastic/. Each job is a ``gluon-suite launch`` of
+bench/_elastic_worker.py on this machine (sudo-free).
 
-    sudo-free, one machine:  .venv/bin/python bench/elastic.py [--seeds 3] [--ramp 20]
+    gluon-suite bench run elastic [--quick] [--seeds 0,1]
 """
-import argparse
 import json
 import os
 import subprocess
 import sys
-import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
+VARIANTS = ("fixed", "jump", "ramp")
 FOUR = "localhost:2\n127.0.0.1:2\n"  # Horovod removes or adds the second host name's 2 slots
 TWO = "localhost:2\n"
 
 
-def run(variant, seed, args, tmp):
+def plan(variant, p):
+    """The worker's PLAN: ``[[epoch progress, hosts-file text], ...]``; none for fixed."""
+    return [] if variant == "fixed" else [[p["shrink_at"], TWO], [p["grow_at"], FOUR]]
+
+
+def job_env(variant, seed, p, out):
+    """The environment of one job's workers (bench/_elastic_worker.py reads it)."""
+    return dict(os.environ, OUT=out, PLAN=json.dumps(plan(variant, p)), LR=str(p["lr"]),
+                RAMP=str(1 if variant == "jump" else p["ramp"]), EPOCHS=str(p["epochs"]),
+                BATCH=str(p["batch"]), SEED=str(seed), REF_WORKERS="4", OMP_NUM_THREADS="1",
+                MXNET_CPU_WORKER_NTHREADS="1", PYTHONPATH=REPO)
+
+
+def run(variant, seed, p, tmp):
+    """One elastic job; rank 0's result.json (final_acc, accs, trace, workers_at_end)."""
     out = os.path.join(tmp, f"{variant}-{seed}")
     os.makedirs(out)
     with open(os.path.join(out, "hosts.txt"), "w") as f:
@@ -37,87 +52,70 @@ def run(variant, seed, args, tmp):
     with open(disc, "w") as f:
         f.write(f"#!/bin/sh\ncat {out}/hosts.txt\n")
     os.chmod(disc, 0o755)
-    plan = [] if variant == "fixed" else [[args.shrink_at, TWO], [args.grow_at, FOUR]]
-    env = dict(os.environ, OUT=out, PLAN=json.dumps(plan), LR=str(args.lr),
-               RAMP=str(1 if variant == "jump" else args.ramp), EPOCHS=str(args.epochs),
-               BATCH=str(args.batch), SEED=str(seed), REF_WORKERS="4", OMP_NUM_THREADS="1",
-               MXNET_CPU_WORKER_NTHREADS="1", PYTHONPATH=REPO)
     cli = os.path.join(os.path.dirname(sys.executable), "gluon-suite")
-    t0 = time.time()
-    p = subprocess.run([cli, "launch", "-np", "4", "--min-np", "2", "--max-np", "4",
-                        "--host-discovery-script", disc, "--network-interface", "lo", "--",
-                        sys.executable, os.path.join(HERE, "_elastic_worker.py")],
-                       env=env, capture_output=True, text=True, timeout=900)
-    if p.returncode != 0:
-        raise SystemExit(f"{variant} seed {seed} failed:\n{p.stdout[-3000:]}\n{p.stderr[-2000:]}")
+    proc = subprocess.run([cli, "launch", "-np", "4", "--min-np", "2", "--max-np", "4",
+                           "--host-discovery-script", disc, "--network-interface", "lo", "--",
+                           sys.executable, os.path.join(HERE, "_elastic_worker.py")],
+                          env=job_env(variant, seed, p, out), capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{variant} seed {seed} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
     with open(os.path.join(out, "result.json")) as f:
-        res = json.load(f)
-    res["wall_s"] = round(time.time() - t0, 1)
-    return res
+        return json.load(f)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--ramp", type=int, default=20, help="K: ramp length in steps")
-    ap.add_argument("--lr", type=float, default=0.2, help="rate for 4 workers x --batch")
-    ap.add_argument("--batch", type=int, default=8, help="per worker")
-    ap.add_argument("--epochs", type=int, default=6)
-    ap.add_argument("--shrink-at", type=float, default=1.0, help="epoch at which 2 workers leave")
-    ap.add_argument("--grow-at", type=float, default=2.5, help="epoch at which they come back")
-    args = ap.parse_args()
-    import numpy as np
-    from gluon_suite.utils import write_json
-
-    tmp = tempfile.mkdtemp(prefix="elastic-bench-")
-    runs = {v: [] for v in ("fixed", "jump", "ramp")}
-    for seed in range(args.seeds):
-        for variant in runs:
-            r = run(variant, seed, args, tmp)
-            runs[variant].append(r)
-            print(f"{variant:5s} seed {seed}: final accuracy {r['final_acc']:.4f} ({r['wall_s']} s)", flush=True)
-    summary = {v: {"final_acc_mean": float(np.mean([r["final_acc"] for r in rs])),
-                   "final_acc_std": float(np.std([r["final_acc"] for r in rs])),
-                   "final_acc": [r["final_acc"] for r in rs]} for v, rs in runs.items()}
-    f, j, r = (summary[v]["final_acc_mean"] for v in ("fixed", "jump", "ramp"))
-    result = {"benchmark": "elastic", "date": time.strftime("%Y-%m-%d"), "config": vars(args),
-              "schedule": f"4 workers -> 2 at epoch {args.shrink_at} -> 4 at epoch {args.grow_at}",
-              "summary": summary, "ramp_minus_jump_points": 100 * (r - j),
-              "ramp_minus_fixed_points": 100 * (r - f),
-              "runs": {v: [{k: x[k] for k in ("final_acc", "accs", "wall_s")} for x in rs]
-                       for v, rs in runs.items()}}
-    write_json(os.path.join(HERE, "results", "elastic.json"), result)
-
+def plot(runs, p, path):
+    """The first seed's rate over training and the mean test accuracy at every epoch end."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
     for v, c in (("fixed", "tab:gray"), ("jump", "tab:red"), ("ramp", "tab:blue")):
+        if not runs.get(v):
+            continue
         tr = np.array(runs[v][0]["trace"])
         a1.plot(tr[:, 0], tr[:, 2], color=c, label=v)
-        accs = np.array([[a[0] for a in x["accs"]] for x in runs[v]], dtype=float)
+        epochs = [a[0] for a in runs[v][0]["accs"]]
         vals = np.array([[a[1] for a in x["accs"]] for x in runs[v]])
-        a2.plot(accs[0], 100 * vals.mean(axis=0), "o-", color=c, label=f"{v} (mean of {args.seeds})")
-    for x in (args.shrink_at, args.grow_at):
+        a2.plot(epochs, 100 * vals.mean(axis=0), "o-", color=c, label=f"{v} (mean of {len(runs[v])})")
+    for x in (p["shrink_at"], p["grow_at"]):
         a1.axvline(x, ls=":", color="k")
     a1.set_xlabel("epoch")
     a1.set_ylabel("learning rate")
-    a1.set_title("4 -> 2 -> 4 workers, per-worker batch fixed")
+    a1.set_title("4 -> 2 -> 4 workers, per-worker batch fixed (first seed)")
     a1.legend()
     a2.set_xlabel("epoch")
     a2.set_ylabel("test accuracy (%)")
     a2.legend()
     fig.tight_layout()
-    fig.savefig(os.path.join(HERE, "results", "elastic.png"), dpi=110)
+    fig.savefig(path, dpi=110)
 
-    print(f"\n{'policy':8s} {'final acc (mean)':>17s} {'std':>7s}   per seed")
-    for v, s in summary.items():
-        print(f"{v:8s} {100 * s['final_acc_mean']:16.2f}% {100 * s['final_acc_std']:6.2f}   "
-              + " ".join(f"{100 * a:.2f}" for a in s["final_acc"]))
-    print(f"ramp - jump: {100 * (r - j):+.2f} points (target >= 0); ramp - fixed: {100 * (r - f):+.2f} points "
-          "(target within 0.5)")
-    print("results: bench/results/elastic.json, bench/results/elastic.png")
+
+def evidence(ctx):
+    """The protocol bench/protocols/elastic.yaml: one elastic job per (seed, policy) through
+    ctx.measure, a table of final accuracies and the plot."""
+    import numpy as np
+    p = ctx.params
+    runs = {v: [] for v in ctx.arms}
+    for seed, variant in ctx.progress([(s, v) for s in ctx.seeds for v in ctx.arms], desc="elastic jobs"):
+        def job():
+            r = run(variant, seed, p, ctx.workdir)
+            return {"final_acc": r["final_acc"], "accs": r["accs"], "workers_at_end": r["workers_at_end"],
+                    "trace": r["trace"]}
+        runs[variant].append(ctx.measure(variant, seed, job))
+    rows = []
+    for v, rs in runs.items():
+        accs = [100 * r["final_acc"] for r in rs]
+        sd = f" ± {np.std(accs, ddof=1):.2f}" if len(accs) > 1 else ""
+        rows.append([v, f"{np.mean(accs):.2f}{sd}", " ".join(f"{a:.2f}" for a in accs)])
+    ctx.table("final_accuracy", ["policy", "final test accuracy (%), mean ± sd", "per seed"], rows,
+              caption=f"Seeds {', '.join(map(str, ctx.seeds))}; one test image is {100 / 359:.2f} points.")
+    ctx.note("schedule", f"4 workers -> 2 at epoch {p['shrink_at']} -> 4 at epoch {p['grow_at']}"
+                         f" (fixed: 4 throughout), {p['epochs']} epochs")
+    plot(runs, p, ctx.figure(".png"))
 
 
 if __name__ == "__main__":
-    main()
+    from gluon_suite.cli import entry
+    sys.argv = ["gluon-suite", "bench", "run", "elastic", *sys.argv[1:]]
+    entry()

@@ -68,10 +68,28 @@ def test_evaluations_and_change_metrics(tiny_runs):
     assert m[0]["loss_before"] == pytest.approx(np.mean(rec["loss"][6:8]))
 
 
-def test_verdict_says_within_noise_when_the_difference_is_not_above_the_spread():
-    a, b = {"mean": 0.95, "std": 0.01}, {"mean": 0.945, "std": 0.005}   # 0.5 points, spread 1
-    assert bench.verdict(a, b, "ramp", "jump")["verdict"] == "within noise"
-    assert bench.verdict({"mean": 0.97, "std": 0.01}, b, "ramp", "jump")["verdict"] == \
-        "ramp better by more than the spread"
-    assert bench.verdict(b, {"mean": 0.97, "std": 0.01}, "ramp", "jump")["verdict"] == \
-        "jump better by more than the spread"
+def test_run_metrics_name_each_resize_and_hold_no_nan(tiny_runs):
+    rec = tiny_runs["jump"]
+    ch = bench.change_metrics(rec, TINY)
+    assert bench.change_key("128->16") == "128_16"
+    # run_metrics reads the same numbers from a fresh run of the same seed (the run is deterministic)
+    from gluon_suite.cv.data import load_mnist5k
+    xtr, ytr = load_mnist5k("train")
+    xte, yte = load_mnist5k("test")
+    data = (xtr[::125], ytr[::125].astype(np.float32), xte[:50], yte[:50])
+    m = bench.run_metrics("jump", 0, TINY, data)
+    assert m["final_acc"] == rec["final_acc"] and m["diverged"] == 0 and m["diverged_at"] is None
+    assert m["acc_after_2_8"] == ch[0]["acc_after"] and m["acc_before_8_1"] == ch[1]["acc_before"]
+    assert m["max_loss_after_2_8"] == ch[0]["max_loss_after"]
+    assert m["lr"] == pytest.approx([0.01] * 8 + [0.04] * 4 + [0.005] * 16)
+    assert len(m["loss"]) == 28 and all(x is None or np.isfinite(x) for x in m["loss"])
+
+
+def test_finite_and_table_cells_by_hand():
+    assert bench._finite(float("nan")) is None and bench._finite(float("inf")) is None
+    assert bench._finite(np.float32(0.5)) == 0.5
+    # mean 96.0, sample sd of (95.5, 96.0, 96.5) = 0.5
+    assert bench._pm([0.955, 0.96, 0.965], 100) == "96.00 ± 0.50"
+    assert bench._pm([0.1234], digits=3) == "0.123"
+    assert bench._pm([0.1, None, 0.3], digits=3) == "0.200 ± 0.141 (1 diverged)"
+    assert bench._pm([None]) == "n/a"
