@@ -1,35 +1,40 @@
 #!/usr/bin/env python
 """Predicted vs measured scaling factor on the bandwidth-limited namespace testbed (needs root).
 
-Two regimes, each a JSON and a plot in bench/results/:
+Two protocols run this bench (``params.regime``):
 
-``--regime comm`` (whatif_validation.json): for 2 and 4 hosts at 50, 200 and 1000 Mbit/s, Horovod
-workers (one per namespace) train a 10M-parameter MLP with synchronous SGD; each step is timed in
-three parts (compute, gradient allreduce, update). The measured scaling factor is compute / step;
-the what-if model predicts it from the measured compute times, the gradient sizes, the link
-bandwidth measured with a plain socket on the same testbed, and one fused allreduce after backward
-(no overlap). Almost purely communication-bound: scaling factors 0.01-0.3.
+``whatif_validation`` (regime comm, bench/protocols/whatif_validation.yaml): for 2 and 4 hosts at
+50, 200 and 1000 Mbit/s, Horovod workers (one per namespace) train a 10M-parameter MLP with
+synchronous SGD; each step is timed in three parts (compute, gradient allreduce, update). The
+measured scaling factor is compute / step; the what-if model predicts it from the measured compute
+times, the gradient sizes, the link bandwidth measured with a plain socket on the same testbed, and
+one fused allreduce after backward (no overlap). Almost purely communication-bound: scaling factors
+0.01-0.3. A repeat ("seed") is one sweep over every point.
 
-``--regime balanced`` (whatif_balanced.json): a CNN with real compute (1.6M parameters, most of
-them in the classifier, whose gradients backward produces first), 1 MB buckets, and link rates
-chosen so that communication and compute are of the same size (scaling factors 0.3-0.95). Each
-worker alternates two kinds of steps: profiled steps (forward, backward with each gradient's
-measured ready time, allreduce and update timed apart) and plain steps (forward, backward and
-``trainer.step`` back to back, so the engine overlaps the buckets' allreduces with the rest of
-backward). Measured scaling factor = profiled compute / plain step. The prediction uses the
-profiled times, each bucket's measured ready time (its last gradient's), the socket bandwidth,
-and the CPU cost of communication: the process's CPU time during the profiled allreduce per byte
-sent (the testbed's hosts share this machine's cores, so a transfer that overlaps backward takes
-CPU from it), and gamma, the allreduce's local time per byte (copies, reductions, socket calls),
-measured once per host count apart from the points: the same buckets allreduced alone with the
-links at 20 Gbit/s, minus the wire time at the socket bandwidth there. The predictions without
-gamma, and without both costs, are reported beside it. Run with MXNet's bulk execution on (its
-default: backward runs in bulk segments) and off (``MXNET_EXEC_BULK_EXEC_TRAIN=0``: gradients
-ready layer by layer). ``--repeats`` jobs per point give the spread.
+``whatif_balanced`` (regime balanced, bench/protocols/whatif_balanced.yaml): a CNN with real
+compute (1.7M parameters, most of them in the classifier, whose gradients backward produces
+first), 1 MB buckets, and link rates chosen so that communication and compute are of the same size
+(scaling factors 0.3-0.95). Each worker alternates two kinds of steps: profiled steps (forward,
+backward with each gradient's measured ready time, allreduce and update timed apart) and plain
+steps (forward, backward and ``trainer.step`` back to back, so the engine overlaps the buckets'
+allreduces with the rest of backward). Measured scaling factor = profiled compute / plain step.
+The prediction uses the profiled times, each bucket's measured ready time (its last gradient's),
+the socket bandwidth, and the CPU cost of communication: the process's CPU time during the profiled
+allreduce per byte sent (the testbed's hosts share this machine's cores, so a transfer that
+overlaps backward takes CPU from it), and gamma, the allreduce's local time per byte (copies,
+reductions, socket calls), measured once per host count apart from the points: the same buckets
+allreduced alone with the links at 20 Gbit/s, minus the wire time at the socket bandwidth there.
+The predictions without gamma, and without both costs, are reported beside it. Run with MXNet's
+bulk execution on (its default: backward runs in bulk segments) and off
+(``MXNET_EXEC_BULK_EXEC_TRAIN=0``: gradients ready layer by layer). A repeat ("seed") is one job
+per point and bulk setting, each point on a fresh testbed.
 
-    sudo .venv/bin/python bench/whatif_validation.py [--regime comm|balanced] [--repeats 3]
+    sudo .venv/bin/gluon-suite bench run whatif_validation [--quick]
+    sudo .venv/bin/gluon-suite bench run whatif_balanced [--quick]
+
+``--worker``, ``--balanced-worker`` and ``--allreduce-worker`` are the roles of the Horovod
+processes the bench starts on the testbed.
 """
-import argparse
 import json
 import os
 import subprocess
@@ -39,6 +44,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 LATENCY = 100e-6       # per message, for the model
 FREE_MBIT = 20000.0    # the calibration's link rate: above what the testbed's hosts can push
 
@@ -224,53 +230,6 @@ def run_job(tb, mode, env):
             return json.load(f)
 
 
-def run_comm(args):
-    from gluon_suite.whatif.testbed import Testbed
-    from gluon_suite.whatif import StepProfile, predict
-    from gluon_suite.utils import write_json
-    results = []
-    for hosts in (2, 4):
-        for rate in (50, 200, 1000):
-            with Testbed(hosts, rate) as tb:
-                bw = socket_bandwidth(tb, rate)
-                m = run_job(tb, "--worker", {"STEPS": "3"})
-            if m is None:
-                continue
-            prof = StepProfile(m["forward"], m["backward"], m["grad_bytes"], m["opt"],
-                               ready=[m["backward"]] * len(m["grad_bytes"]))
-            pred = predict(prof, hosts, bw, latency=LATENCY, fusion_bytes=1 << 62)
-            measured_sf = (m["forward"] + m["backward"] + m["opt"]) / m["step"]
-            row = {"hosts": hosts, "rate_mbit": rate, "socket_MBps": bw / 1e6, "measured": m,
-                   "measured_sf": measured_sf, "predicted_sf": pred["scaling_factor"],
-                   "predicted_step_s": pred["step_s"],
-                   "rel_error": abs(pred["scaling_factor"] - measured_sf) / measured_sf,
-                   "measured_utilisation": 2 * (hosts - 1) / hosts * sum(m["grad_bytes"]) / m["comm"] / (rate * 1e6 / 8)}
-            results.append(row)
-            print(f"{hosts} hosts {rate:>5} Mbit/s: socket {bw / 1e6:6.1f} MB/s  step {m['step']:.3f} s "
-                  f"(comm {m['comm']:.3f})  SF measured {measured_sf:.3f} predicted {pred['scaling_factor']:.3f}  "
-                  f"error {row['rel_error'] * 100:.1f}%  link utilisation {row['measured_utilisation']:.2f}", flush=True)
-    write_json(os.path.join(args.out, "whatif_validation.json"),
-               {"benchmark": "whatif_validation", "date": time.strftime("%Y-%m-%d"),
-                "model": "MLP 784-2048-2048-2048-10 (10.0M parameters), batch 32, sync SGD",
-                "max_rel_error": max(r["rel_error"] for r in results), "results": results})
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for hosts, mk in ((2, "o"), (4, "s")):
-        rs = [r for r in results if r["hosts"] == hosts]
-        ax.plot([r["rate_mbit"] for r in rs], [r["measured_sf"] for r in rs], mk + "-", label=f"{hosts} hosts measured")
-        ax.plot([r["rate_mbit"] for r in rs], [r["predicted_sf"] for r in rs], mk + "--", label=f"{hosts} hosts predicted")
-    ax.set_xscale("log")
-    ax.set_xlabel("link rate (Mbit/s)")
-    ax.set_ylabel("scaling factor")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(os.path.join(args.out, "whatif_validation.png"), dpi=100)
-    print(f"max relative error {max(r['rel_error'] for r in results) * 100:.1f}%; results: "
-          f"{os.path.join(args.out, 'whatif_validation.json')}")
-
-
 def comm_cpu_per_byte(m, hosts):
     """CPU seconds per byte sent, from the profiled steps' allreduce: the process's CPU time during
     it over the bytes a worker sends in a ring allreduce of every bucket, 2(n-1)/n of them."""
@@ -312,7 +271,8 @@ def allreduce_local_cost(hosts, steps, repeats):
         jobs = [run_job(tb, "--allreduce-worker", {"STEPS": str(steps)}) for _ in range(repeats)]
     jobs = [j for j in jobs if j is not None]
     if not jobs:
-        raise SystemExit(f"the allreduce calibration failed at {hosts} hosts")
+        from gluon_suite.utils.errors import GluonSuiteError
+        raise GluonSuiteError(f"the allreduce calibration failed at {hosts} hosts")
     sizes = jobs[0]["bucket_bytes"]
     t = float(np.median([j["allreduce_s"] for j in jobs]))
     gamma, wire = gamma_from(t, sizes, hosts, bw)
@@ -324,102 +284,239 @@ def allreduce_local_cost(hosts, steps, repeats):
             "gamma_ns_per_byte": gamma * 1e9}
 
 
-def run_balanced(args):
-    import numpy as np
+def parse_points(points):
+    """``["2@50", "4@1000"]`` (hosts@Mbit/s) as ``[(2, 50.0), (4, 1000.0)]``."""
+    return [(int(h), float(r)) for h, r in (str(p).split("@") for p in points)]
+
+
+def comm_point(hosts, rate, steps):
+    """One point of the communication-bound regime: a testbed of ``hosts`` at ``rate`` Mbit/s, its
+    socket bandwidth, one MLP job of ``steps`` measured steps; the measured and predicted scaling
+    factors (None if a worker failed)."""
+    from gluon_suite.whatif import StepProfile, predict
     from gluon_suite.whatif.testbed import Testbed
-    from gluon_suite.utils import write_json
-    points = [(int(h), float(r)) for h, r in (p.split("@") for p in args.points.split(","))]
-    bulks = [b for b in args.bulk.split(",") if b]
-    results = []
-    calib = {h: allreduce_local_cost(h, args.steps, args.repeats) for h in sorted({h for h, _ in points})}
-    for hosts, rate in points:
+    with Testbed(hosts, rate) as tb:
+        bw = socket_bandwidth(tb, rate)
+        m = run_job(tb, "--worker", {"STEPS": str(steps)})
+    if m is None:
+        return None
+    prof = StepProfile(m["forward"], m["backward"], m["grad_bytes"], m["opt"],
+                       ready=[m["backward"]] * len(m["grad_bytes"]))
+    pred = predict(prof, hosts, bw, latency=LATENCY, fusion_bytes=1 << 62)
+    measured_sf = (m["forward"] + m["backward"] + m["opt"]) / m["step"]
+    row = {"hosts": hosts, "rate_mbit": rate, "socket_MBps": bw / 1e6, "step_s": m["step"], "comm_s": m["comm"],
+           "measured_sf": measured_sf, "predicted_sf": pred["scaling_factor"], "predicted_step_s": pred["step_s"],
+           "rel_error": abs(pred["scaling_factor"] - measured_sf) / measured_sf,
+           "measured_utilisation": 2 * (hosts - 1) / hosts * sum(m["grad_bytes"]) / m["comm"] / (rate * 1e6 / 8)}
+    print(f"{hosts} hosts {rate:>5g} Mbit/s: socket {bw / 1e6:6.1f} MB/s  step {m['step']:.3f} s "
+          f"(comm {m['comm']:.3f})  SF measured {measured_sf:.3f} predicted {pred['scaling_factor']:.3f}  "
+          f"error {row['rel_error'] * 100:.1f}%  link utilisation {row['measured_utilisation']:.2f}", flush=True)
+    return row
+
+
+def comm_sweep(p):
+    """One repeat of the communication-bound regime: every point of ``p["points"]``; the worst
+    relative error (None if a point failed) and the per-point values."""
+    rows, failed = [], []
+    for hosts, rate in parse_points(p["points"]):
+        r = comm_point(hosts, rate, int(p["steps"]))
+        if r is None:
+            failed.append(f"{hosts}@{rate:g}")
+        else:
+            rows.append(r)
+    return {"max_rel_error": max(r["rel_error"] for r in rows) if rows and not failed else None,
+            "failed_points": failed, "points": rows}
+
+
+def balanced_job(tb, hosts, bw, bulk, p, gamma):
+    """One balanced-regime job on testbed ``tb`` with MXNet bulk execution ``bulk``; measured and
+    predicted scaling factors (with gamma and kappa, without gamma, with free communication)."""
+    env = {"STEPS": str(p["steps"]), "BATCH": str(p["batch"]), "BUCKET_MB": str(p["bucket_mb"])}
+    if bulk == "off":
+        env["MXNET_EXEC_BULK_EXEC_TRAIN"] = "0"
+    m = run_job(tb, "--balanced-worker", env)
+    if m is None:
+        return None
+    pred = predict_balanced(m, hosts, bw, gamma=gamma)
+    nog = predict_balanced(m, hosts, bw)
+    free = predict_balanced(m, hosts, bw, comm_cpu=False)
+    compute = m["forward"] + m["backward"] + m["opt"]
+    sf = compute / m["step"]
+    lo, hi = p["range"]
+    row = {"hosts": hosts, "rate_mbit": tb.rate, "bulk": bulk, "socket_MBps": bw / 1e6, "compute_s": compute,
+           "step_s": m["step"], "comm_cpu_ns_per_byte": comm_cpu_per_byte(m, hosts) * 1e9,
+           "gamma_ns_per_byte": gamma * 1e9, "measured_sf": sf, "predicted_sf": pred["scaling_factor"],
+           "predicted_step_s": pred["step_s"], "predicted_sf_without_gamma": nog["scaling_factor"],
+           "predicted_sf_free_comm": free["scaling_factor"], "in_range": lo <= sf <= hi,
+           "buckets": m["buckets"]}
+    for k, key in (("rel_error", "predicted_sf"), ("rel_error_without_gamma", "predicted_sf_without_gamma"),
+                   ("rel_error_free_comm", "predicted_sf_free_comm")):
+        row[k] = abs(row[key] - sf) / sf
+    print(f"{hosts} hosts {tb.rate:>6g} Mbit/s bulk {bulk:>7}: socket {bw / 1e6:6.1f} MB/s  compute {compute:.3f} s  "
+          f"step {m['step']:.3f} s  SF measured {sf:.3f} predicted {row['predicted_sf']:.3f}  error "
+          f"{row['rel_error'] * 100:.1f}%  (kappa {row['comm_cpu_ns_per_byte']:.2f} ns/B; without gamma "
+          f"{row['rel_error_without_gamma'] * 100:.1f}%, free comm {row['rel_error_free_comm'] * 100:.1f}%)", flush=True)
+    return row
+
+
+def _worst(rows, key="rel_error", **match):
+    xs = [r[key] for r in rows if r["in_range"] and all(r[k] == v for k, v in match.items())]
+    return max(xs) if xs else None
+
+
+def balanced_sweep(p, calib):
+    """One repeat of the balanced regime: one job per (point, bulk setting), each point on a fresh
+    testbed with its socket bandwidth measured; the worst relative error among the jobs whose
+    measured scaling factor is in ``p["range"]`` (overall, per bulk setting, and without gamma)."""
+    from gluon_suite.whatif.testbed import Testbed
+    rows, failed = [], []
+    for hosts, rate in parse_points(p["points"]):
         gamma = calib[hosts]["gamma_ns_per_byte"] * 1e-9
-        for bulk in bulks:
-            env = {"STEPS": str(args.steps), "BATCH": str(args.batch), "BUCKET_MB": str(args.bucket_mb)}
-            if bulk == "off":
-                env["MXNET_EXEC_BULK_EXEC_TRAIN"] = "0"
-            reps = []
-            with Testbed(hosts, rate) as tb:
-                bw = socket_bandwidth(tb, rate)
-                for _ in range(args.repeats):
-                    m = run_job(tb, "--balanced-worker", env)
-                    if m is not None:
-                        pred = predict_balanced(m, hosts, bw, gamma=gamma)
-                        nog = predict_balanced(m, hosts, bw)
-                        free = predict_balanced(m, hosts, bw, comm_cpu=False)
-                        compute = m["forward"] + m["backward"] + m["opt"]
-                        reps.append({"measured": m, "measured_sf": compute / m["step"],
-                                     "comm_cpu_ns_per_byte": comm_cpu_per_byte(m, hosts) * 1e9,
-                                     "predicted_sf": pred["scaling_factor"], "predicted_step_s": pred["step_s"],
-                                     "predicted_sf_without_gamma": nog["scaling_factor"],
-                                     "predicted_sf_free_comm": free["scaling_factor"]})
-            if not reps:
-                continue
-            ms, ps = [r["measured_sf"] for r in reps], [r["predicted_sf"] for r in reps]
-            fs = [r["predicted_sf_free_comm"] for r in reps]
-            gs = [r["predicted_sf_without_gamma"] for r in reps]
-            row = {"hosts": hosts, "rate_mbit": rate, "bulk": bulk, "socket_MBps": bw / 1e6, "repeats": reps,
-                   "gamma_ns_per_byte": gamma * 1e9, "predicted_sf_without_gamma": float(np.mean(gs)),
-                   "comm_cpu_ns_per_byte": float(np.median([r["comm_cpu_ns_per_byte"] for r in reps])),
-                   "predicted_sf_free_comm": float(np.mean(fs)),
-                   "measured_sf": float(np.mean(ms)), "measured_sf_std": float(np.std(ms, ddof=1)) if len(ms) > 1 else 0.0,
-                   "predicted_sf": float(np.mean(ps)), "predicted_sf_std": float(np.std(ps, ddof=1)) if len(ps) > 1 else 0.0}
-            row["rel_error"] = abs(row["predicted_sf"] - row["measured_sf"]) / row["measured_sf"]
-            row["rel_error_free_comm"] = abs(row["predicted_sf_free_comm"] - row["measured_sf"]) / row["measured_sf"]
-            row["rel_error_without_gamma"] = (abs(row["predicted_sf_without_gamma"] - row["measured_sf"])
-                                              / row["measured_sf"])
-            row["in_balanced_range"] = 0.3 <= row["measured_sf"] <= 0.95
-            results.append(row)
-            m = reps[0]["measured"]
-            print(f"{hosts} hosts {rate:>6g} Mbit/s bulk {bulk:>7}: socket {bw / 1e6:6.1f} MB/s  compute "
-                  f"{m['forward'] + m['backward'] + m['opt']:.3f} s  step {m['step']:.3f} s  SF measured "
-                  f"{row['measured_sf']:.3f} +- {row['measured_sf_std']:.3f}  predicted {row['predicted_sf']:.3f}  "
-                  f"error {row['rel_error'] * 100:.1f}%  (comm CPU {row['comm_cpu_ns_per_byte']:.2f} ns/B; free comm: "
-                  f"{row['predicted_sf_free_comm']:.3f}, {row['rel_error_free_comm'] * 100:.1f}%; without gamma: "
-                  f"{row['predicted_sf_without_gamma']:.3f}, {row['rel_error_without_gamma'] * 100:.1f}%)", flush=True)
-    inside = [r for r in results if r["in_balanced_range"]]
-    summary = {"points": len(results), "points_in_0.3_0.95": len(inside),
-               "max_rel_error_in_range": max((r["rel_error"] for r in inside), default=None),
-               "max_rel_error": max((r["rel_error"] for r in results), default=None),
-               "max_rel_error_in_range_free_comm": max((r["rel_error_free_comm"] for r in inside), default=None),
-               "max_rel_error_in_range_without_gamma": max((r["rel_error_without_gamma"] for r in inside),
-                                                           default=None)}
-    for bulk in bulks:
-        summary[f"max_rel_error_in_range_bulk_{bulk}"] = max(
-            (r["rel_error"] for r in inside if r["bulk"] == bulk), default=None)
-    write_json(os.path.join(args.out, "whatif_balanced.json"),
-               {"benchmark": "whatif_balanced", "date": time.strftime("%Y-%m-%d"),
-                "model": "CNN 5 conv + 2 dense (1.72M parameters, 1.58M in the first dense layer), batch "
-                         f"{args.batch}, 3x32x32, sync SGD, {args.bucket_mb:g} MB buckets",
-                "steps_per_job": args.steps, "repeats": args.repeats,
-                "spread": "sample std (ddof 1) over the repeated jobs of a point",
-                "allreduce_local_cost": list(calib.values()), **summary, "results": results})
+        with Testbed(hosts, rate) as tb:
+            bw = socket_bandwidth(tb, rate)
+            for bulk in p["bulk"]:
+                r = balanced_job(tb, hosts, bw, bulk, p, gamma)
+                if r is None:
+                    failed.append(f"{hosts}@{rate:g} bulk {bulk}")
+                else:
+                    rows.append(r)
+    out = {"points_in_range": sum(r["in_range"] for r in rows), "jobs": len(rows), "failed_points": failed,
+           "worst_error_in_range": None if failed else _worst(rows),
+           "worst_error_in_range_without_gamma": None if failed else _worst(rows, "rel_error_without_gamma"),
+           "worst_error_in_range_free_comm": None if failed else _worst(rows, "rel_error_free_comm"),
+           "points": rows}
+    for bulk in p["bulk"]:
+        out[f"worst_error_in_range_bulk_{bulk}"] = None if failed else _worst(rows, bulk=bulk)
+    return out
+
+
+def _ms(xs, fmt="{:.3f}"):
+    from seedstats import mean_std
+    s = mean_std(xs)
+    return fmt.format(s["mean"]) + (" ± " + fmt.format(s["std"]) if len(xs) > 1 else "")
+
+
+def _pct(x):
+    return "n/a" if x is None else f"{x * 100:.1f}%"
+
+
+def _by_point(sweeps, keys):
+    """The per-point rows of every repeat, grouped by ``keys`` in the order of the first repeat."""
+    groups = {}
+    for sw in sweeps:
+        for r in sw["points"]:
+            groups.setdefault(tuple(r[k] for k in keys), []).append(r)
+    return groups
+
+
+def evidence_comm(ctx):
+    """whatif_validation: the communication-bound regime, one sweep of every point per repeat
+    ("seed"); the criterion is on each sweep's worst prediction error."""
+    p = ctx.params
+    sweeps = []
+    for seed in ctx.progress(ctx.seeds, desc="whatif_validation sweeps"):
+        sweeps.append(ctx.measure("whatif", seed, lambda: comm_sweep(p)))
+    rows = []
+    for (hosts, rate), rs in _by_point(sweeps, ("hosts", "rate_mbit")).items():
+        e = [r["rel_error"] for r in rs]
+        rows.append([str(hosts), f"{rate:g} Mbit/s", _ms([r["measured_sf"] for r in rs]),
+                     _ms([r["predicted_sf"] for r in rs]), f"{_pct(sum(e) / len(e))} (worst {_pct(max(e))})",
+                     _ms([r["measured_utilisation"] for r in rs], "{:.2f}"), str(len(rs))])
+    ctx.table("points", ["hosts", "link", "measured SF", "predicted SF", "error (mean over repeats)",
+                         "link utilisation", "repeats"], rows,
+              caption="mean ± sample std over the repeats; error: |predicted - measured| / measured of each repeat")
+    plot_comm(sweeps, ctx.figure(".png"))
+
+
+def evidence_balanced(ctx):
+    """whatif_balanced: gamma calibrated once per host count, then per repeat ("seed") one job per
+    (point, bulk setting); the criteria are on each repeat's worst error among its in-range jobs."""
+    p = ctx.params
+    calib = {}
+    for h in sorted({h for h, _ in parse_points(p["points"])}):
+        c = allreduce_local_cost(h, int(p["calibration_steps"]), int(p["calibration_repeats"]))
+        calib[h] = {k: v for k, v in c.items() if k != "bucket_bytes"}
+        calib[h]["bucket_bytes"] = c["bucket_bytes"]
+    ctx.note("allreduce_local_cost", list(calib.values()))
+    ctx.table("gamma", ["hosts", "socket at 20 Gbit/s", "allreduce alone", "wire time", "gamma"],
+              [[str(h), f"{c['socket_MBps']:.0f} MB/s",
+                f"{c['allreduce_s'] * 1e3:.1f} ms for {sum(c['bucket_bytes']) / 1e6:.2f} MB",
+                f"{c['wire_s'] * 1e3:.1f} ms", f"{c['gamma_ns_per_byte']:.2f} ns/B"] for h, c in calib.items()],
+              caption=f"median over {p['calibration_repeats']} jobs of {p['calibration_steps']} allreduce rounds")
+    sweeps = []
+    for seed in ctx.progress(ctx.seeds, desc="whatif_balanced repeats"):
+        sweeps.append(ctx.measure("whatif", seed, lambda: balanced_sweep(p, calib)))
+    lo, hi = p["range"]
+    rows = []
+    for (hosts, rate, bulk), rs in _by_point(sweeps, ("hosts", "rate_mbit", "bulk")).items():
+        ms = sum(r["measured_sf"] for r in rs) / len(rs)
+        ps = sum(r["predicted_sf"] for r in rs) / len(rs)
+        gs = sum(r["predicted_sf_without_gamma"] for r in rs) / len(rs)
+        inr = [r for r in rs if r["in_range"]]
+        rows.append([str(hosts), f"{rate:g} Mbit/s", bulk,
+                     _ms([r["measured_sf"] for r in rs]) + ("" if lo <= ms <= hi else " (out)"),
+                     _ms([r["predicted_sf"] for r in rs]), _pct(abs(ps - ms) / ms),
+                     _pct(max(r["rel_error"] for r in inr)) if inr else "-", f"{len(inr)} of {len(rs)}",
+                     _pct(abs(gs - ms) / ms), _ms([r["comm_cpu_ns_per_byte"] for r in rs], "{:.2f}")])
+    ctx.table("points", ["hosts", "link", "MXNet bulk", "measured SF", "predicted SF", "error of the means",
+                         "worst job error in range", "jobs in range", "error of the means without γ",
+                         "κ (ns/B)"], rows,
+              caption=f"mean ± sample std over the repeats (one job of {p['steps']} measured step pairs each); "
+                      f"'(out)': the mean measured SF is outside [{lo}, {hi}]")
+    plot_balanced(sweeps, (lo, hi), ctx.figure(".png"))
+
+
+def plot_comm(sweeps, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 4))
+    groups = _by_point(sweeps, ("hosts", "rate_mbit"))
+    for hosts, mk in ((2, "o"), (4, "s")):
+        pts = sorted((rate, rs) for (h, rate), rs in groups.items() if h == hosts)
+        if not pts:
+            continue
+        x = [rate for rate, _ in pts]
+        ax.plot(x, [sum(r["measured_sf"] for r in rs) / len(rs) for _, rs in pts], mk + "-",
+                label=f"{hosts} hosts measured")
+        ax.plot(x, [sum(r["predicted_sf"] for r in rs) / len(rs) for _, rs in pts], mk + "--",
+                label=f"{hosts} hosts predicted")
+    ax.set_xscale("log")
+    ax.set_xlabel("link rate (Mbit/s)")
+    ax.set_ylabel("scaling factor (mean over repeats)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def plot_balanced(sweeps, rng, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(5, 5))
-    for (hosts, bulk), mk in zip(sorted({(r["hosts"], r["bulk"]) for r in results}), "osD^v<>"):
-        rs = [r for r in results if (r["hosts"], r["bulk"]) == (hosts, bulk)]
-        ax.errorbar([r["measured_sf"] for r in rs], [r["predicted_sf"] for r in rs],
-                    xerr=[r["measured_sf_std"] for r in rs], yerr=[r["predicted_sf_std"] for r in rs],
-                    fmt=mk, capsize=3, label=f"{hosts} hosts, bulk {bulk}")
+    rows = [r for sw in sweeps for r in sw["points"]]
+    for (hosts, bulk), mk in zip(sorted({(r["hosts"], r["bulk"]) for r in rows}), "osD^v<>"):
+        rs = [r for r in rows if (r["hosts"], r["bulk"]) == (hosts, bulk)]
+        ax.plot([r["measured_sf"] for r in rs], [r["predicted_sf"] for r in rs], mk, label=f"{hosts} hosts, bulk {bulk}")
     ax.plot([0, 1], [0, 1], "k-", lw=0.8)
     ax.fill_between([0, 1], [0, 0.9], [0, 1.1], color="grey", alpha=0.2, label="within 10%")
-    ax.axvspan(0.3, 0.95, color="tab:green", alpha=0.06)
+    ax.axvspan(rng[0], rng[1], color="tab:green", alpha=0.06)
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.05)
-    ax.set_xlabel("measured scaling factor (mean +- std over repeats)")
-    ax.set_ylabel("predicted scaling factor")
+    ax.set_xlabel("measured scaling factor (one job)")
+    ax.set_ylabel("predicted scaling factor (its profile)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(os.path.join(args.out, "whatif_balanced.png"), dpi=100)
-    def pct(e):
-        return "n/a" if e is None else f"{e * 100:.1f}%"
-    print(f"{summary['points_in_0.3_0.95']} of {summary['points']} points with a measured scaling factor in "
-          f"[0.3, 0.95]; worst prediction error there {pct(summary['max_rel_error_in_range'])} (without gamma: "
-          f"{pct(summary['max_rel_error_in_range_without_gamma'])}; with communication free of CPU cost and "
-          f"gamma: {pct(summary['max_rel_error_in_range_free_comm'])}); results: "
-          f"{os.path.join(args.out, 'whatif_balanced.json')}")
+    fig.savefig(path, dpi=100)
+
+
+def evidence(ctx):
+    """The protocols bench/protocols/whatif_validation.yaml (``params.regime`` comm) and
+    whatif_balanced.yaml (balanced). The first SIGINT/SIGTERM stops the run: the job is killed,
+    the testbed removed, no result written (exit 130 / 143)."""
+    from gluon_suite.whatif.testbed import stop_on_signal
+    with stop_on_signal():
+        (evidence_balanced if ctx.params.get("regime") == "balanced" else evidence_comm)(ctx)
 
 
 def main():
@@ -429,23 +526,13 @@ def main():
         return balanced_worker()
     if "--allreduce-worker" in sys.argv:
         return allreduce_worker()
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--regime", choices=("comm", "balanced"), default="comm")
-    ap.add_argument("--points", default="2@300,2@500,2@1000,2@2000,4@300,4@600,4@1000",
-                    help="balanced regime: hosts@Mbit/s, comma-separated")
-    ap.add_argument("--bulk", default="default,off", help="balanced regime: MXNet bulk execution, default and/or off")
-    ap.add_argument("--repeats", type=int, default=4, help="balanced regime: jobs per point (the spread)")
-    ap.add_argument("--steps", type=int, default=12, help="balanced regime: measured step pairs per job")
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--bucket-mb", type=float, default=1.0)
-    ap.add_argument("--out", default=os.path.join(HERE, "results"))
-    args = ap.parse_args()
-    from gluon_suite.whatif.testbed import TestbedUnavailable, stop_on_signal
-    try:
-        with stop_on_signal():
-            (run_balanced if args.regime == "balanced" else run_comm)(args)
-    except TestbedUnavailable as exc:
-        print(f"skipped: {exc}")
+    from gluon_suite.cli import entry
+    args = sys.argv[1:]
+    name = "whatif_validation"
+    if args[:1] in (["whatif_validation"], ["whatif_balanced"]):
+        name, args = args[0], args[1:]
+    sys.argv = ["gluon-suite", "bench", "run", name, *args]
+    return entry()
 
 
 if __name__ == "__main__":
