@@ -32,17 +32,20 @@ No V100 is measured here: each profile is derived (and marked so) from published
   the suite's bert_12_768_12 with its pre-training heads (the MLM decoder's weight is the word
   embedding's), in the order backward reaches the blocks that own them: the embeddings last.
 
-Writes gluon_suite/whatif/profiles/v100_*.json (the bundled profiles), bench/results/whatif_paper.json
-and .png. Run: python bench/whatif_paper.py
+The protocol bench/protocols/whatif_paper.yaml states the claims checked against these profiles:
+
+    .venv/bin/gluon-suite bench run whatif_paper [--quick]
+
+``python bench/whatif_paper.py --write-profiles`` writes the derived profiles as the bundled ones
+(gluon_suite/whatif/profiles/v100_*.json); a run reports whether the bundled profiles equal the
+profiles it derives.
 """
-import argparse
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from gluon_suite.utils import write_json  # noqa: E402
 from gluon_suite.utils.progress import progress  # noqa: E402
 from gluon_suite.whatif import StepProfile, min_ratio, predict  # noqa: E402
 from gluon_suite.whatif.advise import advise, candidate_list  # noqa: E402
@@ -242,38 +245,52 @@ def cluster():
             "topology": "best"}
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default=os.path.join(HERE, "results", "whatif_paper.json"))
-    ap.add_argument("--target-sf", type=float, default=0.9)
-    args = ap.parse_args(argv)
-    os.makedirs(BUNDLED_DIR, exist_ok=True)
+def derive_profiles(out_dir):
+    """Every derived V100 profile (the three CNNs and BERT-base, FP32 and mixed precision), written to
+    ``out_dir`` as ``v100_*.json`` and read back through the loader the CLI uses; ``{key: (StepProfile,
+    record)}``."""
+    os.makedirs(out_dir, exist_ok=True)
     profiles = {}
+
+    def keep(key, rec):
+        save_profile(os.path.join(out_dir, key + ".json"), rec)
+        profiles[key] = load_profile(os.path.join(out_dir, key + ".json"))
     for name in progress(MODELS, desc="deriving profiles"):
         layers = layer_costs(name)
         for dtype in ("float32", "float16"):
-            prof, rec = derived_profile(name, dtype, layers)
-            key = f"v100_{name}_{'fp32' if dtype == 'float32' else 'fp16'}"
-            save_profile(os.path.join(BUNDLED_DIR, key + ".json"), rec)
-            profiles[key] = load_profile(key)   # read back through the loader the CLI uses
+            keep(f"v100_{name}_{'fp32' if dtype == 'float32' else 'fp16'}", derived_profile(name, dtype, layers)[1])
     base, total = bert_layer_costs(BERT)
     _, total_large = bert_layer_costs("bert_24_1024_16")
     for dtype in ("float32", "float16"):
-        prof, rec = derived_bert_profile(dtype, base, total, total_large)
-        key = f"v100_{BERT}_{'fp32' if dtype == 'float32' else 'fp16'}"
-        save_profile(os.path.join(BUNDLED_DIR, key + ".json"), rec)
-        profiles[key] = load_profile(key)
+        keep(f"v100_{BERT}_{'fp32' if dtype == 'float32' else 'fp16'}",
+             derived_bert_profile(dtype, base, total, total_large)[1])
+    return profiles
+
+
+def same_as_bundled(key, rec):
+    """Whether the bundled profile ``key`` holds the same times and tensors as the derived ``rec``."""
+    try:
+        _, b = load_profile(os.path.join(BUNDLED_DIR, key + ".json"))
+    except Exception:       # noqa: BLE001 - a missing or unreadable bundled profile is "not the same"
+        return False
+    fields = ("forward_s", "backward_s", "optimizer_s", "tensors", "batch_size", "dtype", "model")
+    return all(b.get(k) == rec.get(k) for k in fields)
+
+
+def predictions(profiles, target_sf=0.9):
+    """Per profile, GPU count and bandwidth: the scaling factor without compression, the smallest
+    ratios reaching SF ``target_sf`` and 0.95, and ``advise``'s choice for ``target_sf``."""
     rows = []
-    for key, (prof, rec) in progress(list(profiles.items()), desc="predicting"):
+    for key, (prof, rec) in profiles.items():
         for n in GPUS:
             for g in GBPS:
                 bw = g * 1e9 / 8
                 r = predict(prof, n, bw, ratio=1.0, **cluster())
                 cl = dict(cluster())
                 lat, fus = cl.pop("latency"), cl.pop("fusion_bytes")
-                need = min_ratio(prof, n, bw, args.target_sf, lat, fus, **cl)
+                need = min_ratio(prof, n, bw, target_sf, lat, fus, **cl)
                 need95 = min_ratio(prof, n, bw, 0.95, lat, fus, **cl)
-                adv = advise(prof, n, bw, args.target_sf, candidate_list(grad_dtype=rec["dtype"]), **cluster())
+                adv = advise(prof, n, bw, target_sf, candidate_list(grad_dtype=rec["dtype"]), **cluster())
                 rows.append({"profile": key, "model": rec["model"], "dtype": rec["dtype"], "gpus": n,
                              "hosts": n // GPUS_PER_HOST, "gbps": g, "scaling_factor": r["scaling_factor"],
                              "step_s": r["step_s"], "topology": r["topology"],
@@ -282,24 +299,101 @@ def main(argv=None):
                              "advice_sf90": {"name": adv["choice"]["name"], "flags": adv["choice"]["flags"],
                                              "reached": adv["reached"],
                                              "scaling_factor": adv["choice"]["scaling_factor"]}})
-    sens = sensitivity(profiles["v100_resnet50_v1b_fp32"][0], args.target_sf)
+    return rows
+
+
+def analyse(workdir, target_sf=0.9):
+    """One evaluation of the paper's headline: derive the profiles, predict every row, the
+    sensitivity of ResNet-50's need; the criteria's metrics over the FP32 CNN rows."""
+    profiles = derive_profiles(os.path.join(workdir, "profiles"))
+    rows = predictions(profiles, target_sf)
+    sens = sensitivity(profiles["v100_resnet50_v1b_fp32"][0], target_sf)
+    cnn = [r for r in rows if r["dtype"] == "float32" and r["model"] in MODELS]
+    resnet10 = [r["min_ratio_sf90"] for r in cnn if r["gbps"] == 10 and r["model"] != "vgg16"]
     summary = {key: {"forward_s": p.forward_s, "backward_s": p.backward_s, "grad_mb": sum(p.grad_bytes) / 1e6,
-                     "tensors": len(p.grad_bytes), "reference": rec["reference"]} for key, (p, rec) in profiles.items()}
-    write_json(args.out, {"paper": PAPER, "cluster": {"gpus_per_host": GPUS_PER_HOST, "intra_host_bytes_s": NVLINK,
-                                                      "latency_s": LATENCY, "fusion_bytes": FUSION,
-                                                      "gamma": 0.0, "kappa": 0.0},
-                          "target_sf": args.target_sf, "profiles": summary, "rows": rows,
-                          "sensitivity_resnet50_fp32_64gpus_10gbps": sens})
-    plot(rows, args.out[:-5] + ".png")
-    for r in rows:
-        if r["dtype"] == "float32" and r["gbps"] in (10, 100):
-            print(f"{r['model']:>14} {r['gpus']:>3} GPUs {r['gbps']:>4} Gbit/s: SF {r['scaling_factor']:.3f} "
-                  f"({r['topology']}), ratio for 0.9: {r['min_ratio_sf90']}, for 0.95: {r['min_ratio_sf95']}")
-    for r in sens:
-        print(f"ResNet-50 FP32, 64 GPUs, 10 Gbit/s, {r['case']}: SF {r['scaling_factor']:.3f}, ratio for "
-              f"{args.target_sf}: {r['min_ratio']:.2f}")
-    print(f"wrote {args.out} and {args.out[:-5]}.png")
-    return 0
+                     "tensors": len(p.grad_bytes), "reference": rec["reference"],
+                     "same_as_bundled": same_as_bundled(key, rec)} for key, (p, rec) in profiles.items()}
+    return {"sf_100gbps_min": min(r["scaling_factor"] for r in cnn if r["gbps"] == 100),
+            "resnet_ratio_sf90_10gbps_max": None if None in resnet10 else max(resnet10),
+            "resnet_ratio_sf90_10gbps_min": None if None in resnet10 else min(resnet10),
+            "bundled_profiles_match": float(all(s["same_as_bundled"] for s in summary.values())),
+            "profiles": summary, "rows": rows, "sensitivity_resnet50_fp32_64gpus_10gbps": sens}
+
+
+def _r(x, fmt="{:.1f}"):
+    return "n/a" if x is None else fmt.format(x)
+
+
+def evidence(ctx):
+    """The protocol bench/protocols/whatif_paper.yaml: the analysis is deterministic; each repeat
+    ("seed") derives the profiles and predicts every row again, and the tables come from the first."""
+    p = ctx.params
+    done = []
+    for seed in ctx.progress(ctx.seeds, desc="whatif_paper repeats"):
+        work = os.path.join(ctx.workdir, f"repeat{seed}")
+        done.append(ctx.measure("whatif", seed, lambda: analyse(work, float(p["target_sf"]))))
+    res = done[0]
+    ctx.note("identical_repeats", all(d["rows"] == res["rows"] for d in done))
+    ctx.note("cluster", {"gpus_per_host": GPUS_PER_HOST, "intra_host_bytes_s": NVLINK, "latency_s": LATENCY,
+                         "fusion_bytes": FUSION, "gamma": 0.0, "kappa": 0.0})
+    ctx.note("paper", PAPER)
+    rows = res["rows"]
+
+    def row(key, n, g):
+        return next(r for r in rows if r["profile"] == key and r["gpus"] == n and r["gbps"] == g)
+
+    names = {"resnet50_v1b": "ResNet-50", "resnet101_v1b": "ResNet-101", "vgg16": "VGG-16"}
+    fp32 = []
+    for m in MODELS:
+        for n in (16, 64):
+            k = f"v100_{m}_fp32"
+            fp32.append([names[m], str(n), _r(row(k, n, 10)["scaling_factor"], "{:.3f}"),
+                         _r(row(k, n, 10)["min_ratio_sf90"]), _r(row(k, n, 25)["scaling_factor"], "{:.3f}"),
+                         _r(row(k, n, 100)["scaling_factor"], "{:.3f}")])
+    cols = ["GPUs", "SF at 10 Gbit/s", "ratio for SF 0.9", "SF at 25 Gbit/s", "SF at 100 Gbit/s"]
+    ctx.table("fp32", ["model"] + cols, fp32, caption="FP32, no compression, derived V100 profiles")
+    bert = []
+    for dt, label in (("fp32", "FP32"), ("fp16", "mixed precision")):
+        for n in (16, 64):
+            k = f"v100_{BERT}_{dt}"
+            bert.append([label, str(n), _r(row(k, n, 10)["scaling_factor"], "{:.3f}"),
+                         _r(row(k, n, 10)["min_ratio_sf90"]), _r(row(k, n, 25)["scaling_factor"], "{:.3f}"),
+                         _r(row(k, n, 100)["scaling_factor"], "{:.3f}")])
+    ctx.table("bert", ["BERT-base, no compression"] + cols, bert)
+    mp = []
+    for m in MODELS:
+        k = f"v100_{m}_fp16"
+        mp.append([names[m], "64"] + [_r(row(k, 64, g)["scaling_factor"], "{:.3f}") for g in GBPS]
+                  + [_r(row(k, 64, 10)["min_ratio_sf90"]), row(k, 64, 10)["advice_sf90"]["name"]])
+    ctx.table("fp16", ["model (mixed precision)", "GPUs"] + [f"SF at {g} Gbit/s" for g in GBPS]
+              + ["ratio for SF 0.9 at 10 Gbit/s", "advise at 10 Gbit/s"], mp)
+    adv = []
+    for m in MODELS:
+        r = row(f"v100_{m}_fp32", 64, 10)
+        adv.append([names[m], _r(r["min_ratio_sf90"]), r["advice_sf90"]["name"],
+                    _r(r["advice_sf90"]["scaling_factor"], "{:.3f}"), str(r["advice_sf90"]["reached"])])
+    ctx.table("advise", ["model (FP32, 64 GPUs, 10 Gbit/s)", "min_ratio for SF 0.9", "advise's choice",
+                         "its SF", "reached 0.9"], adv)
+    ctx.table("sensitivity", ["ResNet-50 FP32, 64 GPUs, 10 Gbit/s", "SF", "ratio for SF 0.9"],
+              [[s["case"], _r(s["scaling_factor"], "{:.3f}"), _r(s["min_ratio"])]
+               for s in res["sensitivity_resnet50_fp32_64gpus_10gbps"]])
+    ctx.table("profiles", ["profile", "forward", "backward", "gradients", "tensors", "same as bundled"],
+              [[k, f"{s['forward_s'] * 1e3:.1f} ms", f"{s['backward_s'] * 1e3:.1f} ms", f"{s['grad_mb']:.1f} MB",
+                str(s["tensors"]), "yes" if s["same_as_bundled"] else "no"] for k, s in res["profiles"].items()])
+    plot(rows, ctx.figure(".png"))
+
+
+def main(argv=None):
+    """``--write-profiles``: derive the profiles and write them as the bundled ones
+    (gluon_suite/whatif/profiles/v100_*.json). Anything else runs the protocol."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--write-profiles"]:
+        for key, (_, rec) in derive_profiles(BUNDLED_DIR).items():
+            print(f"wrote {os.path.join(BUNDLED_DIR, key + '.json')}")
+        return 0
+    from gluon_suite.cli import entry
+    sys.argv = ["gluon-suite", "bench", "run", "whatif_paper", *argv]
+    return entry()
 
 
 def sensitivity(prof, target_sf):
