@@ -2,8 +2,11 @@
 """CSER vs synchronous SGD vs EF-SGD on a slow network (needs root): namespace hosts at
 100 Mbit/s train on the digits data, several seeds each; training time (evaluation excluded) to a
 target test accuracy and final accuracy per algorithm, as mean and standard deviation over seeds.
-JSON and a plot of accuracy over training time (mean curve, band = one standard deviation) in
-bench/results/cser_speedup_<model>.json / .png.
+Each published claim is a protocol, bench/protocols/cser_speedup_*.yaml (model, link, hosts,
+configurations, seeds, targets, criteria); ``evidence(ctx)`` runs one and the runner writes the
+result, with a plot of accuracy over training time (mean curve, band = one standard deviation),
+under bench/results/<protocol>/. Times to a target are interpolated between the epoch-end
+evaluations (``gluon_suite.evidence.stats.time_to_target``).
 
 Models: ``mlp`` (64-1024-1024-10, 1.1M parameters, 6 tensors) and ``resnet`` (GluonCV's
 cifar_resnet20_v1, 0.27M parameters in 65 tensors, BatchNorm, on the 8x8 images).
@@ -26,7 +29,9 @@ At the end, the averaged model is evaluated with each BatchNorm choice (statisti
 recomputed for the averaged weights, averaged, each worker's own), beside each worker's own model
 and the distance of the local models from their average.
 
-    sudo .venv/bin/python bench/cser_speedup.py --model resnet --seeds 3
+    sudo .venv/bin/gluon-suite bench run cser_speedup_resnet [--quick] [--seeds 0]
+
+(root, for the namespaces). ``--worker`` is the role each testbed host runs.
 """
 import argparse
 import json
@@ -75,8 +80,8 @@ VARIANTS_RESNET = {
 }
 # the trainer's own choice (gluon_suite/distributed/auto.py): it measures the first steps (local
 # steps, with CSER-PL among the candidates), then takes the least compression whose predicted
-# scaling factor reaches 0.9, and checks it. Its runs go to cser_speedup_<model>_auto[_<rate>mbit].json,
-# beside the fixed configurations run or reused there (plain local SGD among them: CSER-PL with R2 = 1,
+# scaling factor reaches 0.9, and checks it. Its protocols (cser_speedup_resnet_auto*) compare it
+# with the fixed configurations run or reused there (plain local SGD among them: CSER-PL with R2 = 1,
 # what auto's measuring steps run and a choice it can make)
 CONFIGS_AUTO = {"auto": dict(algorithm="auto"),
                 "local sgd (H 8: 8x)": dict(algorithm="cser", compressor="zero", period=8, compressor2="none"),
@@ -220,73 +225,6 @@ def final_metrics(tr, net, xtr, xte, yte, perm, steps, B):
     return out
 
 
-def _stats(values):
-    import numpy as np
-    v = [x for x in values if x is not None]
-    if len(v) < len(values):  # a seed that never reached the target: no mean time to it
-        return {"mean": None, "std": None, "n": len(v), "of": len(values)}
-    return {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
-            "n": len(v), "of": len(values)}
-
-
-def summarise(curves, target):
-    """Per algorithm: each seed's numbers, then mean and spread (sample std) over seeds."""
-    rows = {}
-    for name, runs in curves.items():
-        per = []
-        for c in runs:
-            c = c["curve"] if isinstance(c, dict) else c
-            hit = next((r["time_s"] for r in c if r["test_acc"] >= target), None)
-            per.append({"final_acc": c[-1]["test_acc"], "time_to_target_s": hit,
-                        "total_s": c[-1]["time_s"], "wire_bytes": c[-1]["wire_bytes"]})
-        rows[name] = {"seeds": per, **{k: _stats([p[k] for p in per])
-                                       for k in ("final_acc", "time_to_target_s", "total_s")}}
-        finals = [c.get("final") for c in runs if isinstance(c, dict) and c.get("final")]
-        if finals:
-            for k in ("averaged_acc_bn_recompute", "averaged_acc_bn_average", "averaged_acc_bn_local",
-                      "bn_recompute_seconds"):
-                rows[name][k] = _stats([f[k] for f in finals])
-            rows[name]["local_acc"] = [f["local_acc"] for f in finals]
-            rows[name]["local_distance_from_average"] = [f["local_distance_from_average"] for f in finals]
-            cfg = CONFIGS.get(name, {})   # runs of an earlier version keep their own name
-            rows[name]["resets_per_coordinate"] = resets_per_coordinate(cfg, runs[0]["steps"])
-        decisions = [c.get("auto") for c in runs if isinstance(c, dict) and c.get("auto")]
-        if decisions:
-            rows[name]["auto_choices"] = [auto_summary(d) for d in decisions]
-        loads = [c.get("load_avg_1min") for c in runs if isinstance(c, dict) and c.get("load_avg_1min") is not None]
-        if loads:
-            rows[name]["load_avg_1min"] = {"min": min(loads), "max": max(loads)}
-    base = rows.get("sync")
-    for name, r in rows.items():
-        if not base or name == "sync":
-            continue
-        verdicts = {}
-        for key in ("time_to_target_s", "final_acc"):
-            a, b = r[key], base[key]
-            if a["mean"] is None or b["mean"] is None:
-                verdicts[key] = "not reached by every seed"
-                continue
-            diff = a["mean"] - b["mean"]
-            spread = max(a["std"], b["std"])
-            verdicts[key] = ("within noise" if abs(diff) <= spread else
-                             ("higher" if diff > 0 else "lower") + " than sync beyond the spread")
-        r["vs_sync"] = verdicts
-        t, tb = r["time_to_target_s"]["mean"], base["time_to_target_s"]["mean"]
-        r["speedup_to_target_vs_sync"] = (tb / t) if t and tb else None
-    if "auto" in rows:   # auto against the fastest fixed configuration to the target
-        fixed = {k: v["time_to_target_s"]["mean"] for k, v in rows.items()
-                 if not k.startswith("auto") and v["time_to_target_s"]["mean"] is not None}
-        a = rows["auto"]["time_to_target_s"]
-        if fixed and a["mean"] is not None:
-            best = min(fixed, key=fixed.get)
-            b = rows[best]["time_to_target_s"]
-            rows["auto"]["vs_best_fixed"] = {
-                "best": best, "time_ratio": a["mean"] / b["mean"],
-                "verdict": ("within noise" if abs(a["mean"] - b["mean"]) <= max(a["std"], b["std"]) else
-                            ("slower" if a["mean"] > b["mean"] else "faster") + " beyond the spread")}
-    return rows
-
-
 def auto_summary(d):
     """The parts of an auto decision a table needs."""
     pred = {c["name"]: c["scaling_factor"] for c in d.get("candidates", [])}
@@ -301,168 +239,237 @@ def auto_summary(d):
             "first": d.get("reverted_from", d["choice"]), "verified": d.get("verified")}
 
 
-def plot(curves, path, title, target):
+def run_metrics(c, targets, cfg):
+    """One run's metrics from a worker's record ``c`` (curve of epochs, final metrics, steps, auto's
+    decision): final accuracy, the training time to each target by
+    :func:`gluon_suite.evidence.stats.time_to_target` (linear interpolation between the epoch-end
+    evaluations before and at the target; None when never reached), the epoch that reached it, the
+    first and the later epochs' training time, and the curve itself."""
+    from gluon_suite.evidence.stats import time_to_target
+    curve = c["curve"]
+    times = [r["time_s"] for r in curve]
+    accs = [r["test_acc"] for r in curve]
+    epochs = [t1 - t0 for t0, t1 in zip([0.0] + times[:-1], times)]
+    later = sorted(epochs[1:])
+    out = {"final_acc": accs[-1], "total_s": times[-1], "first_epoch_s": epochs[0],
+           "later_epoch_s": later[len(later) // 2] if later else None,
+           "wire_bytes": curve[-1]["wire_bytes"], "steps": c["steps"],
+           "resets_per_coordinate": resets_per_coordinate(cfg, c["steps"]),
+           "curve_time_s": times, "curve_test_acc": accs,
+           "curve_test_acc_default_bn": [r["test_acc_default_bn"] for r in curve]}
+    for t in targets:
+        out[f"time_to_{t:g}_s"] = time_to_target(times, accs, t)
+        out[f"epoch_to_{t:g}"] = next((r["epoch"] for r in curve if r["test_acc"] >= t), None)
+    final = c.get("final") or {}
+    for k in ("averaged_acc_bn_recompute", "averaged_acc_bn_average", "averaged_acc_bn_local",
+              "bn_recompute_seconds"):
+        if k in final:
+            out[k] = final[k]
+    if final.get("local_acc"):
+        out["local_acc_min"], out["local_acc_max"] = min(final["local_acc"]), max(final["local_acc"])
+        d = final["local_distance_from_average"]
+        out["local_distance_min"], out["local_distance_max"] = min(d), max(d)
+    d = c.get("auto")
+    if d:
+        s = auto_summary(d)
+        out["auto_switched_to_sync"] = int(s["first"] != s["choice"])
+        out["auto_compressing"] = int(s["choice"] != "sync")
+        out["auto_predicted_sf"] = s["predicted_sf"]
+        out["auto_predicted_sf_sync"] = s["predicted_sf_sync"]
+        out["auto_step"] = s["step"]
+    return out
+
+
+def _one_run(tb, p, config, seed, tmp):
+    """Launch the ``hosts`` workers of one (configuration, seed) on the testbed; the worker record,
+    or None when a worker failed."""
+    out = os.path.join(tmp, f"r{seed}.json")
+    if os.path.exists(out):
+        os.remove(out)
+    procs = tb.launch_horovod([sys.executable, os.path.abspath(__file__), "--worker", config,
+                               "--model", p["model"], "--epochs", str(p["epochs"]), "--seed", str(seed),
+                               "--out", out, "--eval-bn", p["eval_bn"]],
+                              env={"OMP_NUM_THREADS": "1", "MXNET_CPU_WORKER_NTHREADS": "1",
+                                   "PYTHONPATH": os.path.dirname(HERE)},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    codes = tb.wait_all(procs, timeout=p.get("run_timeout_s", 1800))
+    if any(codes) or not os.path.exists(out):
+        return None, codes
+    with open(out) as f:
+        return json.load(f), codes
+
+
+def evidence(ctx):
+    """A protocol of bench/protocols/cser_speedup_*.yaml: every (seed, arm) on one testbed of
+    ``params.hosts`` namespace hosts at ``params.rate_mbit``, seed by seed, the arms in turn; each
+    arm is a configuration of ``CONFIGS`` (its own name, or ``params.configs[arm]``). Tables: the
+    summary per arm (reused arms included, from the file the runner names), the averaged model's
+    BatchNorm choices and the local models (resnet), auto's decisions; a plot of the curves."""
+    from gluon_suite.utils.errors import UserError
+    from gluon_suite.whatif.testbed import Testbed, TestbedUnavailable, stop_on_signal
+    p = dict(ctx.params)
+    p.setdefault("eval_bn", "recompute")
+    targets = [float(t) for t in p["targets"]]
+    names = p.get("configs") or {}
+    configs = {a: names.get(a, a) for a in ctx.arms}
+    unknown = [c for c in configs.values() if c not in CONFIGS]
+    if unknown:
+        raise UserError(f"cser_speedup: unknown configuration(s) {', '.join(map(repr, unknown))}; "
+                        f"known: {', '.join(map(repr, CONFIGS))}")
+    jobs = [(seed, arm) for seed in ctx.seeds for arm in ctx.arms]
+    ctx.note("testbed", {"hosts": p["hosts"], "rate_mbit": p["rate_mbit"], "eval_bn": p["eval_bn"],
+                         "evaluation": "the worker-averaged model on the whole test set after every epoch"})
+    decisions = {}
+    try:
+        with stop_on_signal(), Testbed(p["hosts"], p["rate_mbit"]) as tb, tempfile.TemporaryDirectory() as tmp:
+            for seed, arm in ctx.progress(jobs, desc=ctx.protocol.name):
+                def one():
+                    c, codes = _one_run(tb, p, configs[arm], seed, tmp)
+                    if c is None:
+                        print(f"{arm} seed {seed}: workers failed {codes}", flush=True)
+                        return {"failed": 1, "final_acc": None,
+                                **{f"time_to_{t:g}_s": None for t in targets}}
+                    if c.get("auto"):
+                        decisions[f"{arm} / seed {seed}"] = c["auto"]
+                    return run_metrics(c, targets, CONFIGS[configs[arm]])
+                m = ctx.measure(arm, seed, one)
+                if m.get("final_acc") is not None:
+                    print(f"seed {seed} {arm:<32} final acc {m['final_acc']:.4f}  total {m['total_s']:.1f} s  "
+                          f"to {targets[0]:g}: {_s(m[f'time_to_{targets[0]:g}_s'])}", flush=True)
+    except TestbedUnavailable as exc:
+        raise UserError(f"cser_speedup: {exc}") from None
+    if decisions:
+        ctx.note("auto_decisions", {k: auto_summary(d) for k, d in decisions.items()})
+    runs = ctx.runs + _reused(ctx)
+    tables(ctx, runs, configs, targets)
+    plot(runs, ctx.figure(".png"), f"{p['model']}: {p['hosts']} hosts at {p['rate_mbit']:g} Mbit/s", targets[0])
+
+
+def _reused(ctx):
+    """The runs of the protocol's reused arms, from the latest result of the protocol they come
+    from (the runner records that file and its hash in the result)."""
+    from gluon_suite.evidence import store
+    out = []
+    for arm, src in (ctx.protocol.data.get("reuses") or {}).items():
+        _, res = store.latest(os.path.join(ctx.root, "bench", "results"), src["protocol"])
+        if res:
+            out += [dict(r, arm=arm) for r in res["runs"] if r["arm"] == src.get("arm", arm) and r["seed"] in ctx.seeds]
+    return out
+
+
+def _s(x, fmt=".2f", unit=" s"):
+    return "not reached" if x is None else f"{x:{fmt}}{unit}"
+
+
+def _ms(xs, fmt=".2f", unit=""):
+    from gluon_suite.evidence.stats import summary
+    if not xs:
+        return "n/a"
+    if any(x is None for x in xs):
+        return f"not reached by {sum(x is None for x in xs)} of {len(xs)}"
+    s = summary(xs)
+    return f"{s['mean']:{fmt}}{unit}" + (f" ± {s['std']:{fmt}}" if s["std"] is not None else "")
+
+
+def tables(ctx, runs, configs, targets):
+    """The summary table (and, where measured, the final-model and auto tables) over ``runs``."""
+    import math
+    by = {}
+    for r in runs:
+        by.setdefault(r["arm"], []).append(r)
+    reused = set(ctx.protocol.data.get("reuses") or {})
+    arms = [a for a in ctx.protocol.arms() if a in by]
+    base = by.get("sync")
+    t0 = f"time_to_{targets[0]:g}_s"
+    rows = []
+    for a in arms:
+        ms = [r["metrics"] for r in by[a] if not r["metrics"].get("failed")]
+        row = [a + (" (reused)" if a in reused else ""), str(len(ms)), _ms([m["final_acc"] for m in ms], ".4f")]
+        for t in targets:
+            row.append(_ms([m.get(f"time_to_{t:g}_s") for m in ms], unit=" s"))
+        ratio = "-"
+        if base and a != "sync":
+            mine = {r["seed"]: r["metrics"].get(t0) for r in by[a]}
+            theirs = {r["seed"]: r["metrics"].get(t0) for r in base}
+            pairs = [(mine[s], theirs[s]) for s in mine if s in theirs]
+            if pairs and all(x and y for x, y in pairs):
+                ratio = f"{math.exp(sum(math.log(y / x) for x, y in pairs) / len(pairs)):.2f}x"
+        row += [ratio, _ms([m.get("first_epoch_s") for m in ms], unit=" s"),
+                _ms([m.get("later_epoch_s") for m in ms], unit=" s"), _ms([m.get("total_s") for m in ms], ".1f", " s")]
+        rows.append(row)
+    ctx.table("summary", ["configuration", "seeds", "final accuracy", *(f"time to {t:g}" for t in targets),
+                          f"sync's time to {targets[0]:g} / this (geometric mean)", "first epoch",
+                          "later epochs (median)", "whole run (training)"], rows,
+              caption="mean ± sample std over seeds; times are training time (evaluation off the clock), "
+                      "to a target interpolated between the epoch-end evaluations")
+    fin = [a for a in arms if any("averaged_acc_bn_recompute" in r["metrics"] for r in by[a])]
+    if fin:
+        rows = []
+        for a in fin:
+            ms = [r["metrics"] for r in by[a] if "averaged_acc_bn_recompute" in r["metrics"]]
+            rpc = ms[0].get("resets_per_coordinate")
+            rows.append([a, "—" if rpc is None else f"{rpc:.1f}",
+                         *(_ms([m[f"averaged_acc_bn_{k}"] for m in ms], ".4f") for k in ("recompute", "average", "local")),
+                         f"{min(m['local_acc_min'] for m in ms):.3f}–{max(m['local_acc_max'] for m in ms):.3f}",
+                         f"{100 * min(m['local_distance_min'] for m in ms):.1f}–{100 * max(m['local_distance_max'] for m in ms):.1f}%"])
+        ctx.table("final_model", ["configuration", "resets per coordinate", "averaged model, recomputed statistics",
+                                  "averaged statistics", "each worker's own statistics", "workers' own models",
+                                  "distance of a local model from the average"], rows,
+                  caption="the models at the end of the run; ranges over workers and seeds")
+    decisions = ctx.notes.get("auto_decisions") or {}
+    if decisions:
+        rows = [[k, d["first"] if d["first"] == d["choice"] else f"{d['first']} → {d['choice']} at step {d['step']}",
+                 "n/a" if d["predicted_sf"] is None else f"{d['predicted_sf']:.3f}",
+                 "n/a" if d["predicted_sf_sync"] is None else f"{d['predicted_sf_sync']:.3f}",
+                 "n/a" if d["link_mbit"] is None else f"{d['link_mbit']:.0f}"] for k, d in decisions.items()]
+        ctx.table("auto", ["run", "auto's choice", "predicted scaling factor of the first choice",
+                           "predicted scaling factor of sync", "link it measured (Mbit/s)"], rows)
+
+
+def plot(runs, path, title, target):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
     fig, ax = plt.subplots(figsize=(6, 4))
-    for name, runs in curves.items():
-        runs = [c["curve"] if isinstance(c, dict) else c for c in runs]
-        t = np.array([[r["time_s"] for r in c] for c in runs])
-        a = np.array([[r["test_acc"] for r in c] for c in runs])
+    by = {}
+    for r in runs:
+        if r["metrics"].get("curve_time_s"):
+            by.setdefault(r["arm"], []).append(r["metrics"])
+    for name, ms in by.items():
+        t = np.array([m["curve_time_s"] for m in ms])
+        a = np.array([m["curve_test_acc"] for m in ms])
         tm, am, sd = t.mean(0), a.mean(0), a.std(0)
-        line, = ax.plot(tm, am, "o-", ms=3, label=f"{name} ({len(runs)} seeds)")
+        line, = ax.plot(tm, am, "o-", ms=3, label=f"{name} ({len(ms)} seeds)")
         ax.fill_between(tm, am - sd, am + sd, color=line.get_color(), alpha=0.2)
     ax.axhline(target, color="grey", lw=0.8, ls=":")
     ax.set_xscale("log")
     ax.set_xlabel("training time (s, evaluation excluded)")
     ax.set_ylabel("test accuracy")
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
 
 def main():
+    """The worker role (``--worker``, launched on each testbed host); anything else runs a protocol
+    through ``gluon-suite bench run``."""
+    if "--worker" not in sys.argv:
+        from gluon_suite.cli import entry
+        sys.argv = ["gluon-suite", "bench", "run", *(sys.argv[1:] or ["cser_speedup_resnet"])]
+        return entry()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", choices=sorted(MODELS), default="mlp")
-    ap.add_argument("--epochs", type=int, default=None, help="default: 8 (mlp), 40 (resnet)")
-    ap.add_argument("--target", type=float, default=None, help="test accuracy to time (default 0.95)")
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--hosts", type=int, default=4)
-    ap.add_argument("--rate-mbit", type=float, default=100)
-    ap.add_argument("--seed-start", type=int, default=0, help="first seed (seeds run: S .. S+seeds-1)")
-    ap.add_argument("--append", action="store_true",
-                    help="add these runs to the results already in the JSON (same epochs, hosts, rate, target)")
-    ap.add_argument("--configs", default=None,
-                    help="subset of the configurations to run, separated by commas, or by semicolons when a name "
-                         "holds a comma (default: all of the model's)")
-    ap.add_argument("--reuse", default=None,
-                    help="a result file under bench/results whose runs of the configurations not run here "
-                         "enter this file's comparison (same epochs, hosts, rate and target)")
-    ap.add_argument("--variants", action="store_true",
-                    help="resnet only: CSER 64x's four variants (C1 operand x reset step) instead of the "
-                         "algorithm comparison; results in cser_speedup_resnet_variants.json")
-    ap.add_argument("--suffix", default="",
-                    help="added to the result file's name (e.g. _rerun: a comparison run afresh side by side)")
-    ap.add_argument("--eval-bn", choices=("recompute", "auto", "average"), default="recompute",
-                    help="BatchNorm statistics of the model evaluated each epoch, the same for every algorithm "
-                         "(default: recomputed for the averaged weights; 'auto' is the trainer's default, "
-                         "which recomputes only for algorithms with local models)")
-    ap.add_argument("--worker", help=argparse.SUPPRESS)
-    ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--out", help=argparse.SUPPRESS)
+    ap.add_argument("--epochs", type=int, required=True)
+    ap.add_argument("--eval-bn", choices=("recompute", "auto", "average"), default="recompute")
+    ap.add_argument("--worker", required=True, help="the configuration's name in CONFIGS")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    spec = MODELS[args.model]
-    epochs = args.epochs or spec["epochs"]
-    target = args.target or spec["target"]
-    if args.worker:
-        return worker(args.model, CONFIGS[args.worker], epochs, args.seed, args.out, args.eval_bn)
-    from gluon_suite.whatif.testbed import Testbed, TestbedUnavailable, stop_on_signal
-    from gluon_suite.utils import write_json
-    from gluon_suite.utils.progress import progress
-    configs = spec["configs"]
-    stem = os.path.join(HERE, "results", f"cser_speedup_{args.model}")
-    if args.variants:
-        if args.model != "resnet":
-            ap.error("--variants needs --model resnet")
-        configs, stem = VARIANTS_RESNET, stem + "_variants"
-    if args.configs:
-        # names hold commas ('cser-pl (grbs 4, H 8: 32x)'): ';' separates them when given
-        wanted = [c.strip() for c in args.configs.split(";" if ";" in args.configs else ",") if c.strip()]
-        if "auto" in wanted and not args.variants:
-            configs, stem = {**configs, **CONFIGS_AUTO}, stem + "_auto"
-        unknown = [c for c in wanted if c not in configs]
-        if unknown:
-            ap.error(f"--configs: unknown {', '.join(map(repr, unknown))}; choose from {', '.join(map(repr, configs))}")
-        configs = {c: configs[c] for c in wanted}
-    if args.rate_mbit != 100:    # another link: its own file (e.g. the compute floor on a fast link)
-        stem += f"_{args.rate_mbit:g}mbit"
-    stem += args.suffix
-    curves = {name: [] for name in configs}
-    reused = {}
-    mine = {"epochs": epochs, "hosts": args.hosts, "rate_mbit": args.rate_mbit, "target_acc": target,
-            "eval_bn": args.eval_bn}
-
-    def setting(results, key):   # files without eval_bn were evaluated with the trainer's default
-        return results.get(key, "auto" if key == "eval_bn" else None)
-
-    def differs(results):
-        return any(setting(results, k) != v for k, v in mine.items())
-
-    if args.append and os.path.exists(stem + ".json"):
-        with open(stem + ".json") as f:
-            old = json.load(f)
-        reused.update(old.get("reused") or {})
-        if differs(old):
-            ap.error(f"--append: {stem}.json was run with other settings "
-                     f"({', '.join(f'{k} {setting(old, k)}' for k in mine)}); run without --append to start afresh")
-        for name, runs in old["curves"].items():
-            curves.setdefault(name, []).extend(runs)
-    if args.reuse:
-        path = os.path.join(HERE, "results", os.path.basename(args.reuse))
-        with open(path) as f:
-            other = json.load(f)
-        if differs(other):
-            ap.error(f"--reuse: {args.reuse} was run with other settings "
-                     f"({', '.join(f'{k} {setting(other, k)}' for k in mine)})")
-        for name, runs in other["curves"].items():
-            if name not in configs and name in CONFIGS:
-                curves[name] = list(runs)
-                reused[name] = os.path.basename(path)
-    jobs = [(seed, name) for seed in range(args.seed_start, args.seed_start + args.seeds) for name in configs]
-
-    def write(curves):
-        curves = {k: v for k, v in curves.items() if v}
-        rows = summarise(curves, target)
-        write_json(stem + ".json",
-                   {"benchmark": "cser_speedup", "date": time.strftime("%Y-%m-%d"), "hosts": args.hosts,
-                    "rate_mbit": args.rate_mbit, "target_acc": target, "epochs": epochs, "eval_bn": args.eval_bn,
-                    "seeds_run": {k: len(v) for k, v in curves.items()}, "reused": reused,
-                    "seeds": max(map(len, curves.values()), default=0), "model": spec["desc"], "results": rows, "curves": curves})
-        plot(curves, stem + ".png", f"{args.model}: {args.hosts} hosts at {args.rate_mbit:g} Mbit/s", target)
-        return rows
-
-    try:
-        with stop_on_signal(), Testbed(args.hosts, args.rate_mbit) as tb, tempfile.TemporaryDirectory() as tmp:
-            for seed, name in progress(jobs, desc="runs"):
-                out = os.path.join(tmp, "r.json")
-                procs = tb.launch_horovod([sys.executable, os.path.abspath(__file__), "--worker", name,
-                                           "--model", args.model, "--epochs", str(epochs),
-                                           "--seed", str(seed), "--out", out, "--eval-bn", args.eval_bn],
-                                          env={"OMP_NUM_THREADS": "1", "MXNET_CPU_WORKER_NTHREADS": "1",
-                                               "PYTHONPATH": os.path.dirname(HERE)},
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                codes = tb.wait_all(procs, timeout=1800)
-                if any(codes):
-                    print(f"{name} seed {seed}: workers failed {codes}")
-                    continue
-                with open(out) as f:
-                    c = json.load(f)
-                c["seed"], c["load_avg_1min"] = seed, os.getloadavg()[0]   # how busy the cores were
-                curves[name].append(c)
-                last = c["curve"][-1]
-                extra = "".join(f"  {k} {v:.4f}" for k, v in c["final"].items() if k.startswith("averaged_acc"))
-                if c.get("auto"):
-                    extra += f"  auto: {c['auto']['choice']} (link {c['auto']['link']['mbit']:.0f} Mbit/s)"
-                print(f"seed {seed} {name:<30} final acc {last['test_acc']:.4f}  total {last['time_s']:.1f} s{extra}",
-                      flush=True)
-                write(curves)      # partial results survive an interrupted bench
-    except TestbedUnavailable as exc:
-        print(f"skipped: {exc}")
-        return
-    rows = write(curves)
-
-    def ms(s, fmt):
-        return "never (some seed)" if s["mean"] is None else f"{s['mean']:{fmt}} ± {s['std']:{fmt}}"
-    print(f"{'algorithm':<30}{'final acc':>18}{'time to ' + str(target):>22}{'speedup':>9}  vs sync")
-    for name, r in rows.items():
-        sp = r.get("speedup_to_target_vs_sync")
-        print(f"{name:<30}{ms(r['final_acc'], '.4f'):>18}{ms(r['time_to_target_s'], '.1f'):>22}"
-              f"{(f'{sp:.1f}x' if sp else '-'):>9}  {r.get('vs_sync', {}).get('time_to_target_s', '')}")
-    print(f"results: {os.path.relpath(stem, os.path.dirname(HERE))}.json")
+    return worker(args.model, CONFIGS[args.worker], args.epochs, args.seed, args.out, args.eval_bn)
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(HERE))
     main()
