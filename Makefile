@@ -78,6 +78,29 @@ $(KERNELS_SO): $(KERNELS_SRC) Makefile
 	else rm -f $@.tmp; \
 		echo "graph kernels not built: $(CXX) failed (see above); the graph package uses its Python kernels"; fi
 
+# DGL and PyG for bench/graph.py's protocols (graph_models, graph_layers), each in its own virtual
+# environment so the suite's pins stay untouched: DGL 2.1.0 loads its graphbolt library only with
+# torch 2.0.0-2.2.1, and needs NumPy 1, setuptools < 70 and torchdata 0.7.1 (without its deps);
+# PyG 2.8.1 on torch 2.13.0's CPU build. A few GB from the registry, a few minutes, once per machine.
+DGL_VENV := .cache/dgl-venv
+PYG_VENV := .cache/pyg-venv
+.PHONY: bench-deps
+bench-deps: $(DGL_VENV)/.done $(PYG_VENV)/.done
+
+$(DGL_VENV)/.done:
+	rm -rf $(DGL_VENV) && $(PYTHON) -m venv $(DGL_VENV)
+	$(DGL_VENV)/bin/pip install -q --disable-pip-version-check torch==2.2.1 dgl==2.1.0 "numpy<2" "setuptools<70" \
+		pandas pydantic pyyaml psutil
+	$(DGL_VENV)/bin/pip install -q --disable-pip-version-check --no-deps torchdata==0.7.1
+	$(DGL_VENV)/bin/python -c "import dgl, dgl.nn.pytorch, torch; print('dgl', dgl.__version__, 'torch', torch.__version__)"
+	@touch $@
+
+$(PYG_VENV)/.done:
+	rm -rf $(PYG_VENV) && $(PYTHON) -m venv $(PYG_VENV)
+	$(PYG_VENV)/bin/pip install -q --disable-pip-version-check "torch==2.13.0+cpu" torch_geometric==2.8.1 psutil
+	$(PYG_VENV)/bin/python -c "import torch_geometric, torch; print('torch_geometric', torch_geometric.__version__, 'torch', torch.__version__)"
+	@touch $@
+
 # the showcase: 2 Horovod workers train ResNeSt-14 on digits with CSER + GRBS (ratio 32), publish the
 # best checkpoint into a local zoo store, serve it on loopback and load it back through the zoo
 DEMO := runs/demo

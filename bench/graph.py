@@ -1,44 +1,43 @@
 #!/usr/bin/env python
 """GCN, GAT and GraphSAGE training-epoch time and peak memory: gluon_suite.graph on its compiled
-kernels and on its Python kernels, DGL and PyTorch Geometric, side by side in one run, on the same
-synthetic graph (100k nodes, 1M random edges plus self-loops, 64 features, hidden 64 for GCN and
-GraphSAGE-mean, 8 heads x 8 for GAT, 16 classes, Adam, full graph), CPU, same thread count; plus
-one kernel micro-bench (forward + backward) per built-in: copy_u+sum, u_mul_e+sum, edge softmax,
-u_dot_v. Beside them, the newer layers against their DGL (PyTorch) counterparts with the same
-constructor arguments and sizes (``LAYERS``: GINConv, SGConv, TAGConv, APPNPConv, ChebConv,
-GatedGraphConv, EdgeConv, AGNNConv, RelGraphConv), ours and DGL only (``--layer-epochs`` and
-``--layer-repeats`` may shorten them). A ReLU between two layers is Gluon's ``nn.Activation('relu')``
-block on our side and ``torch.relu`` on DGL's; ``gin_ndrelu`` repeats GIN with ``mx.nd.relu`` there,
-which MXNet 1.9.1 runs about five times slower on CPU (runs before 2026-12-05's third used
-``mx.nd.relu`` in every layer model).
+kernels and on its Python kernels, DGL and PyTorch Geometric, on the same synthetic graph (100k
+nodes, 1M random edges plus self-loops, 64 features, hidden 64 for GCN and GraphSAGE-mean, 8 heads x
+8 for GAT, 16 classes, Adam, full graph), CPU, same thread count; plus one kernel micro-bench
+(forward + backward) per built-in: copy_u+sum, u_mul_e+sum, edge softmax, u_dot_v. Beside them, the
+newer layers against their DGL (PyTorch) counterparts with the same constructor arguments and sizes
+(``LAYERS``: GINConv, SGConv, TAGConv, APPNPConv, ChebConv, GatedGraphConv, EdgeConv, AGNNConv,
+RelGraphConv), ours and DGL only. A ReLU between two layers is Gluon's ``nn.Activation('relu')``
+block on our side and ``torch.relu`` on DGL's; ``gin_ndrelu`` repeats GIN with ``mx.nd.relu``
+there, which MXNet 1.9.1 runs about five times slower on CPU.
 
-DGL and PyG run from their own virtual environments, so the suite's pins stay untouched. DGL 2.1.0
-(the newest on the registry for Python 3.11) ships its graphbolt library, which ``import dgl``
-loads, only for torch 2.0.0-2.2.1, so it gets torch 2.2.1 (the registry's build runs on CPU), with
-NumPy 1, setuptools < 70 (it imports ``setuptools.extern``) and torchdata 0.7.1 (still has
-datapipes); PyG gets torch 2.13.0 CPU:
+Two protocols run this file: bench/protocols/graph_models.yaml (GCN, GAT, GraphSAGE and the
+kernels; ours, ours on the Python kernels, DGL, PyG) and bench/protocols/graph_layers.yaml (the
+newer layers; ours and DGL). A protocol's "seed" is a repeat index: every repeat runs every arm once,
+rotating which arm goes first, so that load from other jobs on the machine hits all alike; the
+graph is the same in every repeat.
 
-    python3.11 -m venv .cache/dgl-venv && .cache/dgl-venv/bin/pip install torch==2.2.1 dgl==2.1.0 \
-        "numpy<2" "setuptools<70" pandas pydantic pyyaml psutil \
-        && .cache/dgl-venv/bin/pip install --no-deps torchdata==0.7.1
-    python3.11 -m venv .cache/pyg-venv && .cache/pyg-venv/bin/pip install torch==2.13.0 torch_geometric psutil
-    .venv/bin/python bench/graph.py [--dgl-python ...] [--pyg-python ...] [--models gcn,gat,sage]
+    gluon-suite bench run graph_models [--quick]
+    gluon-suite bench run graph_layers [--quick]
 
-Each (framework, model) runs in a fresh process. Peak memory is reported above the process's
-import baseline: its maximum RSS minus its RSS once the framework is imported, before the graph is
-built. ``--repeats`` runs every framework that many times, rotating which goes first, so that
-load from other jobs on the machine hits all alike; the table gives medians and the range of the
-per-repeat time ratios, and the epochs' process CPU time beside their wall time. ``--large`` adds one GCN and one GAT epoch of ours and DGL's on 1M nodes
-and 10M edges: memory must grow with the edges, not with edges x features. Writes
-bench/results/graph.json and prints a table.
+DGL and PyG run from their own virtual environments, .cache/dgl-venv and .cache/pyg-venv, so the
+suite's pins stay untouched; ``make bench-deps`` builds both from the registry. DGL 2.1.0 (the
+newest on the registry for Python 3.11) ships its graphbolt library, which ``import dgl`` loads,
+only for torch 2.0.0-2.2.1, so it gets torch 2.2.1 (the registry's build runs on CPU), with NumPy 1,
+setuptools < 70 (it imports ``setuptools.extern``) and torchdata 0.7.1 (still has datapipes); PyG
+gets torch 2.13.0 CPU. A quick run (``--quick``) without them measures ours only and notes which
+arms are absent; a full run refuses to start without them.
 
-Threads: ``OMP_NUM_THREADS`` (and torch's intra-op threads) = ``--threads``; MXNet's engine keeps
-its default of one CPU worker thread, each operator using the OpenMP threads. (Runs before
-2026-12-05's second run gave the engine ``--threads`` workers as well: two operators of two
-OpenMP threads each then shared the two cores, and short operators waited on each other.)
+Each (arm, model) runs in a fresh process (``--worker``). Peak memory is reported above the
+process's import baseline: its maximum RSS minus its RSS once the framework is imported, before the
+graph is built. An epoch's time is the median over the timed epochs (after one warm-up), with the
+process CPU time beside the wall time.
+
+Threads: ``OMP_NUM_THREADS`` (and torch's intra-op threads) = ``threads``; MXNet's engine keeps
+its default of one CPU worker thread, each operator using the OpenMP threads.
 """
 import argparse
 import json
+import math
 import os
 import resource
 import statistics
@@ -402,164 +401,200 @@ def worker(args):
         base, res = run_torch(args.worker, args.model, args.epochs, args.threads, base)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({**res, "peak_rss_mb": peak, "import_rss_mb": base, "peak_above_import_mb": peak - base,
-                      "epochs": args.epochs}))
+                      "epochs": args.epochs, "versions": _versions(args.worker)}))
 
 
-def ratios(res, num, den, by_fw):
-    """Median ratios num/den of time and memory, and the per-repeat time-ratio range."""
-    if num not in res or den not in res:
-        return
-    a, b = res[num], res[den]
-    out = {}
-    for key in [k for k in a if k.endswith("_s")]:
-        per = [x[key] / y[key] for x, y in zip(by_fw[num], by_fw[den])]
-        out[key[:-2]] = {"ratio": a[key] / b[key], "per_repeat": [min(per), max(per)]}
-    out["memory_above_import"] = a["peak_above_import_mb"] / b["peak_above_import_mb"]
-    res[f"{num}_over_{den}"] = out
+def _versions(fw):
+    """The framework versions a worker ran with."""
+    if fw.startswith("ours"):
+        import mxnet
+        return {"mxnet": mxnet.__version__}
+    import torch
+    out = {"torch": torch.__version__}
+    if fw == "dgl":
+        import dgl
+        out["dgl"] = dgl.__version__
+    else:
+        import torch_geometric
+        out["torch_geometric"] = torch_geometric.__version__
+    return out
+
+
+# ---- the protocols (bench/protocols/graph_models.yaml, graph_layers.yaml) ----
+
+KERNELS = ("copy_u_sum", "u_mul_e_sum", "edge_softmax", "u_dot_v")
+VENVS = {"dgl": os.path.join(".cache", "dgl-venv", "bin", "python"),
+         "pyg": os.path.join(".cache", "pyg-venv", "bin", "python")}
+
+
+def arm_models(arm, models):
+    """The models an arm runs: PyG has no kernel micro-bench and no newer layers; the Python kernels
+    run the three models and the kernels only."""
+    if arm == "pyg":
+        return [m for m in models if m in ("gcn", "gat", "sage")]
+    if arm == "ours_python":
+        return [m for m in models if m not in LAYERS]
+    return list(models)
+
+
+def worker_metrics(model, out):
+    """A worker's JSON line as the protocol's metrics: ``<model>_epoch_s``, ``<model>_epoch_cpu_s``,
+    ``<model>_memory_mb`` (peak above import), or ``<kernel>_s`` for the kernels; None for a failed
+    worker (``out`` None)."""
+    if model == "kernels":
+        keys = [f"{k}_s" for k in KERNELS] + ["kernels_memory_mb"]
+        if out is None:
+            return dict.fromkeys(keys)
+        return {**{f"{k}_s": out[f"{k}_s"] for k in KERNELS}, "kernels_memory_mb": out["peak_above_import_mb"]}
+    if out is None:
+        return dict.fromkeys([f"{model}_epoch_s", f"{model}_epoch_cpu_s", f"{model}_memory_mb"])
+    return {f"{model}_epoch_s": out["epoch_s"], f"{model}_epoch_cpu_s": out["epoch_cpu_s"],
+            f"{model}_memory_mb": out["peak_above_import_mb"]}
+
+
+def rotated(items, k):
+    """``items`` starting at position k mod len: repeat k's order of the arms."""
+    items = list(items)
+    if not items:
+        return items
+    k %= len(items)
+    return items[k:] + items[:k]
+
+
+def ratio_cell(a, b, digits=2):
+    """Geometric mean of the per-repeat ratios a_i / b_i and their range, e.g. "0.83x (0.74-0.91)";
+    "n/a" without a pair."""
+    pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None and x > 0 and y > 0]
+    if not pairs:
+        return "n/a"
+    rs = [x / y for x, y in pairs]
+    gm = math.exp(sum(math.log(r) for r in rs) / len(rs))
+    return f"{gm:.{digits}f}x" + (f" ({min(rs):.{digits}f}-{max(rs):.{digits}f})" if len(rs) > 1 else "")
+
+
+def mean_cell(xs, fmt="{:.3f} s"):
+    xs = [x for x in xs if x is not None]
+    return fmt.format(sum(xs) / len(xs)) if xs else "n/a"
+
+
+def _run_worker(python, fw, model, epochs, threads, env):
+    """One worker process; its JSON line, or (None, the last line of its stderr) when it failed."""
+    fenv = dict(env, GLUON_SUITE_GRAPH_KERNELS="off") if fw == "ours_python" else env
+    p = subprocess.run([python, os.path.abspath(__file__), "--worker", fw, "--model", model,
+                        "--epochs", str(epochs), "--threads", str(threads)], capture_output=True, text=True, env=fenv)
+    if p.returncode != 0:
+        return None, (p.stderr.strip().splitlines() or ["failed"])[-1]
+    return json.loads(p.stdout.strip().splitlines()[-1]), None
+
+
+def evidence(ctx):
+    """The protocols graph_models and graph_layers: every repeat ("seed") runs every arm once, in an
+    order rotated by the repeat, each arm's models one worker process each; tables of epoch times,
+    ratios to DGL (and PyG) and memory."""
+    from gluon_suite.utils.errors import UserError
+    p = ctx.params
+    models, epochs, threads = list(p["models"]), int(p["epochs"]), int(p["threads"])
+    unknown = [m for m in models if m not in ("gcn", "gat", "sage", "kernels", *LAYERS)]
+    if unknown:
+        raise UserError(f"protocol {ctx.protocol.name}: unknown model(s) {', '.join(unknown)}")
+    pythons = {"ours": sys.executable, "ours_python": sys.executable}
+    absent = {}
+    for fw, rel in VENVS.items():
+        if fw not in ctx.arms:
+            continue
+        path = os.path.join(ctx.root, rel)
+        if os.path.exists(path):
+            pythons[fw] = path
+        elif ctx.quick:
+            absent[fw] = f"{rel} not found (make bench-deps builds it): not measured"
+        else:
+            raise UserError(f"protocol {ctx.protocol.name} compares against {fw}, whose environment {rel} does not "
+                            f"exist; run 'make bench-deps' first (a --quick run measures ours only)")
+    if absent:
+        ctx.note("absent", absent)
+    arms = [a for a in ctx.arms if a in pythons]
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MXNET_CPU_WORKER_NTHREADS="1",
+               MKL_NUM_THREADS=str(threads), MXNET_STORAGE_FALLBACK_LOG_VERBOSE="0")
+    runs, failures, versions = {a: [] for a in arms}, {}, {}
+
+    def one_arm(arm):
+        metrics = {}
+        for model in arm_models(arm, models):
+            out, err = _run_worker(pythons[arm], arm, model, epochs, threads, env)
+            if err:
+                failures.setdefault(f"{arm} {model}", err)
+            else:
+                versions[arm] = out["versions"]
+            metrics.update(worker_metrics(model, out))
+        return metrics
+    plan = [(seed, arm) for i, seed in enumerate(ctx.seeds) for arm in rotated(arms, i)]
+    for seed, arm in ctx.progress(plan, desc=f"{ctx.protocol.name} runs"):
+        runs[arm].append(ctx.measure(arm, seed, lambda: one_arm(arm)))
+    ctx.note("framework_versions", versions)
+    if failures:
+        ctx.note("failures", failures)
+    ctx.note("graph", {"nodes": N, "edges": E, "self_loops": True, "features": F, "hidden": HID, "classes": C,
+                       "gat_heads": HEADS})
+
+    def col(arm, key):
+        return [r.get(key) for r in runs.get(arm, [])]
+    model_rows = [m for m in models if m in ("gcn", "gat", "sage")]
+    names = {"gcn": "GCN (hidden 64)", "gat": "GAT (8 heads x 8)", "sage": "GraphSAGE-mean (hidden 64)"}
+    if model_rows:
+        rows = []
+        for m in model_rows:
+            t, c, mem = f"{m}_epoch_s", f"{m}_epoch_cpu_s", f"{m}_memory_mb"
+            rows.append([names[m], *(mean_cell(col(a, t)) for a in ("ours", "ours_python", "dgl", "pyg")),
+                         ratio_cell(col("ours", t), col("dgl", t)), ratio_cell(col("ours", c), col("dgl", c)),
+                         ratio_cell(col("ours", t), col("pyg", t)),
+                         " / ".join(mean_cell(col(a, mem), "{:.0f}") for a in ("ours", "dgl", "pyg"))])
+        ctx.table("models", ["model", "ours", "ours, Python kernels", "DGL", "PyG",
+                             "ours / DGL time (per-repeat range)", "ours / DGL CPU time (range)",
+                             "ours / PyG time (range)", "memory MB ours / DGL / PyG"], rows,
+                  caption=f"seconds per training epoch, mean over repeats of each repeat's median of {epochs} epochs; "
+                          "ratios: geometric mean of the per-repeat ratios")
+    if "kernels" in models:
+        rows = [[k.replace("_sum", " + sum").replace("_", " "),
+                 *(mean_cell(col(a, f"{k}_s")) for a in ("ours", "ours_python", "dgl")),
+                 ratio_cell(col("ours", f"{k}_s"), col("dgl", f"{k}_s"))] for k in KERNELS]
+        ctx.table("kernels", ["kernel", "ours", "ours, Python kernels", "DGL", "ours / DGL (per-repeat range)"], rows,
+                  caption="one forward + backward on 8 heads x 8 features (copy_u: 64 features)")
+    layer_rows = [m for m in models if m in LAYERS]
+    if layer_rows:
+        rows = []
+        for m in layer_rows:
+            t, c, mem = f"{m}_epoch_s", f"{m}_epoch_cpu_s", f"{m}_memory_mb"
+            rows.append([m, LAYERS[m], f"{mean_cell(col('ours', t), '{:.3f}')} / {mean_cell(col('ours', c))}",
+                         f"{mean_cell(col('dgl', t), '{:.3f}')} / {mean_cell(col('dgl', c))}",
+                         ratio_cell(col("ours", t), col("dgl", t)), ratio_cell(col("ours", c), col("dgl", c)),
+                         f"{mean_cell(col('ours', mem), '{:.0f}')} / {mean_cell(col('dgl', mem), '{:.0f}')} "
+                         f"({ratio_cell(col('ours', mem), col('dgl', mem)).split(' ')[0]})"])
+        ctx.table("layers", ["model", "layers", "ours epoch / CPU", "DGL epoch / CPU",
+                             "ours / DGL time (per-repeat range)", "ours / DGL CPU time (range)",
+                             "memory MB ours / DGL (ratio)"], rows,
+                  caption=f"seconds per training epoch, mean over repeats of each repeat's median of {epochs} epochs")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--worker", choices=FRAMEWORKS, help="run one (framework, model) and print its JSON line")
+    ap.add_argument("--model", choices=["gcn", "gat", "sage", "kernels", *LAYERS])
+    ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=3, help="runs of each (framework, model), interleaved")
-    ap.add_argument("--layer-epochs", type=int, help="epochs for the newer layers (default: --epochs)")
-    ap.add_argument("--layer-repeats", type=int, help="repeats for the newer layers (default: --repeats)")
-    ap.add_argument("--models", default="gcn,gat,sage,kernels," + ",".join(LAYERS),
-                    help="any of gcn, gat, sage, kernels, " + ", ".join(LAYERS))
-    ap.add_argument("--frameworks", default=",".join(FRAMEWORKS))
-    ap.add_argument("--dgl-python", default=os.path.join(REPO, ".cache", "dgl-venv", "bin", "python"))
-    ap.add_argument("--pyg-python", default=os.path.join(REPO, ".cache", "pyg-venv", "bin", "python"))
-    ap.add_argument("--out", default=os.path.join(HERE, "results", "graph.json"))
-    ap.add_argument("--large", action="store_true", help="also one epoch on 1M nodes / 10M edges")
     ap.add_argument("--nodes", type=int, default=N, help=argparse.SUPPRESS)
     ap.add_argument("--edges", type=int, default=E, help=argparse.SUPPRESS)
-    ap.add_argument("--worker", choices=FRAMEWORKS, help=argparse.SUPPRESS)
-    ap.add_argument("--model", choices=["gcn", "gat", "sage", "kernels", *LAYERS], help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    args, rest = ap.parse_known_args()
     if args.worker:
+        if rest or not args.model:
+            ap.error("--worker needs --model and takes no other arguments")
         return worker(args)
-    models = args.models.split(",")
-    unknown = [m for m in models if m not in ("gcn", "gat", "sage", "kernels", *LAYERS)]
-    if unknown:
-        ap.error(f"unknown model(s) {', '.join(unknown)}")
-    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MXNET_CPU_WORKER_NTHREADS="1",
-               MKL_NUM_THREADS=str(args.threads), MXNET_STORAGE_FALLBACK_LOG_VERBOSE="0")
-    pythons = {"ours": sys.executable, "ours_python": sys.executable, "dgl": args.dgl_python,
-               "pyg": args.pyg_python}
-    pythons = {k: v for k, v in pythons.items() if k in args.frameworks.split(",")}
-    for fw in ("dgl", "pyg"):
-        if fw in pythons and not os.path.exists(pythons[fw]):
-            print(f"skipping {fw}: {pythons[fw]} not found (see the module docstring)")
-            del pythons[fw]
-    runs, failures, skipped, plan = {}, {}, {}, {}
-    for model in models:
-        fws = list(pythons)
-        if model == "kernels":
-            fws = [f for f in fws if f != "pyg"]
-        if model in LAYERS:
-            fws = [f for f in fws if f in ("ours", "dgl")]
-            left = [f for f in pythons if f not in fws]
-            if left:
-                skipped[model] = {f: "not run: the newer layers are compared with DGL's only" for f in left}
-        epochs = args.layer_epochs or args.epochs if model in LAYERS else args.epochs
-        repeats = args.layer_repeats or args.repeats if model in LAYERS else args.repeats
-        plan[model] = {"epochs": epochs, "repeats": repeats}
-        for rep in range(repeats):
-            order = fws[rep % len(fws):] + fws[:rep % len(fws)] if fws else []
-            for fw in order:
-                load = os.getloadavg()[0]
-                fenv = dict(env, GLUON_SUITE_GRAPH_KERNELS="off") if fw == "ours_python" else env
-                p = subprocess.run([pythons[fw], os.path.abspath(__file__), "--worker", fw, "--model", model,
-                                    "--epochs", str(epochs), "--threads", str(args.threads)],
-                                   capture_output=True, text=True, env=fenv)
-                if p.returncode != 0:
-                    failures.setdefault(model, {})[fw] = p.stderr.strip().splitlines()[-1:] or ["failed"]
-                    print(f"{fw} {model} failed:\n{p.stderr[-2000:]}")
-                    continue
-                r = json.loads(p.stdout.strip().splitlines()[-1])
-                r["load_before"] = round(load, 2)
-                runs.setdefault(model, {}).setdefault(fw, []).append(r)
-                print(f"{model} {fw} #{rep + 1}: {r}", flush=True)
-    large = {}
-    for model in ("gcn", "gat") if args.large else ():
-        for fw in [f for f in ("ours", "dgl") if f in pythons]:
-            p = subprocess.run([pythons[fw], os.path.abspath(__file__), "--worker", fw, "--model", model,
-                                "--epochs", "1", "--threads", str(args.threads), "--nodes", "1000000",
-                                "--edges", "10000000"], capture_output=True, text=True, env=env)
-            if p.returncode != 0:
-                failures.setdefault("large_" + model, {})[fw] = p.stderr.strip().splitlines()[-1:] or ["failed"]
-                continue
-            r = json.loads(p.stdout.strip().splitlines()[-1])
-            r["edges_x_features_mb"] = 10_000_000 * F * 4 / 2 ** 20
-            large.setdefault(model, {})[fw] = r
-            print(f"large {model} {fw}: {r}", flush=True)
-    results = {"large_graph_1M_nodes_10M_edges": large} if large else {}
-    today = time.strftime("%Y-%m-%d")
-    for model, by_fw in runs.items():
-        res = results[model] = {}
-        for fw, rs in by_fw.items():
-            keys = [k for k in rs[0] if k.endswith("_s") or k.endswith("_mb")]
-            res[fw] = {k: statistics.median(r[k] for r in rs) for k in keys}
-            res[fw]["runs"] = rs
-        for num, den in (("ours", "dgl"), ("ours", "pyg"), ("ours", "ours_python"), ("ours_python", "dgl")):
-            ratios(res, num, den, by_fw)
-        loads = [r["load_before"] for rs in by_fw.values() for r in rs]
-        res["load_before_range"] = [min(loads), max(loads)]
-        res["date"], res["epochs_measured"], res["repeats"] = today, plan[model]["epochs"], plan[model]["repeats"]
-        if model in LAYERS:
-            res["model"] = LAYERS[model]
-        if model in skipped:
-            res["skipped"] = skipped[model]
-    # models not run this time keep their last measured entry (each entry carries its own date)
-    previous = {}
-    if os.path.exists(args.out):
-        with open(args.out) as f:
-            previous = json.load(f)
-    merged = dict(previous.get("results", {}))
-    for model, res in results.items():
-        old = merged.get(model, {})
-        left = [fw for fw in FRAMEWORKS if fw in old and fw not in res]
-        if left:   # frameworks not rerun: their last entry stays, whole, beside the new one
-            res["earlier_run"] = old.get("earlier_run", old)
-        elif "earlier_run" in old:     # a partial rerun of a partial rerun keeps the first entry
-            res["earlier_run"] = old["earlier_run"]
-        merged[model] = res
-    old_failures = {k: v for k, v in previous.get("failures", {}).items() if k not in runs and k not in results}
-    out = {**previous, "benchmark": "graph", "date": today, "nodes": N, "edges": E,
-           "features": F, "hidden": HID, "classes": C, "gat_heads": HEADS, "threads": args.threads,
-           "epochs_measured": args.epochs, "repeats": args.repeats, "results": merged,
-           "failures": {**old_failures, **failures}}
-    sys.path.insert(0, REPO)
-    from gluon_suite.utils import write_json
-    write_json(args.out, out)
-    print(f"\n{N} nodes, {E} edges (+ self-loops), {F} features, {args.threads} threads; medians over repeats "
-          f"(each the median of its epochs); memory: peak above import, MB; load: 1-minute load average "
-          f"before each run")
-    nan = float("nan")
-    fws = [fw for fw in FRAMEWORKS if fw in pythons]
-    print(f"{'model':<26}" + "".join(f"{fw:>12}" for fw in fws) + f"{'ours/dgl':>10}{'range':>12}"
-          f"{'ours/old':>10}{'load':>12}{'reps x ep':>10}")
-    for model, r in results.items():
-        if model.startswith("large"):
-            continue
-        keys = [k for k in r.get("ours", r.get("dgl", {})) if k.endswith("_s")]
-        lo, hi = r["load_before_range"]
-        reps = f"{r['repeats']}x{r['epochs_measured']}"
-        for key in keys + (["peak_above_import_mb"] if model != "kernels" else []):
-            vs = r.get("ours_over_dgl", {}).get(key[:-2], {})
-            old = r.get("ours_over_ours_python", {}).get(key[:-2], {})
-            if key.endswith("_mb"):
-                vs = {"ratio": r.get("ours_over_dgl", {}).get("memory_above_import", nan), "per_repeat": [nan, nan]}
-                old = {"ratio": r.get("ours_over_ours_python", {}).get("memory_above_import", nan)}
-            per = vs.get("per_repeat", [nan, nan])
-            print(f"{model + ' ' + key:<26}" + "".join(f"{r.get(fw, {}).get(key, nan):>12.3f}" for fw in fws)
-                  + f"{vs.get('ratio', nan):>10.2f}{f'{per[0]:.2f}-{per[1]:.2f}':>12}{old.get('ratio', nan):>10.2f}"
-                  + f"{f'{lo:.1f}-{hi:.1f}':>12}{reps:>10}")
-    for model, f in failures.items():
-        print(f"failed: {model}: {f}")
-    print(f"results: {os.path.relpath(args.out, REPO)}")
+    # not a worker: the protocols run through the runner (default graph_models)
+    from gluon_suite.cli import entry
+    name = rest[0] if rest and not rest[0].startswith("-") else "graph_models"
+    sys.argv = ["gluon-suite", "bench", "run", name, *[a for a in rest if a != name]]
+    entry()
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, REPO)
     main()
