@@ -56,12 +56,26 @@ def test_two_hosts_at_100_mbit_measure_10_to_13_MBps():
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_testbed_bench_stops_at_the_first_signal_and_removes_its_testbed(tmp_path, signum):
-    """Started as ``bench &`` starts it (SIGINT ignored), bench/whatif_validation.py still stops
-    at the first SIGINT/SIGTERM while a job runs: one line, exit 128 + signal, the workers gone,
-    the namespaces gone, no result written."""
-    cmd = [sys.executable, os.path.join(REPO, "bench", "whatif_validation.py"), "--regime", "balanced",
-           "--points", "2@1000", "--bulk", "default", "--repeats", "3", "--steps", "400", "--out", str(tmp_path)]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    """Started as ``bench &`` starts it (SIGINT ignored), the whatif_balanced protocol's bench
+    (bench/whatif_validation.py's evidence) still stops at the first SIGINT/SIGTERM while a job runs:
+    one line, exit 128 + signal, the workers gone, the namespaces gone, nothing written."""
+    script = (
+        "import sys\n"
+        f"sys.path.insert(0, {os.path.join(REPO, 'bench')!r})\n"
+        "import whatif_validation as b\n"
+        "class Ctx:\n"
+        "    params = {'regime': 'balanced', 'points': ['2@1000'], 'bulk': ['default'], 'steps': 400,\n"
+        "              'batch': 16, 'bucket_mb': 1.0, 'range': [0.3, 0.95], 'calibration_repeats': 1,\n"
+        "              'calibration_steps': 2}\n"
+        "    seeds, workdir = [0], sys.argv[1]\n"
+        "    def progress(self, xs, desc=None): return xs\n"
+        "    def measure(self, arm, seed, fn): return fn()\n"
+        "    def note(self, *a): pass\n"
+        "    def table(self, *a, **k): pass\n"
+        "    def figure(self, suffix): return sys.argv[1] + '/fig' + suffix\n"
+        "b.evidence(Ctx())\n")
+    cmd = [sys.executable, "-c", script, str(tmp_path)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     namespaces = [f"gs{p.pid % 100000}h{i}" for i in range(2)]
     workers, deadline = [], time.time() + 120

@@ -1,5 +1,6 @@
-"""The balanced what-if bench's calibration of gamma (the allreduce's local time per byte) against
-hand-computed values."""
+"""The what-if validation bench's pieces against hand-computed values: the balanced regime's
+calibration of gamma (the allreduce's local time per byte), the points, and the worst error a
+repeat is judged on."""
 
 import pytest
 
@@ -18,3 +19,29 @@ def test_gamma_is_the_time_beyond_the_wire_per_bucket_byte():
     assert wire == pytest.approx(0.0117) and gamma == pytest.approx(1e-9)
     # an allreduce faster than the socket's wire time gives 0, not a negative cost
     assert bench.gamma_from(0.001, [6e6, 1e6], 2, 1e9)[0] == 0.0
+
+
+def test_points_are_hosts_at_mbit():
+    assert bench.parse_points(["2@50", "4@1000", "2@2e3"]) == [(2, 50.0), (4, 1000.0), (2, 2000.0)]
+
+
+def test_worst_error_counts_only_the_jobs_in_range():
+    rows = [{"in_range": True, "bulk": "default", "rel_error": 0.04, "rel_error_without_gamma": 0.2},
+            {"in_range": True, "bulk": "off", "rel_error": 0.07, "rel_error_without_gamma": 0.1},
+            {"in_range": False, "bulk": "off", "rel_error": 0.5, "rel_error_without_gamma": 0.6}]
+    assert bench._worst(rows) == 0.07
+    assert bench._worst(rows, bulk="default") == 0.04
+    assert bench._worst(rows, "rel_error_without_gamma") == 0.2
+    assert bench._worst(rows[2:]) is None
+
+
+def test_a_sweep_is_judged_on_its_worst_point_and_not_at_all_when_a_point_failed(monkeypatch):
+    errors = {(2, 50.0): 0.03, (2, 1000.0): 0.09, (4, 50.0): 0.05}
+    monkeypatch.setattr(bench, "comm_point", lambda h, r, steps: {"hosts": h, "rate_mbit": r,
+                                                                  "rel_error": errors[(h, r)]})
+    sweep = bench.comm_sweep({"points": ["2@50", "2@1000", "4@50"], "steps": 3})
+    assert sweep["max_rel_error"] == 0.09 and sweep["failed_points"] == []
+    monkeypatch.setattr(bench, "comm_point", lambda h, r, steps: None if h == 4 else {"hosts": h, "rate_mbit": r,
+                                                                                     "rel_error": 0.01})
+    sweep = bench.comm_sweep({"points": ["2@50", "4@50"], "steps": 3})
+    assert sweep["max_rel_error"] is None and sweep["failed_points"] == ["4@50"]

@@ -1,6 +1,8 @@
 """The paper bench's derived V100 profiles against hand-computed values, and the bundled profiles
 it wrote."""
 
+import os
+
 import pytest
 
 from gluon_suite.whatif import load_profile
@@ -69,3 +71,12 @@ def test_bundled_bert_base_profile(dtype, itemsize):
     # the word embedding (also the MLM decoder's weight) is ready only when backward ends
     k = prof.grad_bytes.index(30522 * 768 * itemsize)
     assert prof.ready[k] == pytest.approx(prof.backward_s)
+
+
+def test_a_run_tells_whether_the_bundled_profile_is_the_one_it_derived():
+    from gluon_suite.whatif.profiles import BUNDLED_DIR
+    _, rec = load_profile(os.path.join(BUNDLED_DIR, "v100_resnet50_v1b_fp32.json"))
+    assert bench.same_as_bundled("v100_resnet50_v1b_fp32", rec)
+    other = dict(rec, forward_s=rec["forward_s"] * 2)
+    assert not bench.same_as_bundled("v100_resnet50_v1b_fp32", other)
+    assert not bench.same_as_bundled("v100_no_such_model_fp32", rec)
