@@ -14,9 +14,10 @@ cost is not hidden behind a model's compute), per algorithm x compressor:
 4. 2 workers on loopback (horovodrun --gloo), each shape set: every configuration against stock
    ``horovod.mxnet.DistributedTrainer`` and against ``sync``; wire bytes from the counters.
 
-    .venv/bin/python bench/comm.py [--models resnet50_v1b,mlp] [--two-worker-models resnet50_v1b]
+    .venv/bin/gluon-suite bench run comm [--quick]
 
-Writes bench/results/comm.json and prints tables. Times are medians over the measured steps.
+The protocol (bench/protocols/comm.yaml) fixes the shape sets, steps and repeats and the criteria;
+the runner writes the result under bench/results/comm/. Times are medians over the measured steps.
 """
 import argparse
 import json
@@ -27,7 +28,6 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(HERE, "results", "comm.json")
 OPT = {"learning_rate": 0.01, "momentum": 0.9}
 
 CONFIGS = [
@@ -286,102 +286,126 @@ def two_workers(shape_sets, steps):
             return json.load(f)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--models", default="resnet50_v1b,bert_base,mlp", help="1-worker shape sets")
-    p.add_argument("--two-worker-models", default="resnet50_v1b,mlp")
-    p.add_argument("--steps", type=int, default=5)
-    p.add_argument("--fit-total", type=int, default=0, help="elements of the 8/161/800 sets and the "
-                   "compute floors (default: ResNet-50's)")
-    p.add_argument("--only", choices=["host", "floors"], help="run one section only and put it "
-                   "into the existing results (host: host work per step at two tensor sizes; "
-                   "floors: each compressor vs its bare operators)")
-    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    args = p.parse_args()
-    if args.worker:
-        return worker(args)
-    sys.path.insert(0, os.path.dirname(HERE))
-    from gluon_suite.utils import write_json
-    kinds = ["gluon.Trainer"] + [k for k, _ in CONFIGS]
-    shapes = {m: MODELS[m]() for m in set(args.models.split(",")) | set(args.two_worker_models.split(","))}
-    result = {"benchmark": "comm", "date": time.strftime("%Y-%m-%d"), "cpu_count": os.cpu_count(),
-              "what": "median seconds of trainer.step() with the gradients given (no model compute)",
-              "shape_sets": {m: {"tensors": len(s), "params": numel(s)} for m, s in shapes.items()},
-              "load_average_at_start": os.getloadavg()}
-
-    if args.only:
-        with open(RESULTS) as f:
-            result = json.load(f)
-        if args.only == "floors":
-            total = args.fit_total or numel(shapes.get("resnet50_v1b") or resnet50_shapes())
-            result["compute_floor"] = floors_section(total)
-            write_json(RESULTS, result)
-            print(f"results: {os.path.relpath(RESULTS)}")
-            return
-    else:
-        result = run_all(args, kinds, shapes, result)
-    m = "resnet50_v1b"
-    rn = shapes.get(m) or resnet50_shapes()
-    result["host_work"] = {"shapes": f"{m} ({len(rn)} tensors), full and first axis / 16",
-                           "configs": host_work(rn, kinds, args.steps),
-                           "load_average": os.getloadavg()}
-    print(f"\nhost (Python) time of one step, {m} tensors: 1/16 size vs full size")
-    for k, r in result["host_work"]["configs"].items():
-        print(f"  {k:<28}{r['small_host_s'] * 1e3:>8.2f} ms {r['full_host_s'] * 1e3:>8.2f} ms"
-              f"{r['full_vs_small']:>7.2f}x")
-    write_json(RESULTS, result)
-    print(f"results: {os.path.relpath(RESULTS)}")
+FLOORS = "compressor floors"
 
 
-def floors_section(total):
-    out = {"elements": total, "compressors": compute_floors(total), "load_average": os.getloadavg()}
-    print(f"\ncompressors on one flat vector of {total / 1e6:.1f}M: ours vs bare operators")
-    for k, f in out["compressors"].items():
-        print(f"  {k:<10}{f['ours_s'] * 1e3:>9.1f} ms vs {f['floor_s'] * 1e3:>8.1f} ms: {f['ratio']:.2f}x")
-    return out
-
-
-def run_all(args, kinds, shapes, result):
-    # the 2-worker section first: the in-process sections leave this process holding MXNet's
-    # memory pool (about 17 GB after BERT-base), and two workers beside it ran out of memory
-    two = [m for m in args.two_worker_models.split(",") if m]
-    if two:
-        result["two_workers"] = two_workers({m: shapes[m] for m in two}, args.steps)
-        for m, r in result["two_workers"].items():
-            print(f"\n2 workers on loopback, {m} ({r['tensors']} tensors, {r['params'] / 1e6:.1f}M)")
-            for k, row in r["configs"].items():
-                print(f"  {k:<28}{row['step_s'] * 1e3:>10.1f} ms{row['time_vs_sync']:>8.2f}x sync"
-                      f"{row['bytes_vs_sync']:>9.4f}x sync bytes")
-    single = {}
-    for m in args.models.split(","):
-        t = single_worker(shapes[m], kinds, args.steps)
-        single[m] = {k: {"step_s": v, "vs_gluon_trainer": v / t["gluon.Trainer"]} for k, v in t.items()}
-        print(f"\n1 worker, {m} ({len(shapes[m])} tensors, {numel(shapes[m]) / 1e6:.1f}M)")
-        for k, row in single[m].items():
-            print(f"  {k:<28}{row['step_s'] * 1e3:>10.1f} ms{row['vs_gluon_trainer']:>8.2f}x gluon.Trainer")
-    result["single_worker"] = single
-
-    total = args.fit_total or numel(shapes.get("resnet50_v1b") or resnet50_shapes())
+def evidence(ctx):
+    """The protocol bench/protocols/comm.yaml. Each "seed" is a repeat of the whole measurement:
+    the 2-worker section first (one horovodrun job timing every kind), then per arm its 1-worker
+    step on each shape set, on 8 / 161 / 800 equal tensors and its host time at two tensor sizes,
+    and the compressors against their bare operators (the arm ``compressor floors``). Times are
+    medians over ``steps`` steps."""
+    p = ctx.params
+    steps = int(p["steps"])
+    models, two = list(p["models"]), list(p.get("two_worker_models") or [])
+    shapes = {m: MODELS[m]() for m in set(models) | set(two) | {"resnet50_v1b"}}
+    total = int(p.get("fit_total") or numel(shapes["resnet50_v1b"]))
     counts = [8, 161, 800]
-    per_count = {c: single_worker(equal_shapes(total, c), kinds, args.steps) for c in counts}
-    fits = {}
-    for k in kinds:
-        ys = [per_count[c][k] for c in counts]
-        extra = [per_count[c][k] - per_count[c]["gluon.Trainer"] for c in counts]
-        a, b = fit(counts, ys)
-        ea, eb = fit(counts, extra)
-        fits[k] = {"step_s": dict(zip(map(str, counts), ys)), "a_s": a, "b_us_per_tensor": b * 1e6,
-                   "extra_over_gluon_a_s": ea, "extra_over_gluon_b_us_per_tensor": eb * 1e6}
-    result["tensor_count_fit"] = {"total_params": total, "counts": counts, "configs": fits}
-    print(f"\n1 worker, {total / 1e6:.1f}M parameters in 8/161/800 equal tensors: a + b x tensors")
-    for k, f in fits.items():
-        print(f"  {k:<28} b = {f['b_us_per_tensor']:>7.1f} us/tensor, extra over gluon.Trainer "
-              f"b = {f['extra_over_gluon_b_us_per_tensor']:>7.1f} us/tensor")
+    count_shapes = {c: equal_shapes(total, c) for c in counts}
+    host_shapes = shapes[p.get("host_model", "resnet50_v1b")] if not p.get("host_total") else \
+        equal_shapes(int(p["host_total"]), 161)
+    ctx.note("shape_sets", {m: {"tensors": len(s), "params": numel(s)} for m, s in shapes.items()})
+    ctx.note("fit_total_params", total)
+    for seed in ctx.progress(ctx.seeds, desc="comm repeats"):
+        w2 = two_workers({m: shapes[m] for m in two}, steps) if two else {}
+        for arm in ctx.arms:
+            def one(arm=arm):
+                m = {}
+                if arm == FLOORS:
+                    fl = compute_floors(total)
+                    for name, f in fl.items():
+                        m[f"floor_{name}_s"], m[f"ours_{name}_s"], m[f"floor_ratio_{name}"] = f["floor_s"], f["ours_s"], f["ratio"]
+                    m["floor_ratio_max"] = max(f["ratio"] for f in fl.values())
+                    return m
+                for model, r in w2.items():
+                    row = r["configs"].get(arm)
+                    if row:
+                        m[f"step_2w_{model}_s"] = row["step_s"]
+                        m[f"wire_2w_{model}_bytes"] = row["wire_bytes_per_step"]
+                if arm == "horovod DistributedTrainer":
+                    return m
+                for model in models:
+                    m[f"step_1w_{model}_s"] = single_worker(shapes[model], [arm], steps)[arm]
+                for c in counts:
+                    m[f"step_1w_{c}_tensors_s"] = single_worker(count_shapes[c], [arm], steps)[arm]
+                h = host_work(host_shapes, [arm], steps, shrink=int(p.get("host_shrink", 16)))[arm]
+                m.update(host_small_s=h["small_host_s"], host_full_s=h["full_host_s"],
+                         host_full_vs_small=h["full_vs_small"])
+                return m
+            ctx.measure(arm, seed, one)
+    _tables(ctx, models, two, counts)
 
-    result["compute_floor"] = floors_section(total)
 
-    result["load_average_at_end"] = os.getloadavg()  # other jobs on the machine skew the times
-    return result
+def _median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    return xs[len(xs) // 2] if len(xs) % 2 else 0.5 * (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) if xs else None
+
+
+def _tables(ctx, models, two, counts):
+    """The docs' tables: step time against gluon.Trainer (1 worker) and against sync (2 workers),
+    wire bytes, the tensor-count fit, host time and the compressors' floors; the median over the
+    repeats of each repeat's median step, and the ratio of those medians."""
+    runs = {}
+    for r in ctx.runs:
+        runs.setdefault(r["arm"], []).append(r["metrics"])
+
+    def med(arm, key):
+        return _median([m.get(key) for m in runs.get(arm, [])])
+
+    def ratio(a, b):
+        return "" if a is None or b is None else f"{a / b:.2f}x"
+    arms = [a for a in ctx.protocol.arms() if a != FLOORS and a in runs]
+    cols, rows = ["configuration"], []
+    cols += [f"1 worker, {m}: vs gluon.Trainer" for m in models]
+    cols += [f"2 workers, {m}: vs sync" for m in two] + [f"2 workers, {m}: wire bytes vs sync" for m in two]
+    for a in arms:
+        row = [a]
+        row += [ratio(med(a, f"step_1w_{m}_s"), med("gluon.Trainer", f"step_1w_{m}_s")) for m in models]
+        row += [ratio(med(a, f"step_2w_{m}_s"), med("sync", f"step_2w_{m}_s")) +
+                (f" ({1e3 * med(a, f'step_2w_{m}_s'):.0f} ms)" if a == "sync" and med(a, f"step_2w_{m}_s") else "")
+                for m in two]
+        for m in two:
+            w, ws = med(a, f"wire_2w_{m}_bytes"), med("sync", f"wire_2w_{m}_bytes")
+            row.append("" if w is None or not ws else f"{w / ws:.4f}")
+        rows.append(row)
+    ctx.table("steps", cols, rows, caption=f"median over {len(ctx.seeds)} repeat(s) of the median of "
+              f"{ctx.params['steps']} steps; 1 worker: this configuration's step / gluon.Trainer's; 2 workers on "
+              "loopback: / our sync's")
+    rows = []
+    for a in arms:
+        ys = [med(a, f"step_1w_{c}_tensors_s") for c in counts]
+        gs = [med("gluon.Trainer", f"step_1w_{c}_tensors_s") for c in counts]
+        if None in ys or None in gs:
+            continue
+        _, b = fit(counts, ys)
+        _, eb = fit(counts, [y - g for y, g in zip(ys, gs)])
+        h = [med(a, k) for k in ("host_small_s", "host_full_s", "host_full_vs_small")]
+        rows.append([a, *(f"{1e3 * y:.1f}" for y in ys), f"{1e6 * b:.1f}", f"{1e6 * eb:.1f}",
+                     f"{1e3 * h[0]:.2f}", f"{1e3 * h[1]:.2f}", f"{h[2]:.2f}x"])
+    ctx.table("tensor_count", ["configuration", *(f"{c} tensors (ms)" for c in counts), "b (us per tensor)",
+                               "extra over gluon.Trainer, b (us per tensor)", "host time, 1/16 size (ms)",
+                               "host time, full size (ms)", "full / small"], rows,
+              caption="1 worker, the same total size cut into equal tensors; step = a + b x tensors fitted to the "
+                      "medians; host time: from the call of step() to its return")
+    if FLOORS in runs:
+        rows = [[n, f"{1e3 * med(FLOORS, f'ours_{n}_s'):.1f}", f"{1e3 * med(FLOORS, f'floor_{n}_s'):.1f}",
+                 f"{med(FLOORS, f'floor_ratio_{n}'):.2f}x"] for n in ("fp16", "grbs", "randomk", "topk", "sign")]
+        ctx.table("floors", ["compressor", "ours (ms)", "bare operators (ms)", "ours / floor"], rows,
+                  caption=f"one flat vector of {ctx.notes.get('fit_total_params', 0) / 1e6:.1f}M elements, compress "
+                          "and add the decompressed payload into a target; median over repeats")
+
+
+def main():
+    """``--worker`` (under horovodrun, the 2-worker section); anything else runs the protocol."""
+    if "--worker" in sys.argv:
+        p = argparse.ArgumentParser()
+        p.add_argument("--worker", action="store_true")
+        p.add_argument("--steps", type=int, default=5)
+        return worker(p.parse_args())
+    sys.path.insert(0, os.path.dirname(HERE))
+    from gluon_suite.cli import entry
+    sys.argv = ["gluon-suite", "bench", "run", "comm", *sys.argv[1:]]
+    return entry()
 
 
 if __name__ == "__main__":
