@@ -368,7 +368,7 @@ def _ms(xs, fmt=".2f", unit=""):
     if any(x is None for x in xs):
         return f"not reached by {sum(x is None for x in xs)} of {len(xs)}"
     s = summary(xs)
-    return f"{s['mean']:{fmt}}{unit}" + (f" ± {s['std']:{fmt}}" if s["std"] is not None else "")
+    return f"{s['mean']:{fmt}}" + (f" ± {s['std']:{fmt}}" if s["std"] is not None else "") + unit
 
 
 def tables(ctx, runs, configs, targets):
