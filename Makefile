@@ -129,6 +129,13 @@ test-unit: setup
 test-long: setup
 	$(WORKER_ENV) $(PY) -m pytest -q -m long $(PYTEST_ARGS) tests
 
+# rerun one published claim from its protocol (bench/protocols/NAME.yaml) into a new result file under
+# bench/results/NAME/ (docs/benchmarks.md): make bench NAME=cv_models [QUICK=1] [SEEDS=0,1]
+bench: setup
+	@test -n "$(NAME)" || { echo "make bench NAME=<protocol> [QUICK=1] [SEEDS=0,1]; the protocols:" >&2; \
+		$(VENV)/bin/gluon-suite bench list >&2; exit 2; }
+	$(VENV)/bin/gluon-suite bench run $(NAME) $(if $(QUICK),--quick) $(if $(SEEDS),--seeds $(SEEDS))
+
 clean:
 	rm -rf runs .pytest_cache
 	find . -name __pycache__ -prune -exec rm -rf {} +

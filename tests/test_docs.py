@@ -97,6 +97,9 @@ EXAMPLES = {
         before=".venv/bin/python scripts/cv/train_classification.py --model resnet14_digits --epochs 1 --out runs/r14"),
     "docs/cv.md: .venv/bin/python scripts/cv/train_classification.py --dataset folder --data-dir data/images":
         long(subs=[("--epochs 5", "--epochs 1")]),
+    # docs/benchmarks.md
+    "docs/benchmarks.md: .venv/bin/gluon-suite bench list": fast(
+        check=lambda out: "cv_models" in out and "cv_models: inconclusive" in out),
     # docs/distributed.md
     "docs/distributed.md: import mxnet as mx\nfrom mxnet import autograd, gluon\nfrom gluon_suite.distributed import DistributedTrainer, make_algorithm\n\nnet":
         fast(),

@@ -9,8 +9,9 @@ A rendered table sits between two markers::
 
 where NAME is a protocol and TABLE one of the tables its latest result holds (``criteria`` is in
 every result). ``<!-- bench:claims -->`` ... ``<!-- bench:end -->`` holds the list of every protocol
-with its claim and latest verdict. A table of settings rather than measurements is marked
-``<!-- bench:settings -->`` on the line above it. ``--check`` rewrites nothing and fails when a
+with its claim and latest verdict. A table of settings rather than measurements, or of figures
+quoted from another project with the source named, is marked ``<!-- bench:settings -->`` on the
+line above it. ``--check`` rewrites nothing and fails when a
 rendered block differs from what the results say."""
 import glob
 import os
@@ -102,9 +103,11 @@ def _claims_block(root, results_dir):
 
 def render_text(text, root, results_dir):
     """``text`` with every marked block rendered; also the list of (kind, name, table) rendered."""
-    out, done, lines, i = [], [], text.split("\n"), 0
+    out, done, lines, i, fenced = [], [], text.split("\n"), 0, False
     while i < len(lines):
-        m = BEGIN.match(lines[i])
+        if lines[i].lstrip().startswith("```"):
+            fenced = not fenced
+        m = None if fenced else BEGIN.match(lines[i])
         if not m:
             out.append(lines[i])
             i += 1
@@ -147,20 +150,28 @@ def render_files(root, results_dir=None, check=False, files=None):
     return changed, blocks
 
 
-_FIGURE = re.compile(r"(?<![\w.`/-])(\d+\.\d+|\d+(\.\d+)?\s?(x|%|ms|us|s)(?![\w]))")
+_FIGURE = re.compile(r"(?<![\w.`/-])(\d+\.\d+|\d+(\.\d+)?x|\d+(\.\d+)?\s?(%|ms|us|s))(?!\w)")
+# the model zoo's table is rendered from the checkpoints' cards (`gluon-suite zoo table --write`)
+_OTHER_RENDERED = ("<!-- zoo-table:begin", "<!-- zoo-table:end")
 
 
 def bare_figures(path):
     """Table rows of ``path`` holding a measured-looking figure (a decimal, a ratio like 1.5x, a
-    percentage or a time) outside rendered blocks and not under a settings marker: (line, text)."""
+    percentage or a time) outside rendered blocks (ours, and the model zoo's table rendered from its
+    cards) and not under a settings marker: (line, text)."""
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
-    found, inside, settings, prev = [], False, False, ""
+    found, inside, settings, prev, fenced = [], False, False, "", False
     for n, line in enumerate(lines, 1):
         s = line.strip()
-        if BEGIN.match(s):
+        if s.startswith("```"):
+            fenced = not fenced
+        if fenced:
+            prev = ""
+            continue
+        if BEGIN.match(s) or s.startswith(_OTHER_RENDERED[0]):
             inside = True
-        elif s == END:
+        elif s == END or s.startswith(_OTHER_RENDERED[1]):
             inside = False
         elif s.startswith("|"):
             if not prev.startswith("|"):

@@ -74,3 +74,11 @@ def test_bare_figures_are_found_outside_rendered_blocks(tmp_path):
         "", "| flag | meaning |", "|---|---|", "| `--ratio 32` | 32x compression |", "| `--lr 0.1` | rate |"]))
     found = render.bare_figures(str(doc))
     assert [n for n, _ in found] == [3, 18]
+
+
+def test_markers_and_tables_inside_code_fences_are_examples_not_blocks(toy_root):
+    results = _results(toy_root)
+    doc = toy_root / "docs" / "toy.md"
+    doc.write_text("```text\n<!-- bench:table toy nothing -->\n| a | 0.5 |\n<!-- bench:end -->\n```\n")
+    assert render.render_files(str(toy_root), results, check=True) == ([], 0)
+    assert render.bare_figures(str(doc)) == []
