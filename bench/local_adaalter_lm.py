@@ -1,16 +1,15 @@
 #!/usr/bin/env python
 """Local AdaAlter against synchronous AdaGrad and AdaAlter on a word-level LSTM language model
-trained on real English text (gensim's Lee background corpus by default, 300 news articles; or
-its head500 corpus, 500 stemmed Wikipedia articles: both read from the installed package), 2
-Horovod workers on loopback, several seeds, on the authors' reference
-recipe (docs/methods.md, "AdaAlter and Local AdaAlter"). Validation perplexity of the
-worker-averaged model against wall time and against the number of synchronisations (model or
-gradient allreduces), for H = 1, 4, 8 with both paddings of the frozen accumulator. JSON and plots
-(geometric mean over the seeds, band = one standard deviation of log perplexity) in
-bench/results/local_adaalter_lm.json / .png.
+trained on real English text (gensim's Lee background corpus, 300 news articles; or its head500
+corpus, 500 stemmed Wikipedia articles: both read from the installed package), 2 Horovod workers
+on loopback, several seeds, on the authors' reference recipe (docs/methods.md, "AdaAlter and Local
+AdaAlter"). Validation perplexity of the worker-averaged model, the number of synchronisations
+(model or gradient allreduces) and the training time, for H = 1, 4, 8 with both paddings of the
+frozen accumulator. The protocols (bench/protocols/local_adaalter_lm.yaml on the Lee corpus,
+local_adaalter_lm_head500.yaml on head500) fix the configurations, steps, seeds and criteria.
 
-    .venv/bin/python bench/local_adaalter_lm.py [--seeds 5] [--steps 600] [--workers 2]
-        [--corpus lee_background|head500] [--cache bench/results/local_adaalter_lm_runs.jsonl]
+    gluon-suite bench run local_adaalter_lm [--quick] [--seeds 0]
+    gluon-suite bench run local_adaalter_lm_head500
 
 The recipe, fixed before any run and the same for every configuration (nothing is chosen on a
 seed):
@@ -22,18 +21,20 @@ seed):
 - learning rate 0.5 for every optimizer, warmed up linearly over the first 20 steps
   (lr * n / 20 at the n-th step), during which Local AdaAlter runs synchronously; the
   synchronisation count includes those steps;
-- seed k fixes the initial weights and a data offset of k/N of the training stream, the same for
-  every configuration, so seed k's runs are paired (the stream wraps around: on the Lee corpus a
-  600-step run reads each worker's columns about 7 times, from 5 distinct starting points).
+- seed k fixes the initial weights and a data offset of k/N of the training stream (N: the
+  protocol's ``offsets``, its number of seeds), the same for every configuration, so seed k's runs
+  are paired (the stream wraps around: on the Lee corpus a 600-step run reads each worker's
+  columns about 7 times, from 5 distinct starting points).
 Local AdaAlter's padding: "constant" divides each local step by sqrt(B_s + eps) (the released
 code, the suite's default), "per-step" by sqrt(B_s + k*eps) at the k-th local step. H = 1 has no
 second local step, so its two paddings are the same run (only "constant" is run).
+
+``--worker NAME`` is the role of each Horovod process (one run of configuration NAME).
 """
 import argparse
 import collections
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,8 +42,6 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-from runcache import RunCache  # noqa: E402
 
 CONFIGS = {
     "sync adagrad": dict(optimizer="adagrad", algorithm="sync"),
@@ -56,7 +55,7 @@ CONFIGS = {
 VOCAB, EMBED, HIDDEN, BPTT, BATCH = 4000, 64, 128, 20, 16
 WARMUP, EVAL_EVERY, EVAL_TOKENS = 20, 100, 20000
 LR, EPS, CLIP = 0.5, 1.0, 10.0      # the reference recipe (module docstring), the same for every config
-CORPUS = "lee_background"            # --corpus; the worker processes get it through the environment
+CORPUS = "lee_background"            # the protocol's corpus; the worker processes get it through the environment
 BASELINE = "sync adaalter"
 
 
@@ -185,40 +184,47 @@ def worker(cfg, steps, seed, seeds, out):
             json.dump(rec, f)
 
 
-def _ms(values):
-    import numpy as np
-    return {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0}
+def unigram_perplexity():
+    """Perplexity of the validation tokens under the training tokens' unigram frequencies (the
+    same vocabulary and <unk> as the model): a model that learns nothing from context reaches it."""
+    import math
+    train, valid = corpus_ids()
+    counts = collections.Counter(train)
+    return math.exp(-sum(math.log(counts[w] / len(train)) for w in valid) / len(valid))
 
 
-def summarise(curves):
-    """Per config: final perplexity (mean, sample std), synchronisations, time; against
-    synchronous AdaAlter: ratios (of the means, and per seed with their median) and a verdict
-    ('within noise' when the difference of the means is at most the larger std), and whether the
-    target (at most 2% above) holds."""
-    rows = {}
-    for name, runs in curves.items():
-        final = [c[-1]["valid_ppl"] for c in runs]
-        rows[name] = {"final_ppl": _ms(final), "final_ppl_seeds": final,
-                      "syncs": runs[0][-1]["syncs"], "time_s": _ms([c[-1]["time_s"] for c in runs])}
-    base = rows.get(BASELINE)
-    for name, r in rows.items():
-        if base and name != BASELINE:
-            diff = r["final_ppl"]["mean"] - base["final_ppl"]["mean"]
-            spread = max(r["final_ppl"]["std"], base["final_ppl"]["std"])
-            ratio = r["final_ppl"]["mean"] / base["final_ppl"]["mean"]
-            paired = [a / b for a, b in zip(r["final_ppl_seeds"], base["final_ppl_seeds"])]
-            r["vs_sync_adaalter"] = {
-                "ppl_ratio": ratio, "within_2_percent": ratio <= 1.02,
-                # seed k of every config shares the model and the data order: ratios per seed
-                "paired_ratios": paired, "paired_ratio_median": float(statistics.median(paired)),
-                "sync_ratio": base["syncs"] / r["syncs"],
-                "time_ratio": r["time_s"]["mean"] / base["time_s"]["mean"],
-                "verdict": "within noise" if abs(diff) <= spread else
-                           ("worse" if diff > 0 else "better") + " than sync beyond the spread"}
+def summary_rows(finals, syncs, times, arms):
+    """The summary table's rows: per configuration (``arms``, in order) the final perplexity
+    (mean ± sample std, and per seed), synchronisations, mean training seconds, and against
+    synchronous AdaAlter the paired ratio of final perplexities over the seeds (geometric mean and
+    95% interval, evidence.stats on the log scale) with its verdict. ``finals``, ``syncs`` and
+    ``times`` map a configuration to its per-seed values, in the same seed order for all."""
+    from gluon_suite.evidence import stats
+    base = finals.get(BASELINE)
+    rows = []
+    for name in arms:
+        f = stats.summary(finals[name])
+        ppl = f"{f['mean']:.1f}" + (f" ± {f['std']:.1f}" if f["std"] is not None else "")
+        if name == BASELINE or base is None:
+            ratio, verdict = "—", "—"
+        else:
+            iv = stats.paired_interval(finals[name], base, scale="log")
+            ratio = f"x{iv['ratio']:.3f}" + (f" [{iv['ratio_low']:.3f}, {iv['ratio_high']:.3f}]"
+                                             if iv["ratio_low"] is not None else "")
+            verdict = stats.verdict(iv, higher_is_better=False)
+        s = sorted(set(syncs[name]))
+        rows.append([name, ppl, ", ".join(f"{x:.0f}" for x in finals[name]), "/".join(map(str, s)),
+                     f"{stats.summary(times[name])['mean']:.0f}", ratio, verdict])
     return rows
 
 
+SUMMARY_COLUMNS = ["run", "final perplexity", "per seed", "synchronisations", "training s (mean)",
+                   "ratio to sync AdaAlter [95% interval]", "vs sync AdaAlter"]
+
+
 def plot(curves, path):
+    """Validation perplexity against training time and against synchronisations, geometric mean
+    over the seeds with a band of one standard deviation of log perplexity."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -244,103 +250,78 @@ def plot(curves, path):
     fig.savefig(path, dpi=100)
 
 
-def run_one(args, name, seed):
-    """One 2-worker (``--workers``) run under horovodrun; its curve (SystemExit when it failed)."""
+def run_one(name, seed, steps, workers, offsets, corpus):
+    """One ``workers``-process run of configuration ``name`` under horovodrun; its curve (a record
+    per evaluation: step, training seconds, synchronisations, validation perplexity)."""
     hvdrun = os.path.join(os.path.dirname(sys.executable), "horovodrun")
     env = dict(os.environ, OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1",
-               PYTHONPATH=os.path.dirname(HERE), LOCAL_ADAALTER_CORPUS=CORPUS)
+               PYTHONPATH=os.path.dirname(HERE), LOCAL_ADAALTER_CORPUS=corpus)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
-        p = subprocess.run([hvdrun, "-np", str(args.workers), "-H", f"localhost:{args.workers}", "--gloo",
+        p = subprocess.run([hvdrun, "-np", str(workers), "-H", f"localhost:{workers}", "--gloo",
                             sys.executable, os.path.abspath(__file__), "--worker", name,
-                            "--steps", str(args.steps), "--seed", str(seed), "--seeds", str(args.seeds),
+                            "--steps", str(steps), "--seed", str(seed), "--seeds", str(offsets),
                             "--out", out],
                            env=env, capture_output=True, text=True)
         if p.returncode:
-            raise SystemExit(f"{name} seed {seed}: failed ({p.returncode})\n{(p.stdout + p.stderr)[-3000:]}")
+            raise RuntimeError(f"{name} seed {seed}: failed ({p.returncode})\n{(p.stdout + p.stderr)[-3000:]}")
         with open(out) as f:
             return json.load(f)
 
 
-def main(argv=None):
+def evidence(ctx):
+    """The protocols bench/protocols/local_adaalter_lm.yaml (Lee corpus) and
+    local_adaalter_lm_head500.yaml: every (seed, configuration) run, seed-major so that a cut-short
+    run stays paired; a summary table against synchronous AdaAlter and the curves."""
     global CORPUS
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
-    ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=600)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--corpus", choices=("lee_background", "head500"), default="lee_background")
-    ap.add_argument("--only", help="comma-separated config names (default: all)")
-    ap.add_argument("--cache", default="", help="JSON-lines file of finished runs: read, reused and appended to")
-    ap.add_argument("--out", default=os.path.join(HERE, "results"), help="folder for the JSON and the plot")
-    ap.add_argument("--from-cache", action="store_true",
-                    help="run nothing: report the configs whose every seed is in --cache, list the rest")
-    ap.add_argument("--worker", help=argparse.SUPPRESS)
-    ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    CORPUS = os.environ.get("LOCAL_ADAALTER_CORPUS", args.corpus) if args.worker else args.corpus
-    if args.worker:
-        return worker(CONFIGS[args.worker], args.steps, args.seed, args.seeds, args.out)
-    from gluon_suite.utils import progress, write_json
-    names = args.only.split(",") if args.only else list(CONFIGS)
-    bad = [n for n in names if n not in CONFIGS]
+    p = ctx.params
+    CORPUS = p["corpus"]
+    # params.arms (the quick schedule's) runs a subset of the configurations
+    arms = [a for a in ctx.arms if a in p.get("arms", ctx.arms)]
+    bad = [a for a in arms if a not in CONFIGS]
     if bad:
-        sys.exit(f"unknown config {bad[0]!r}; choose from: {', '.join(CONFIGS)}")
-    if BASELINE not in names:
-        names.insert(0, BASELINE)     # every comparison is against synchronous AdaAlter
-    cache = RunCache(args.cache)
-    runs, curves = [], {}
+        raise ValueError(f"unknown configuration {bad[0]!r}; the bench has {', '.join(CONFIGS)}")
+    curves = {a: [] for a in arms}
+    for seed, name in ctx.progress([(s, a) for s in ctx.seeds for a in arms], desc=ctx.protocol.name):
+        def one():
+            c = run_one(name, seed, p["steps"], p["workers"], p["offsets"], CORPUS)
+            curves[name].append(c)
+            return {"final_ppl": c[-1]["valid_ppl"], "syncs": c[-1]["syncs"], "time_s": c[-1]["time_s"],
+                    "steps": [r["step"] for r in c], "valid_ppl": [r["valid_ppl"] for r in c],
+                    "time_s_at": [r["time_s"] for r in c]}
+        ctx.measure(name, seed, one)
+    finals = {a: [c[-1]["valid_ppl"] for c in curves[a]] for a in arms}
+    syncs = {a: [c[-1]["syncs"] for c in curves[a]] for a in arms}
+    times = {a: [c[-1]["time_s"] for c in curves[a]] for a in arms}
+    ctx.table("summary", SUMMARY_COLUMNS, summary_rows(finals, syncs, times, arms),
+              caption=f"Validation perplexity of the worker-averaged model after {p['steps']} steps; "
+                      "ratios paired by seed (same initial weights and data offset).")
+    ctx.note("unigram_perplexity", unigram_perplexity())
+    ctx.note("recipe", {"lr": LR, "epsilon": EPS, "clip_global_norm_lstm": CLIP, "warmup_steps": WARMUP,
+                        "loss": "summed over the BPTT window, averaged over the batch",
+                        "model": f"vocab {VOCAB}, embedding {EMBED}, 1x{HIDDEN} LSTM, BPTT {BPTT}, "
+                                 f"batch {BATCH}/worker", "eval_every": EVAL_EVERY, "eval_tokens": EVAL_TOKENS})
+    plot(curves, ctx.figure(".png"))
 
-    def run(name, seed):
-        key = {"config": name, "seed": seed, "seeds": args.seeds, "steps": args.steps, "workers": args.workers,
-               "recipe": {"lr": LR, "eps": EPS, "clip": CLIP, "loss": "sum over window, mean over batch",
-                          "warmup": WARMUP, "corpus": CORPUS}}
-        if args.from_cache and json.dumps(key) not in cache.runs:
-            return None
-        c = cache.get(key, lambda: run_one(args, name, seed))
-        runs.append({"config": name, "seed": seed, "final_ppl": c[-1]["valid_ppl"], "syncs": c[-1]["syncs"],
-                     "time_s": c[-1]["time_s"]})
-        print(f"seed {seed} {name:<28} ppl {c[-1]['valid_ppl']:8.1f}  syncs {c[-1]['syncs']:4d}  "
-              f"{c[-1]['time_s']:.1f} s", flush=True)
-        return c
 
-    for seed in progress(range(args.seeds), desc="seeds"):   # seed-major: partial results stay paired
-        for name in names:
-            curves.setdefault(name, []).append(run(name, seed))
-    missing = [n for n, c in curves.items() if any(x is None for x in c)]
-    for n in missing:
-        print(f"not in the cache for every seed, left out: {n}")
-        del curves[n]
-    if BASELINE not in curves:
-        sys.exit(f"{BASELINE} is not in the cache for every seed; run without --from-cache")
-    runs[:] = [r for r in runs if r["config"] in curves]
-    rows = summarise(curves)
-    os.makedirs(args.out, exist_ok=True)
-    result = {"benchmark": "local_adaalter_lm", "date": time.strftime("%Y-%m-%d"), "workers": args.workers,
-              "seeds": args.seeds, "steps": args.steps, "warmup_steps": WARMUP,
-              "recipe": {"lr": LR, "epsilon": EPS, "clip_global_norm_lstm": CLIP,
-                         "loss": "summed over the BPTT window, averaged over the batch",
-                         "lr_warmup": f"linear over the first {WARMUP} steps (every config); Local AdaAlter "
-                                      "synchronous during them",
-                         "data_offset": "seed k starts k/seeds of the way into the training stream"},
-              "model": f"LSTM LM: vocab {VOCAB}, embedding {EMBED}, 1x{HIDDEN} LSTM; BPTT {BPTT}, batch "
-                       f"{BATCH}/worker; gensim {CORPUS} (every 10th 1,000-token run held out, "
-                       f"{EVAL_TOKENS} validation tokens)",
-              "rule": "settings fixed before any run (the authors' recipe), the same for every config; "
-                      "nothing chosen on a seed",
-              "not_run": missing, "results": rows, "runs": runs, "curves": curves}
-    stem = "local_adaalter_lm" + ("" if CORPUS == "lee_background" else "_" + CORPUS)
-    write_json(os.path.join(args.out, stem + ".json"), result)
-    plot(curves, os.path.join(args.out, stem + ".png"))
-    print(f"{'config':<28}{'final ppl':>18}{'syncs':>7}{'time':>16}  vs sync adaalter")
-    for name, r in rows.items():
-        v = r.get("vs_sync_adaalter")
-        cmp = (f"ppl x{v['ppl_ratio']:.3f} (per seed: median x{v['paired_ratio_median']:.3f}), "
-               f"{v['sync_ratio']:.1f}x fewer syncs, time x{v['time_ratio']:.2f}, {v['verdict']}") if v else ""
-        print(f"{name:<28}{r['final_ppl']['mean']:>10.1f} ± {r['final_ppl']['std']:<5.1f}"
-              f"{r['syncs']:>7}{r['time_s']['mean']:>9.1f} ± {r['time_s']['std']:<4.1f}  {cmp}")
-    print(f"results: {os.path.join(args.out, stem + '.json')}")
-    return result
+def worker_main(argv):
+    """The ``--worker`` role: one Horovod process of one run."""
+    global CORPUS
+    ap = argparse.ArgumentParser(description="one worker of a local_adaalter_lm run")
+    ap.add_argument("--worker", required=True, choices=list(CONFIGS))
+    ap.add_argument("--steps", type=int, required=True)
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--seeds", type=int, required=True, help="the number of data offsets")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    CORPUS = os.environ.get("LOCAL_ADAALTER_CORPUS", CORPUS)
+    return worker(CONFIGS[args.worker], args.steps, args.seed, args.seeds, args.out)
 
 
 if __name__ == "__main__":
-    main()
+    if "--worker" in sys.argv[1:]:
+        worker_main(sys.argv[1:])
+    else:
+        from gluon_suite.cli import entry
+        sys.argv = ["gluon-suite", "bench", "run", "local_adaalter_lm", *sys.argv[1:]]
+        entry()
