@@ -1,0 +1,38 @@
+"""Every protocol runs from the checkout on its quick schedule (`gluon-suite bench run NAME --quick`),
+as a user checking that a claim can still be rerun would run it: one seed, a shortened schedule, a
+result file written under a temporary folder and nowhere else."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gluon_suite.evidence import protocols
+
+from ..conftest import REPO
+
+NAMES = protocols.names(REPO)
+GLUON_SUITE = os.path.join(os.path.dirname(sys.executable), "gluon-suite")
+
+
+def test_there_are_protocols():
+    assert len(NAMES) >= 10
+
+
+@pytest.mark.long
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", NAMES)
+def test_quick_run_works_from_the_checkout(name, tmp_path):
+    p = subprocess.run([GLUON_SUITE, "bench", "run", name, "--quick", "--results", str(tmp_path)], cwd=REPO,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, f"{name} --quick failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    latest = json.loads((tmp_path / name / "latest.json").read_text())
+    res = json.loads((tmp_path / name / latest["file"]).read_text())
+    proto = protocols.load(REPO, name)
+    assert res["quick"] and res["protocol"]["sha256"] == proto.sha256 and res["name"] == name
+    assert res["seeds"] == proto.seeds(quick=True)
+    ran = {r["arm"] for r in res["runs"] if "reused_from" not in r}
+    reused = set((proto.data.get("reuses") or {}))
+    assert ran | reused == set(proto.arms()), f"arms never measured: {set(proto.arms()) - ran - reused}"
+    assert {c["id"] for c in res["criteria"]} == {c["id"] for c in proto.criteria}
