@@ -298,7 +298,8 @@ def evidence(ctx):
     p = ctx.params
     steps = int(p["steps"])
     models, two = list(p["models"]), list(p.get("two_worker_models") or [])
-    shapes = {m: MODELS[m]() for m in set(models) | set(two) | {"resnet50_v1b"}}
+    need_rn = not p.get("fit_total") or (not p.get("host_total") and p.get("host_model", "resnet50_v1b") == "resnet50_v1b")
+    shapes = {m: MODELS[m]() for m in set(models) | set(two) | ({"resnet50_v1b"} if need_rn else set())}
     total = int(p.get("fit_total") or numel(shapes["resnet50_v1b"]))
     counts = [8, 161, 800]
     count_shapes = {c: equal_shapes(total, c) for c in counts}
@@ -321,7 +322,8 @@ def evidence(ctx):
                     row = r["configs"].get(arm)
                     if row:
                         m[f"step_2w_{model}_s"] = row["step_s"]
-                        m[f"wire_2w_{model}_bytes"] = row["wire_bytes_per_step"]
+                        # stock Horovod's bytes do not pass our communicator's counters
+                        m[f"wire_2w_{model}_bytes"] = None if arm == "horovod DistributedTrainer" else row["wire_bytes_per_step"]
                 if arm == "horovod DistributedTrainer":
                     return m
                 for model in models:
