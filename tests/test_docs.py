@@ -183,6 +183,9 @@ EXAMPLES = {
         before=".venv/bin/python scripts/cv/train_classification.py --model resnest14_digits --image-size 16 "
                "--epochs 1 --out runs/r14 --publish runs/r14/store --publish-tag short"),
     # docs/nlp.md
+    "docs/nlp.md: .venv/bin/gluon-suite bench run lans_vs_lamb":
+        skip("a benchmark: the lans_vs_lamb protocol's full run, 24 BERT pretraining runs (about an hour on "
+             "two CPU cores); CI runs it with --quick"),
     "docs/nlp.md: .venv/bin/python scripts/nlp/pretrain_bert.py --corpus gensim:lee_background --out runs/bert-lee":
         long(subs=[("steps=300", "steps=3")]),
     "docs/nlp.md: .venv/bin/python scripts/nlp/pretrain_bert.py --out runs/bert": long(
