@@ -24,7 +24,7 @@ seed):
 - seed k fixes the initial weights and a data offset of k/N of the training stream (N: the
   protocol's ``offsets``, its number of seeds), the same for every configuration, so seed k's runs
   are paired (the stream wraps around: on the Lee corpus a 600-step run reads each worker's
-  columns about 7 times, from 5 distinct starting points).
+  columns about 6 times, from 5 distinct starting points).
 Local AdaAlter's padding: "constant" divides each local step by sqrt(B_s + eps) (the released
 code, the suite's default), "per-step" by sqrt(B_s + k*eps) at the k-th local step. H = 1 has no
 second local step, so its two paddings are the same run (only "constant" is run).
