@@ -463,6 +463,14 @@ def evidence_balanced(ctx):
                          "κ (ns/B)"], rows,
               caption=f"mean ± sample std over the repeats (one job of {p['steps']} measured step pairs each); "
                       f"'(out)': the mean measured SF is outside [{lo}, {hi}]")
+    ctx.table("repeats", ["repeat", "jobs in range", "worst error in range", "bulk default", "bulk off",
+                          "without γ", "free communication"],
+              [[str(seed), f"{sw['points_in_range']} of {sw['jobs']}", _pct(sw["worst_error_in_range"]),
+                _pct(sw.get("worst_error_in_range_bulk_default")), _pct(sw.get("worst_error_in_range_bulk_off")),
+                _pct(sw["worst_error_in_range_without_gamma"]), _pct(sw["worst_error_in_range_free_comm"])]
+               for seed, sw in zip(ctx.seeds, sweeps)],
+              caption=f"per repeat, the worst |predicted - measured| / measured among its jobs with a measured SF "
+                      f"in [{lo}, {hi}]")
     plot_balanced(sweeps, (lo, hi), ctx.figure(".png"))
 
 
