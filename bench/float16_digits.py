@@ -70,16 +70,17 @@ def plot(runs, path):
 def evidence(ctx):
     """The protocol bench/protocols/float16_digits.yaml: every (seed, dtype) run, a summary table and
     the accuracy curves."""
-    from seedstats import mean_std
+    from gluon_suite.evidence.stats import summary
     p = ctx.params
     runs = {d: [] for d in ctx.arms}
     for seed, dtype in ctx.progress([(s, d) for s in ctx.seeds for d in ctx.arms], desc="float16_digits runs"):
         r = ctx.measure(dtype, seed, lambda: run_one(p, dtype, seed))
         runs[dtype].append(r)
-    rows = []
-    for d, rs in runs.items():
-        f, b, w = (mean_std([r[k] for r in rs]) for k in ("final_acc", "best_acc", "wall_s"))
-        rows.append([d, f"{f['mean']:.4f} ± {f['std']:.4f}", f"{b['mean']:.4f} ± {b['std']:.4f}", f"{w['mean']:.0f}"])
+    def ms(xs, f=".4f"):
+        s = summary(xs)
+        return f"{s['mean']:{f}}" + (f" ± {s['std']:{f}}" if s["std"] is not None else "")
+    rows = [[d, ms([r["final_acc"] for r in rs]), ms([r["best_acc"] for r in rs]), ms([r["wall_s"] for r in rs], ".0f")]
+            for d, rs in runs.items()]
     ctx.table("summary", ["dtype", "final test accuracy", "best test accuracy", "seconds per run"], rows)
     ctx.note("device", "CPU, float16 emulated (GLUON_SUITE_EMULATE_FLOAT16=1)" if _emulated(p) else f"GPU {p['gpus']}")
     plot(runs, ctx.figure(".png"))
