@@ -146,6 +146,9 @@ EXAMPLES = {
         long(subs=[("--dtype float16", "--dtype float16 --epochs 1")]),
     "docs/gpus.md: GLUON_SUITE_EMULATE_FLOAT16=1 .venv/bin/python scripts/nlp/pretrain_bert.py --out runs/bert16":
         long(subs=[("steps=200", "steps=3")]),
+    "docs/gpus.md: .venv/bin/gluon-suite bench run float16_bert":
+        skip("a benchmark: the float16_bert protocol's full run, 10 BERT pretraining runs (about 10 minutes "
+             "on two CPU cores); CI runs it with --quick"),
     "docs/gpus.md: CUDA=117 bash bench/device_check.sh": skip("needs a GPU"),
     # docs/graph.md
     "docs/graph.md: import mxnet as mx\nimport gluon_suite.graph as dgl\nimport gluon_suite.graph.function as fn": fast(),
