@@ -211,6 +211,12 @@ EXAMPLES = {
         prelude="from gluon_suite.distributed import DistributedTrainer\n"
                 "from gluon_suite.optim import WarmupConstantDecay\n" + NET +
                 "sched = WarmupConstantDecay(0.5, total_steps=1000, warmup_steps=600, constant_steps=400)\n"),
+    "docs/optim.md: .venv/bin/gluon-suite bench run optim":
+        skip("a benchmark: about 2 minutes of 110M-parameter optimizer steps; CI runs it with --quick"),
+    "docs/optim.md: .venv/bin/gluon-suite bench run local_adaalter_lm":
+        skip("a benchmark: 35 two-worker runs of 600 steps, about an hour on 2 cores; CI runs it with --quick"),
+    "docs/optim.md: .venv/bin/gluon-suite bench run local_adaalter_lm_head500":
+        skip("a benchmark: 10 two-worker runs of 600 steps; CI runs it with --quick"),
     # docs/whatif.md
     "docs/whatif.md: .venv/bin/gluon-suite whatif --model resnet50_v1b --batch-size 32 --workers 8 16": long(),
     "docs/whatif.md: from gluon_suite.whatif.testbed import Testbed":
