@@ -125,8 +125,12 @@ EXAMPLES = {
         "a template: its loop body is elided ('...forward, backward...'); the complete program is "
         "tests/distributed/_elastic_job.py"),
     "docs/elastic.md: mkdir -p runs": long(subs=[("--epochs 10", "--epochs 1")]),
-    "docs/elastic.md: PYTHONPATH=. OMP_NUM_THREADS=1 MXNET_CPU_WORKER_NTHREADS=1 .venv/bin/python bench/dynamic_sgd.py --seeds 5":
-        skip("a benchmark: hours of training (writes runs/dynamic_sgd)"),
+    "docs/elastic.md: .venv/bin/gluon-suite bench run elastic":
+        skip("a benchmark: the elastic protocol's full run, 15 elastic Horovod jobs of 4 workers (about 6 minutes "
+             "on two CPU cores); CI runs it with --quick"),
+    "docs/elastic.md: .venv/bin/gluon-suite bench run dynamic_sgd":
+        skip("a benchmark: the dynamic_sgd protocol's full run, 20 simulated trainings (about 11 minutes on two "
+             "CPU cores); CI runs it with --quick"),
     # docs/getting_started.md
     "docs/getting_started.md: make setup": skip("make setup builds the environment these tests run in"),
     "docs/getting_started.md: .venv/bin/gluon-suite samples": fast(),
