@@ -164,9 +164,9 @@ EXAMPLES = {
               ("--batch-size 32", "--batch-size 32 --epochs 1"), ("--epochs 30", "--epochs 2"),
               ("--data-dir data/cora", "--data-dir data/cora --epochs 3")]),
     "docs/graph.md: import mxnet as mx\nimport numpy as np\nimport gluon_suite.graph as dgl": fast(),
-    "docs/graph.md: .venv/bin/python bench/graph.py --repeats 3 --epochs 3 --layer-repeats 2 --layer-epochs 2 --out runs/graph.json":
-        skip("a benchmark against DGL and PyG in their own environments (.cache/dgl-venv, .cache/pyg-venv): "
-             "a quarter of an hour on a 1M-edge graph, writes runs/graph.json"),
+    "docs/graph.md: .venv/bin/gluon-suite bench run graph_models":
+        skip("a benchmark: the graph protocols' full runs against DGL and PyG in their own environments "
+             "(make bench-deps), about 20 minutes on a 1M-edge graph; CI runs each with --quick"),
     "docs/graph.md: GLUON_SUITE_MALLOC=off MXNET_EXEC_BULK_EXEC_TRAIN=1 .venv/bin/python scripts/graph/train_node_classification.py --dataset karate --model gat --epochs 5":
         fast(),
     "docs/graph.md: .venv/bin/python scripts/graph/train_node_classification.py --dataset karate --model gcn --epochs 60 --lr 0.02":
