@@ -1,11 +1,13 @@
-"""Statistics over seeds, shared by the comparative benches: mean and sample std of a metric, and
-a mean curve with a +-1 std band."""
+"""Plotting and table helpers over seeds for the benches; the statistics themselves come from
+gluon_suite.evidence.stats (docs/benchmarks.md, "Statistics")."""
 
 
 def mean_std(values):
-    """Mean and sample standard deviation (ddof 1; 0 for a single value)."""
-    import numpy as np
-    return {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0}
+    """Mean and sample standard deviation (ddof 1; 0 for a single value), from
+    ``gluon_suite.evidence.stats.summary``, for table cells."""
+    from gluon_suite.evidence.stats import summary
+    s = summary(values)
+    return {"mean": s["mean"], "std": s["std"] if s["std"] is not None else 0.0}
 
 
 def plot_band(ax, curves, label, **style):
