@@ -8,6 +8,7 @@ protocol's result (named by file and hash), the machine's load during each run, 
 verdict of every criterion, and the one new result file."""
 import contextlib
 import importlib.util
+import math
 import os
 import platform
 import subprocess
@@ -274,12 +275,13 @@ def run(name, quick=False, root=None, results_dir=None, allow_dirty=False, show_
         ctx.seeds = seeds
         with _cwd(root):
             mod.evidence(ctx)
-        runs = reused_runs + ctx.runs
+        nonfinite = []
+        runs = _finite(reused_runs + ctx.runs, "runs", nonfinite)
         criteria = [evaluate(c, runs) for c in proto.criteria]
         outcomes = [c["outcome"] for c in criteria]
         overall = ("holds" if all(o == "holds" for o in outcomes) else
                    "fails" if any(o == "fails" for o in outcomes) else "inconclusive")
-        tables = dict(ctx.tables)
+        tables = _finite(dict(ctx.tables), "tables", nonfinite)
         tables["criteria"] = _criteria_table(criteria)
         load = sampler.between(started, time.time())
         result = {"name": name, "quick": quick, "partial": partial, "protocol_seeds": proto.seeds(quick), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
@@ -290,7 +292,8 @@ def run(name, quick=False, root=None, results_dir=None, allow_dirty=False, show_
                   "machine": {"cpus": os.cpu_count(), "platform": platform.platform(terse=True),
                               "processor": platform.machine(), "load": load},
                   "runs": runs, "reused": reused, "criteria": criteria, "verdict": overall,
-                  "tables": tables, "notes": ctx.notes}
+                  "tables": tables, "notes": _finite(ctx.notes, "notes", nonfinite),
+                  "nonfinite_values": nonfinite}
         extra = []
         for suffix, path in ctx.figures:
             if os.path.isfile(path):
@@ -300,6 +303,20 @@ def run(name, quick=False, root=None, results_dir=None, allow_dirty=False, show_
     said = ", ".join(f"{c['id']}: {c['outcome']}" for c in criteria)
     log(f"{name}: {overall} ({said}); wrote {os.path.relpath(out)}")
     return out, result
+
+
+def _finite(obj, path, found):
+    """``obj`` with every infinite or NaN float replaced by None (JSON has no such numbers, and a
+    statistic cannot use them: a criterion over a missing value is inconclusive); the replaced
+    values' paths are added to ``found``."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        found.append(f"{path}: {obj}")
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v, f"{path}.{k}", found) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v, f"{path}[{i}]", found) for i, v in enumerate(obj)]
+    return obj
 
 
 @contextlib.contextmanager

@@ -143,3 +143,17 @@ def test_a_partial_run_is_marked_and_keeps_the_protocol_seeds(toy_root):
     assert res["criteria"][0]["verdict"] == "one seed: no interval" and res["verdict"] == "inconclusive"
     with pytest.raises(UserError, match="not among protocol toy's seeds"):
         runner.run("toy", root=str(toy_root), show_progress=False, log=lambda m: None, only_seeds=[9])
+
+
+def test_an_infinite_metric_is_stored_as_missing_and_named(toy_root):
+    p = toy_root / "bench" / "protocols" / "toy.yaml"
+    p.write_text(p.read_text().replace("params: {scale: 1}", "params: {scale: 1, inf: true}")
+                 + "  - {id: speed, statement: s, metric: speedup, a: fast, test: at_least, value: 1.0}\n")
+    git(toy_root, "commit", "-qam", "inf")
+    path, res = _run(toy_root)
+    on_disk = json.loads(open(path).read())          # valid JSON: no Infinity in the file
+    assert all(r["metrics"]["speedup"] is None for r in on_disk["runs"])
+    assert len(on_disk["nonfinite_values"]) == 8 and "runs[0].metrics.speedup: inf" in on_disk["nonfinite_values"]
+    speed = next(c for c in on_disk["criteria"] if c["id"] == "speed")
+    assert speed["outcome"] == "inconclusive" and speed["verdict"] == "no values"
+    assert {c["id"]: c["outcome"] for c in on_disk["criteria"]}["fast_better"] == "holds"
