@@ -32,7 +32,8 @@ def test_quick_run_works_from_the_checkout(name, tmp_path):
     proto = protocols.load(REPO, name)
     assert res["quick"] and res["protocol"]["sha256"] == proto.sha256 and res["name"] == name
     assert res["seeds"] == proto.seeds(quick=True)
+    # a quick schedule may run a subset of the arms (a sweep's first rate, the frameworks that are
+    # installed), but what it runs is the protocol's and it runs something
     ran = {r["arm"] for r in res["runs"] if "reused_from" not in r}
-    reused = set((proto.data.get("reuses") or {}))
-    assert ran | reused == set(proto.arms()), f"arms never measured: {set(proto.arms()) - ran - reused}"
+    assert ran and ran <= set(proto.arms()), f"arms measured: {sorted(ran)}; the protocol's: {proto.arms()}"
     assert {c["id"] for c in res["criteria"]} == {c["id"] for c in proto.criteria}
