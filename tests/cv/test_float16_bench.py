@@ -1,35 +1,14 @@
 """The float16-vs-float32 bench (bench/float16_digits.py): what its evidence() records for each
 (dtype, seed) and its summary table, against hand-made runs (the training itself is replaced)."""
 
+from ..bench_context import RecordingContext
 from ..conftest import load_script
 
 bench = load_script("bench/float16_digits.py")
 
 
-class FakeContext:
-    """The part of gluon_suite.evidence's Context that evidence() uses."""
-
-    def __init__(self, tmp_path):
-        self.params, self.seeds, self.arms = {"epochs": 2, "batch_size": 64, "gpus": "-1"}, [0, 1, 2], ["float32", "float16"]
-        self.runs, self.tables, self.notes, self.figs, self.tmp = [], {}, {}, [], tmp_path
-
-    def progress(self, it, desc=None):
-        return it
-
-    def measure(self, arm, seed, fn):
-        m = fn()
-        self.runs.append((arm, seed, m))
-        return m
-
-    def table(self, name, columns, rows, caption=None):
-        self.tables[name] = (columns, rows)
-
-    def note(self, k, v):
-        self.notes[k] = v
-
-    def figure(self, suffix):
-        self.figs.append(str(self.tmp / f"f{suffix}"))
-        return self.figs[-1]
+def FakeContext(tmp_path):
+    return RecordingContext({"epochs": 2, "batch_size": 64, "gpus": "-1"}, [0, 1, 2], ["float32", "float16"], tmp_path)
 
 
 FINAL = {("float32", 0): 0.98, ("float32", 1): 0.99, ("float32", 2): 0.97,
@@ -50,7 +29,7 @@ def test_every_run_is_measured_and_the_table_gives_mean_and_sample_std(tmp_path,
     assert by["float32"][1] == "0.9800 ± 0.0100" and by["float16"][1] == "0.9750 ± 0.0100"
     assert by["float32"][2] == "0.9810 ± 0.0100" and by["float32"][3] == "10 ± 0" and by["float16"][3] == "40 ± 0"
     assert ctx.notes["device"].startswith("CPU, float16 emulated")
-    assert (tmp_path / "f.png").exists()
+    assert (tmp_path / "fig.png").exists()
 
 
 def test_emulation_is_for_the_cpu_only():

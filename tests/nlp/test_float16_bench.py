@@ -3,6 +3,7 @@ against hand-computed figures, and what evidence(ctx) records (every (seed, dtyp
 measure), with the training run replaced by a stand-in."""
 import pytest
 
+from ..bench_context import RecordingContext
 from ..conftest import load_script
 
 bench = load_script("bench/float16_bert.py")
@@ -23,29 +24,9 @@ def test_summary_rows_are_mean_and_sample_std_per_dtype():
     assert bench._emulated({"gpus": "-1"}) and not bench._emulated({"gpus": "0"})
 
 
-class FakeCtx:
-    def __init__(self, tmp_path):
-        self.params = {"steps": 3, "seq_len": 16, "batch_size": 4, "lr": 0.02, "gpus": "-1",
-                       "corpus": "gensim:lee_background", "tail": 2}
-        self.seeds, self.arms, self.runs, self.tables, self.notes = [0, 1], ["float32", "float16"], [], {}, {}
-        self.tmp = tmp_path
-
-    def progress(self, it, desc=None):
-        return it
-
-    def measure(self, arm, seed, fn):
-        m = fn()
-        self.runs.append((arm, seed, m))
-        return m
-
-    def table(self, name, columns, rows, caption=None):
-        self.tables[name] = (columns, rows)
-
-    def note(self, k, v):
-        self.notes[k] = v
-
-    def figure(self, suffix):
-        return str(self.tmp / f"fig{suffix}")
+def FakeCtx(tmp_path):
+    return RecordingContext({"steps": 3, "seq_len": 16, "batch_size": 4, "lr": 0.02, "gpus": "-1",
+                             "corpus": "gensim:lee_background", "tail": 2}, [0, 1], ["float32", "float16"], tmp_path)
 
 
 def test_evidence_measures_every_seed_and_dtype(tmp_path, monkeypatch):
