@@ -1,7 +1,7 @@
 """Vision models registered in the zoo: GluonCV's ImageNet ResNeSt/ResNet, CIFAR-style ResNeSt and
-ResNet built from GluonCV's blocks, and small CNNs."""
-from . import cifar, imagenet
+ResNet built from GluonCV's blocks, small CNNs, and detectors and segmenters (``dense``)."""
+from . import cifar, dense, imagenet
 from .cifar import CifarResNeSt
 from .small import digits_cnn
 
-__all__ = ["CifarResNeSt", "cifar", "digits_cnn", "imagenet"]
+__all__ = ["CifarResNeSt", "cifar", "dense", "digits_cnn", "imagenet"]

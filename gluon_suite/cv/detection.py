@@ -1,0 +1,230 @@
+"""The object-detection recipe behind ``scripts/cv/train_detection.py``: GluonCV's SSD detectors (the
+zoo's small ``ssd_128_*_canvas`` models, or any of GluonCV's ``ssd_*`` names for one's own classes)
+trained on the shared loop (``dense_common``) with GluonCV's SSD transforms and loss, and evaluated
+with VOC07/VOC12 mAP or COCO mAP (``metrics.DetectionMetric``) on every worker's share of the
+validation set.
+
+Data (``--dataset``): ``canvases`` (the embedded digit canvases, ``data.canvases``), ``voc`` (a
+Pascal VOC folder: Annotations, JPEGImages, ImageSets/Main) or ``coco`` (a COCO instances JSON file
+and its image folder). Training, as GluonCV's ``train_ssd.py``: ``SSDDefaultTrainTransform``
+(colour jitter, random expansion and crop, flip, resize to ``--data-shape``) turns each image and its
+boxes into the anchors' class and box targets; ``SSDMultiBoxLoss`` (hard negative mining 3:1,
+smooth L1 on the boxes, normalised by the positives) is the loss, and each step applies it as it is
+(``trainer.step(1)``). Evaluation: ``SSDDefaultValTransform`` and the network's decoded, NMS-filtered
+detections; boxes are scaled back to the image's own size for COCO.
+"""
+import dataclasses
+from typing import ClassVar
+
+import mxnet as mx
+import numpy as np
+from mxnet import autograd, gluon
+
+from ..model_zoo import get_model
+from ..model_zoo.registry import list_models
+from ..utils import UserError
+from ..utils.runconfig import option
+from ..utils.validate import output_dir, positive_int
+from .dense_common import (DenseConfig, Transformed, build_trainer, check_sizes, devices_and_batch, prepare_net,
+                           run_dense)
+
+DETECTION_DATASETS = ("canvases", "voc", "coco")
+
+
+def _detector_name(text):
+    return str(text).strip()
+
+
+@dataclasses.dataclass
+class DetectionConfig(DenseConfig):
+    """``train_detection``'s configuration: the keys are the script's flags with ``_`` for ``-``."""
+    SCRIPT: ClassVar[str] = "scripts/cv/train_detection.py"
+    RESUME_MODEL: ClassVar[bool] = False
+    FLAG_GROUPS: ClassVar[dict] = {
+        "model and data": ("model", "network", "data_shape", "dataset", "data_dir", "train_split", "val_split",
+                           "canvases", "val_canvases", "canvas_size", "metric"),
+        "optimisation": ("epochs", "batch_size", "global_batch_size", "test_batch_size", "optimizer", "lr", "momentum",
+                         "wd", "lr_mode", "lr_decay", "lr_decay_epoch", "warmup_epochs", "wd_on_bn_bias", "syncbn"),
+        "distributed": ("algorithm", "compressor", "ratio", "period", "compressor2", "ratio2", "min_size",
+                        "averaged_bn_batches", "averaged_bn", "compress_warmup", "profile_comm"),
+        "devices": ("gpus", "dtype"),
+        "run": ("seed", "out", "resume", "num_workers", "progress", "val_interval", "stop_after_epochs"),
+    }
+    out: str = option("runs/detection", output_dir, aliases=("--save-prefix",), help="run folder: log.jsonl, summary.csv, "
+                      "checkpoints, config.json")
+    model: str = option("ssd_128_resnet18_canvas", _detector_name,
+                        help="a zoo detector (ssd_128_resnet18_canvas, ssd_128_resnest14_canvas) or any of GluonCV's "
+                        "ssd_* names (e.g. ssd_512_resnet50_v1_custom)")
+    network: str = option(None, help="GluonCV's --network (e.g. resnet50_v1): with --data-shape, the model is "
+                          "ssd_{data_shape}_{network}_custom")
+    data_shape: int = option(None, positive_int, help="input side in pixels (default: the model's, 128 for the zoo's "
+                             "canvas models)")
+    dataset: str = option("canvases", choices=DETECTION_DATASETS, help="canvases (embedded), voc or coco")
+    metric: str = option(None, choices=("voc07", "voc12", "coco"),
+                         help="validation metric (default: coco for --dataset coco, voc07 otherwise)")
+
+    def model_name(self):
+        """The detector to build: ``--network`` with ``--data-shape`` as GluonCV names it, else ``--model``."""
+        if self.network:
+            return f"ssd_{self.data_shape or 512}_{self.network}_custom"
+        return self.model
+
+    def input_size(self):
+        if self.data_shape:
+            return int(self.data_shape)
+        name = self.model_name()
+        try:
+            return int(name.split("_")[1])
+        except (IndexError, ValueError):
+            return 512
+
+    def metric_kind(self):
+        return self.metric or ("coco" if self.dataset == "coco" else "voc07")
+
+    def check(self, comm):
+        super().check(comm)
+        name = self.model_name()
+        if name.split("_", 1)[0] != "ssd":
+            raise UserError(f"detector {name}: the detection recipe trains SSD detectors (ssd_128_resnet18_canvas, "
+                            "ssd_128_resnest14_canvas or GluonCV's ssd_* names); other families are not supported "
+                            "yet")
+        if self.metric_kind() == "coco" and self.dataset != "coco":
+            raise UserError("--metric coco needs COCO annotations: use --dataset coco, or --metric voc07/voc12")
+
+
+def detection_data(cfg):
+    """(train, val, class names) of ``cfg``'s data set."""
+    if cfg.dataset == "canvases":
+        from .data.canvases import canvas_dataset
+        train = canvas_dataset("train", cfg.canvases, cfg.canvas_size, cfg.seed).detection
+        val = canvas_dataset("val", cfg.val_canvases, cfg.canvas_size, cfg.seed).detection
+    elif cfg.dataset == "voc":
+        from .data.detection import VOCDetectionSet
+        train = VOCDetectionSet(cfg.data_dir, cfg.train_split)
+        val = VOCDetectionSet(cfg.data_dir, cfg.val_split, classes=train.classes)
+    else:
+        import os
+        from .data.detection import COCODetectionSet
+
+        def split_file(split):   # COCO's layout: ROOT/annotations/instances_SPLIT.json, images in ROOT/SPLIT
+            return os.path.join(cfg.data_dir, "annotations", f"instances_{split}.json")
+        train = COCODetectionSet(split_file(cfg.train_split))
+        val = COCODetectionSet(split_file(cfg.val_split), classes=train.classes)
+    return train, val, tuple(train.classes)
+
+
+def build_detector(name, classes):
+    """The zoo's detector ``name`` or GluonCV's, for ``classes``."""
+    if name in list_models():
+        return get_model(name, classes=list(classes))
+    from .models.dense import gluoncv_detector
+    return gluoncv_detector(name, classes)
+
+
+class _ValTransform:
+    """GluonCV's ``SSDDefaultValTransform`` plus the image's own size (to scale boxes back)."""
+
+    def __init__(self, size):
+        from gluoncv.data.transforms.presets.ssd import SSDDefaultValTransform
+        self._t = SSDDefaultValTransform(size, size)
+
+    def __call__(self, image, label):
+        h, w = image.shape[:2]
+        x, y = self._t(image, label)
+        return x, y.astype("float32"), np.array([w, h], dtype="float32")
+
+
+def _val_batchify():
+    from gluoncv.data.batchify import Pad, Stack, Tuple
+    return Tuple(Stack(), Pad(pad_val=-1), Stack())
+
+
+def evaluate_detector(net, val, comm, kind, classes, size, batch, ctx, dtype):
+    """The metric of ``net`` on ``val``, each worker taking a shard (rank::size), reduced over the
+    workers (``metrics.DetectionMetric.result``)."""
+    from .metrics import DetectionMetric
+    metric = DetectionMetric(classes, kind=kind, coco=val if kind == "coco" else None)
+    idx = list(range(comm.rank, len(val), comm.size))
+    loader = gluon.data.DataLoader(Transformed(val, _ValTransform(size)), batch_size=batch, sampler=idx,
+                                   batchify_fn=_val_batchify())
+    net.set_nms(nms_thresh=0.45, nms_topk=400, post_nms=100)   # also drops the cached training graph
+    start = 0
+    for x, y, wh in loader:
+        ids, scores, boxes = net(x.as_in_context(ctx[0]).astype(dtype, copy=False))
+        ids, scores, boxes = (a.astype("float32").as_in_context(mx.cpu()) for a in (ids, scores, boxes))
+        which = idx[start:start + len(x)]
+        start += len(x)
+        scale = mx.nd.concat(wh, wh, dim=1).expand_dims(1) / float(size)   # back to the image's pixels
+        if kind == "coco":
+            boxes = boxes * scale
+            gt = y[:, :, :4] * scale
+        else:
+            gt = y[:, :, :4]
+        metric.update(boxes, ids, scores, gt, y[:, :, 4:5], y[:, :, 5:6] if y.shape[2] > 5 else None,
+                      indices=which)
+    net.set_nms(nms_thresh=0.45, nms_topk=400, post_nms=100)
+    return metric.result(comm)
+
+
+def train_detection(config, comm=None, log=print, ctx=None):
+    """Run the detection recipe with ``config`` (a ``DetectionConfig`` or a mapping of its keys) on
+    ``comm`` (default: the job's communicator). Returns ``{"best_metric", "final_metric",
+    "metric", "history", "out", ...}``."""
+    from gluoncv.data.batchify import Stack, Tuple
+    from gluoncv.data.transforms.presets.ssd import SSDDefaultTrainTransform
+    from gluoncv.loss import SSDMultiBoxLoss
+    if comm is None:
+        from ..distributed import get_communicator
+        comm = get_communicator()
+    cfg = DetectionConfig.from_dict(config).checked(comm, log)
+    ctx, dtype, per_worker = devices_and_batch(cfg, comm, ctx)
+    train, val, classes = detection_data(cfg)
+    check_sizes(train, per_worker, comm.size)
+    size, kind, name = cfg.input_size(), cfg.metric_kind(), cfg.model_name()
+    cfg.save(comm, classes=list(classes), model_built=name)
+    if comm.rank == 0:
+        log(f"{name} on {cfg.dataset} ({len(train)} training, {len(val)} validation images, {len(classes)} classes): "
+            f"{comm.size} worker(s) x batch {per_worker}; {cfg.algorithm} / {cfg.compressor}; metric {kind}")
+    from .recipe import _seed
+    _seed(cfg.seed, -1, 0)
+    net = build_detector(name, classes)
+    prepare_net(net, ctx, dtype, mx.nd.zeros((1, 3, size, size)))
+    with autograd.train_mode():
+        _, _, anchors = net(mx.nd.zeros((1, 3, size, size), ctx=ctx[0]).astype(dtype, copy=False))
+    anchors = anchors.astype("float32").as_in_context(mx.cpu())
+    train_t = Transformed(train, SSDDefaultTrainTransform(size, size, anchors))
+    sampler, trainer = build_trainer(cfg, net, comm, per_worker, len(train), dtype)
+    net.hybridize(static_alloc=True)
+    mbox_loss = SSDMultiBoxLoss()
+
+    def step(state, batch):
+        x, cls_t, box_t = batch
+        xs = gluon.utils.split_and_load(x, ctx, even_split=False)
+        cs = gluon.utils.split_and_load(cls_t, ctx, even_split=False)
+        bs = gluon.utils.split_and_load(box_t, ctx, even_split=False)
+        with autograd.record():
+            cls_preds, box_preds = [], []
+            for a in xs:
+                c, b, _ = net(a.astype(dtype, copy=False))
+                cls_preds.append(c.astype("float32", copy=False))
+                box_preds.append(b.astype("float32", copy=False))
+            sum_loss, _, _ = mbox_loss(cls_preds, box_preds, cs, bs)
+        autograd.backward(sum_loss)
+        trainer.step(1)   # the loss is already normalised by the positive anchors of the batch
+        cpu = mx.cpu()
+        return {"loss": sum(l.sum().as_in_context(cpu) for l in sum_loss), "seen": len(x)}
+
+    def bn_batches(rank, size_):
+        def batches():
+            order = list(range(rank, len(train), size_))
+            val_t = _ValTransform(size)
+            for k in range(0, len(order), per_worker):
+                yield mx.nd.stack(*[val_t(*train[i])[0] for i in order[k:k + per_worker]]).astype(dtype, copy=False)
+        return batches
+
+    def evaluate(c):
+        return evaluate_detector(net, val, c, kind, classes, size, int(cfg.test_batch_size), ctx, dtype)
+
+    return run_dense(cfg, comm, net, trainer, sampler, train_t, per_worker, step, evaluate, "map", log,
+                     Tuple(Stack(), Stack(), Stack()), bn_batches,
+                     metric_label={"voc07": "VOC07 mAP@0.5", "voc12": "VOC12 mAP@0.5", "coco": "COCO mAP@[.5:.95]"}[kind])

@@ -1,0 +1,208 @@
+"""The semantic-segmentation recipe behind ``scripts/cv/train_segmentation.py``: the zoo's small semantic FPNs
+(``fpn_resnet18_canvas``, ``fpn_resnest14_canvas``) or GluonCV's FCN, PSPNet and DeepLabV3 over any of
+its segmentation backbones (GluonCV's ``--model fcn --backbone resnet50``), trained on the shared
+loop (``dense_common``) and evaluated with mIoU and pixel accuracy (``metrics.SegmentationMetric``:
+one confusion matrix per worker, summed over the workers).
+
+Data (``--dataset``): ``canvases`` (the embedded digit canvases: background and ten digit classes),
+``voc`` (a Pascal VOC folder: JPEGImages, SegmentationClass, ImageSets/Segmentation) or ``folders``
+(``DATA_DIR/images`` and ``DATA_DIR/masks``, one PNG mask per image with the same stem). Training, as
+GluonCV's segmentation ``train.py``: GluonCV's joint image/mask augmentation (random flip, random
+rescale of the long side to 0.5-2x ``--base-size``, padding and a random ``--crop-size`` crop, random
+blur) and its softmax cross-entropy that ignores the label 255, averaged over each image's valid
+pixels; each step applies the batch's summed loss over the batch (``trainer.step(batch)``).
+Evaluation: the image resized (short side to ``--crop-size``) and centre-cropped, GluonCV's
+validation transform.
+"""
+import dataclasses
+from typing import ClassVar
+
+import mxnet as mx
+import numpy as np
+from mxnet import autograd, gluon
+
+from ..model_zoo import get_model
+from ..model_zoo.registry import list_models
+from ..utils import UserError
+from ..utils.runconfig import option
+from ..utils.validate import float_range, output_dir, positive_int
+from .dense_common import (DenseConfig, Transformed, build_trainer, check_sizes, devices_and_batch, prepare_net,
+                           run_dense, to_tensor)
+
+SEGMENTATION_DATASETS = ("canvases", "voc", "folders")
+
+
+@dataclasses.dataclass
+class SegmentationConfig(DenseConfig):
+    """``train_segmentation``'s configuration: the keys are the script's flags with ``_`` for ``-``."""
+    SCRIPT: ClassVar[str] = "scripts/cv/train_segmentation.py"
+    RESUME_MODEL: ClassVar[bool] = False
+    FLAG_GROUPS: ClassVar[dict] = {
+        "model and data": ("model", "backbone", "aux", "aux_weight", "dataset", "data_dir", "num_classes",
+                           "train_split", "val_split", "canvases", "val_canvases", "canvas_size", "base_size",
+                           "crop_size"),
+        "optimisation": ("epochs", "batch_size", "global_batch_size", "test_batch_size", "optimizer", "lr", "momentum",
+                         "wd", "lr_mode", "lr_decay", "lr_decay_epoch", "warmup_epochs", "wd_on_bn_bias", "syncbn"),
+        "distributed": ("algorithm", "compressor", "ratio", "period", "compressor2", "ratio2", "min_size",
+                        "averaged_bn_batches", "averaged_bn", "compress_warmup", "profile_comm"),
+        "devices": ("gpus", "dtype"),
+        "run": ("seed", "out", "resume", "num_workers", "progress", "val_interval", "stop_after_epochs"),
+    }
+    out: str = option("runs/segmentation", output_dir, aliases=("--checkname",), help="run folder: log.jsonl, summary.csv, "
+                      "checkpoints, config.json")
+    model: str = option("fpn_resnet18_canvas", help="a zoo segmenter (fpn_resnet18_canvas, fpn_resnest14_canvas) or "
+                        "GluonCV's fcn, psp or deeplab with --backbone")
+    backbone: str = option("resnet50", help="GluonCV's segmentation backbone for --model fcn/psp/deeplab (resnet50, "
+                           "resnet101, resnet152, resnest50, resnest101, ...)")
+    aux: bool = option(False, help="GluonCV's auxiliary FCN head on stage 3 (fcn/psp/deeplab)")
+    aux_weight: float = option(0.5, float_range(0, 10, what="a weight"), help="weight of the auxiliary loss")
+    dataset: str = option("canvases", choices=SEGMENTATION_DATASETS, help="canvases (embedded), voc or folders")
+    num_classes: int = option(None, positive_int, help="classes, background included (voc: 21; canvases: 11)")
+    base_size: int = option(None, positive_int, help="GluonCV's --base-size for the random rescale (default: "
+                            "--crop-size)")
+    crop_size: int = option(None, positive_int, help="training crop and validation side (default: the canvas size "
+                            "for canvases, 480 otherwise)")
+    lr_mode: str = option("cosine", choices=("step", "cosine"), help="the rate's decay after the warm-up (GluonCV's "
+                          "segmentation uses poly; cosine is the nearest schedule here)")
+
+    def check(self, comm):
+        super().check(comm)
+        if self.model not in list_models():
+            from .models.dense import SEGMENTATION_FAMILIES
+            if self.model not in SEGMENTATION_FAMILIES:
+                raise UserError(f"segmentation model {self.model}: give a zoo segmenter (fpn_resnet18_canvas, "
+                                f"fpn_resnest14_canvas) or one of GluonCV's {', '.join(SEGMENTATION_FAMILIES)} with "
+                                "--backbone")
+
+    def classes(self):
+        if self.num_classes:
+            return int(self.num_classes)
+        return 11 if self.dataset == "canvases" else 21 if self.dataset == "voc" else None
+
+    def crop(self):
+        return int(self.crop_size or (self.canvas_size if self.dataset == "canvases" else 480))
+
+
+def segmentation_data(cfg):
+    """(train, val, number of classes) of ``cfg``'s data set."""
+    n = cfg.classes()
+    if cfg.dataset == "canvases":
+        from .data.canvases import canvas_dataset
+        train = canvas_dataset("train", cfg.canvases, cfg.canvas_size, cfg.seed).segmentation
+        val = canvas_dataset("val", cfg.val_canvases, cfg.canvas_size, cfg.seed).segmentation
+    elif cfg.dataset == "voc":
+        from .data.segmentation import VOCSegmentationSet
+        train = VOCSegmentationSet(cfg.data_dir, cfg.train_split, num_classes=n)
+        val = VOCSegmentationSet(cfg.data_dir, cfg.val_split, num_classes=n)
+    else:
+        import os
+        from .data.segmentation import FolderSegmentationSet
+        if n is None:
+            raise UserError("--dataset folders: give --num-classes (background included)")
+        root = cfg.data_dir
+        train = FolderSegmentationSet(os.path.join(root, cfg.train_split, "images"),
+                                      os.path.join(root, cfg.train_split, "masks"), n)
+        val = FolderSegmentationSet(os.path.join(root, cfg.val_split, "images"),
+                                    os.path.join(root, cfg.val_split, "masks"), n)
+    return train, val, int(n if n is not None else train.num_classes)
+
+
+def build_segmenter(cfg, nclass):
+    """The zoo's segmenter ``cfg.model`` or GluonCV's ``--model``/``--backbone``."""
+    if cfg.model in list_models():
+        return get_model(cfg.model, classes=nclass)
+    from .models.dense import gluoncv_segmenter
+    return gluoncv_segmenter(cfg.model, cfg.backbone, nclass, crop_size=cfg.crop(), aux=bool(cfg.aux))
+
+
+class _Augment:
+    """GluonCV's joint image/mask transforms of its segmentation data sets (``SegmentationDataset``'s
+    ``_sync_transform`` for training, ``_val_sync_transform`` for evaluation) on our items, then
+    GluonCV's input normalisation."""
+
+    def __init__(self, base_size, crop_size, train):
+        import os
+        from gluoncv.data.segbase import SegmentationDataset
+        self._g = SegmentationDataset(os.curdir, "train" if train else "val", None, None, base_size=base_size,
+                                      crop_size=crop_size)
+        self._train = train
+
+    def __call__(self, image, mask):
+        from PIL import Image
+        img = Image.fromarray(image.asnumpy() if isinstance(image, mx.nd.NDArray) else np.asarray(image))
+        m = mask.asnumpy() if isinstance(mask, mx.nd.NDArray) else np.asarray(mask)
+        msk = Image.fromarray(m.astype(np.uint8))
+        img, msk = (self._g._sync_transform if self._train else self._g._val_sync_transform)(img, msk)
+        return to_tensor(img), msk.astype("float32")
+
+
+def evaluate_segmenter(net, val, comm, nclass, crop, batch, ctx, dtype):
+    """mIoU and pixel accuracy of ``net`` on ``val``, each worker taking a shard (rank::size), the
+    confusion matrices summed over the workers (``metrics.SegmentationMetric``)."""
+    from .metrics import SegmentationMetric
+    from .models.dense import scores_of
+    metric = SegmentationMetric(nclass, ignore_label=255)
+    idx = list(range(comm.rank, len(val), comm.size))
+    loader = gluon.data.DataLoader(Transformed(val, _Augment(crop, crop, train=False)), batch_size=batch, sampler=idx)
+    for x, y in loader:
+        scores = scores_of(net(x.as_in_context(ctx[0]).astype(dtype, copy=False)))
+        metric.update(y.as_in_context(scores.context), scores.astype("float32", copy=False))
+    return metric.result(comm)
+
+
+def train_segmentation(config, comm=None, log=print, ctx=None):
+    """Run the segmentation recipe with ``config`` (a ``SegmentationConfig`` or a mapping of its keys)
+    on ``comm``. Returns ``{"best_metric", "final_metric", "metric": "miou", "history", ...}``."""
+    from gluoncv.loss import MixSoftmaxCrossEntropyLoss
+    if comm is None:
+        from ..distributed import get_communicator
+        comm = get_communicator()
+    cfg = SegmentationConfig.from_dict(config).checked(comm, log)
+    ctx, dtype, per_worker = devices_and_batch(cfg, comm, ctx)
+    train, val, nclass = segmentation_data(cfg)
+    check_sizes(train, per_worker, comm.size)
+    crop = cfg.crop()
+    base = int(cfg.base_size or crop)
+    cfg.save(comm, classes_count=nclass)
+    if comm.rank == 0:
+        name = cfg.model if cfg.model in list_models() else f"{cfg.model} on {cfg.backbone}"
+        log(f"{name} on {cfg.dataset} ({len(train)} training, {len(val)} validation images, {nclass} classes): "
+            f"{comm.size} worker(s) x batch {per_worker}; {cfg.algorithm} / {cfg.compressor}")
+    from .recipe import _seed
+    _seed(cfg.seed, -1, 0)
+    net = build_segmenter(cfg, nclass)
+    prepare_net(net, ctx, dtype, mx.nd.zeros((1, 3, crop, crop)))
+    sampler, trainer = build_trainer(cfg, net, comm, per_worker, len(train), dtype)
+    net.hybridize(static_alloc=True)
+    aux = bool(cfg.aux) and cfg.model not in list_models()
+    criterion = MixSoftmaxCrossEntropyLoss(aux=aux, aux_weight=float(cfg.aux_weight), ignore_label=255)
+    train_t = Transformed(train, _Augment(base, crop, train=True))
+
+    def step(state, batch):
+        x, y = batch
+        xs = gluon.utils.split_and_load(x, ctx, even_split=False)
+        ys = gluon.utils.split_and_load(y, ctx, even_split=False)
+        with autograd.record():
+            losses = []
+            for a, t in zip(xs, ys):
+                out = net(a.astype(dtype, copy=False))
+                outs = [o.astype("float32", copy=False) for o in (out if isinstance(out, (tuple, list)) else [out])]
+                losses.append(criterion(*(outs[:2] if aux else outs[:1]), t))
+        autograd.backward(losses)
+        trainer.step(len(x))
+        cpu = mx.cpu()
+        return {"loss": sum(l.sum().as_in_context(cpu) for l in losses), "seen": len(x)}
+
+    def bn_batches(rank, size_):
+        def batches():
+            order = list(range(rank, len(train), size_))
+            val_t = _Augment(crop, crop, train=False)
+            for k in range(0, len(order), per_worker):
+                yield mx.nd.stack(*[val_t(*train[i])[0] for i in order[k:k + per_worker]]).astype(dtype, copy=False)
+        return batches
+
+    def evaluate(c):
+        return evaluate_segmenter(net, val, c, nclass, crop, int(cfg.test_batch_size), ctx, dtype)
+
+    return run_dense(cfg, comm, net, trainer, sampler, train_t, per_worker, step, evaluate, "miou", log, None,
+                     bn_batches, metric_label="mIoU")

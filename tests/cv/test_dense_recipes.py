@@ -1,0 +1,125 @@
+"""The detection and segmentation recipes in one process: they train on the embedded canvases and on
+the VOC and COCO layouts that ``gluon-suite samples`` writes, a run stopped after an epoch and
+resumed ends exactly as the uninterrupted run, GluonCV's flag spellings parse with GluonCV's
+meanings, and bad requests are one-line errors."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ..conftest import REPO, job_output, max_param_diff
+
+DET = os.path.join(REPO, "scripts", "cv", "train_detection.py")
+SEG = os.path.join(REPO, "scripts", "cv", "train_segmentation.py")
+SMALL = ["--canvases", "24", "--val-canvases", "12", "--batch-size", "8", "--no-progress", "--seed", "3"]
+
+
+def script(path, *args, ok=True):
+    p = subprocess.run([sys.executable, path, *args], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PYTHONPATH=REPO, OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1"))
+    if ok:
+        assert p.returncode == 0, job_output(p)
+    return p
+
+
+def records(folder):
+    return [json.loads(line) for line in open(os.path.join(folder, "log.jsonl"))]
+
+
+@pytest.mark.parametrize("path,metric", [(DET, "map"), (SEG, "miou")], ids=["detection", "segmentation"])
+def test_resumed_run_ends_as_the_uninterrupted_one(tmp_path, path, metric):
+    whole, part = tmp_path / "whole", tmp_path / "part"
+    script(path, *SMALL, "--epochs", "2", "--out", str(whole))
+    script(path, *SMALL, "--epochs", "2", "--stop-after-epochs", "1", "--out", str(part))
+    assert [r["epoch"] for r in records(part)] == [1]
+    script(path, *SMALL, "--epochs", "2", "--resume", "auto", "--out", str(part))
+    a, b = records(whole), records(part)
+    assert [r["epoch"] for r in a] == [r["epoch"] for r in b] == [1, 2]
+    for ra, rb in zip(a, b):
+        for key in ("train_loss", "lr", metric, "step"):
+            assert rb[key] == pytest.approx(ra[key], rel=1e-5, abs=1e-7), key
+    assert a[1]["step"] == 2 * 3            # 24 canvases, 8 a step
+    assert max_param_diff(whole / "last.rank0.params", part / "last.rank0.params") <= 1e-6
+    config = json.load(open(whole / "config.json"))
+    assert config["canvases"] == 24 and config["workers"] == 1
+    assert (whole / "best.params").exists() and (whole / "summary.csv").exists()
+    assert 0.0 <= a[-1][metric] <= 1.0 and a[-1]["train_loss"] < a[0]["train_loss"] * 1.5
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory):
+    out = tmp_path_factory.mktemp("samples")
+    p = subprocess.run([sys.executable, "-m", "gluon_suite.cli", "samples", "--out", str(out)], capture_output=True,
+                       text=True, timeout=300, env=dict(os.environ, PYTHONPATH=REPO))
+    assert p.returncode == 0, job_output(p)
+    return out
+
+
+def test_detection_trains_on_voc_and_coco_folders(samples, tmp_path):
+    voc = script(DET, "--dataset", "voc", "--data-dir", str(samples / "detection_voc"), "--epochs", "1",
+                 "--batch-size", "8", "--no-progress", "--out", str(tmp_path / "voc"))
+    assert "metric voc07" in voc.stdout
+    coco = script(DET, "--dataset", "coco", "--data-dir", str(samples / "detection_coco"), "--epochs", "1",
+                  "--batch-size", "8", "--no-progress", "--out", str(tmp_path / "coco"))
+    assert "metric coco" in coco.stdout
+    rec = records(tmp_path / "coco")[-1]
+    assert 0.0 <= rec["map"] <= 1.0 and "ap50" in rec
+    config = json.load(open(tmp_path / "voc" / "config.json"))
+    assert config["classes"] == [str(d) for d in range(10)]
+
+
+def test_segmentation_trains_on_the_voc_folder(samples, tmp_path):
+    script(SEG, "--dataset", "voc", "--num-classes", "11", "--data-dir", str(samples / "detection_voc"),
+           "--epochs", "1", "--batch-size", "8", "--no-progress", "--out", str(tmp_path / "seg"))
+    rec = records(tmp_path / "seg")[-1]
+    assert 0.0 <= rec["miou"] <= 1.0 and 0.0 <= rec["pixel_acc"] <= 1.0
+
+
+def test_gluoncv_flag_spellings():
+    from gluon_suite.cv.detection import DetectionConfig
+    from gluon_suite.cv.segmentation import SegmentationConfig
+    parser = DetectionConfig.build_parser()
+    cfg = DetectionConfig.from_sources(vars(parser.parse_args(
+        ["--network", "resnet50_v1", "--data-shape", "512", "--lr-decay-epoch", "160,200", "-j", "2",
+         "--save-prefix", "runs/x", "--val-interval", "5", "--syncbn", "--num-epochs", "240"])), parser)
+    assert cfg.model_name() == "ssd_512_resnet50_v1_custom" and cfg.input_size() == 512
+    assert cfg.lr_decay_epoch == [160.0, 200.0] and cfg.num_workers == 2 and cfg.out == "runs/x"
+    assert (cfg.val_interval, cfg.epochs, cfg.syncbn) == (5, 240, True)
+    parser = SegmentationConfig.build_parser()
+    cfg = SegmentationConfig.from_sources(vars(parser.parse_args(
+        ["--model", "psp", "--backbone", "resnet50", "--crop-size", "480", "--base-size", "520", "--aux",
+         "--weight-decay", "1e-4", "--checkname", "runs/y"])), parser)
+    assert (cfg.model, cfg.backbone, cfg.crop(), cfg.base_size, cfg.aux, cfg.wd) == \
+        ("psp", "resnet50", 480, 520, True, 1e-4)
+    assert cfg.out == "runs/y" and cfg.classes() == 11
+
+
+def test_gluoncv_models_by_name_build_for_our_classes():
+    import mxnet as mx
+    from gluon_suite.cv.detection import build_detector
+    from gluon_suite.cv.models.dense import gluoncv_segmenter, scores_of
+    net = build_detector("ssd_300_vgg16_atrous_custom", ["a", "b", "c"])
+    assert list(net.classes) == ["a", "b", "c"]
+    seg = gluoncv_segmenter("fcn", "resnet50", 5, crop_size=64)
+    seg.initialize()
+    out = scores_of(seg(mx.nd.zeros((1, 3, 64, 64))))
+    assert out.shape == (1, 5, 64, 64)
+
+
+@pytest.mark.parametrize("path,args,words", [
+    (DET, ["--model", "yolo3_darknet53_voc"], "SSD detectors"),
+    (DET, ["--metric", "coco"], "--metric coco needs COCO annotations"),
+    (DET, ["--dataset", "voc"], "give --data-dir"),
+    (DET, ["--model", "ssd_512_nosuchnet_custom"], "not one of GluonCV's models"),
+    (DET, ["--lr-decay-epoch", "ten"], "epochs separated by commas"),
+    (SEG, ["--model", "unet"], "segmentation model unet"),
+    (SEG, ["--model", "fcn", "--backbone", "vgg"], "backbone vgg"),
+    (SEG, ["--publish", "store", "--model", "fcn", "--backbone", "resnet50"], "--publish needs a registered zoo name"),
+], ids=["family", "coco-metric", "data-dir", "unknown-ssd", "decay-epochs", "seg-model", "seg-backbone", "publish"])
+def test_bad_requests_are_one_line_errors(tmp_path, path, args, words):
+    p = script(path, *args, "--epochs", "1", "--no-progress", "--out", str(tmp_path / "run"), ok=False)
+    assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
+    assert words in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert not (tmp_path / "run").exists()
