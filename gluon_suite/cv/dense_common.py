@@ -15,6 +15,7 @@ import os
 from typing import ClassVar
 
 import mxnet as mx
+import numpy as np
 from mxnet import gluon
 
 from ..distributed import DistributedTrainer
@@ -187,6 +188,7 @@ def run_dense(cfg, comm, net, trainer, sampler, train, per_worker, step, evaluat
     metrics dict with ``metric_name``), ``best.params`` on a new best, the records, checkpoints and
     the result."""
     out = cfg["out"]
+    grad_bytes = sum(int(np.prod(p.shape)) * 4 for p in net.collect_params().values() if p.grad_req != "null")
     run = RunFolder(out, cfg["resume"], comm, elastic=bool(cfg["elastic"]),
                     required=("epoch", "best_metric", "history"))
 
@@ -215,6 +217,7 @@ def run_dense(cfg, comm, net, trainer, sampler, train, per_worker, step, evaluat
         rec = {"epoch": end.epoch, "train_loss": tot["loss"] / max(tot["seen"], 1),
                "lr": trainer.learning_rate, "epoch_time_s": round(train_time, 3),
                "samples_per_s": round(tot["seen"] / max(train_time, 1e-9), 1), "wire_bytes": mine.get("wire", 0.0),
+               "dense_wire_bytes": 2.0 * (c.size - 1) / c.size * grad_bytes * mine["steps"],
                "workers": c.size, "global_batch": per_worker * c.size, "step": end.step, "elapsed_s": end.elapsed_s}
         if cfg["profile_comm"]:
             rec["sync_s"] = round(mine.get("sync", 0.0), 4)
