@@ -97,6 +97,12 @@ EXAMPLES = {
         before=".venv/bin/python scripts/cv/train_classification.py --model resnet14_digits --epochs 1 --out runs/r14"),
     "docs/cv.md: .venv/bin/python scripts/cv/train_classification.py --dataset folder --data-dir data/images":
         long(subs=[("--epochs 5", "--epochs 1")]),
+    "docs/cv.md: .venv/bin/python scripts/cv/train_detection.py --model ssd_128_resnet18_canvas --epochs 20 --lr 0.04 --out runs/det":
+        long(subs=[("--epochs 20", "--epochs 1 --canvases 32 --val-canvases 16")]),
+    "docs/cv.md: .venv/bin/python scripts/cv/train_segmentation.py --model fpn_resnet18_canvas --epochs 20 --lr 0.04 --out runs/seg":
+        long(subs=[("--epochs 20", "--epochs 1 --canvases 32 --val-canvases 16")]),
+    "docs/cv.md: from gluon_suite.cv.data import canvas_dataset": fast(
+        check=lambda out: "(128, 128, 3)" in out and "(128, 128)" in out),
     # docs/benchmarks.md
     "docs/benchmarks.md: .venv/bin/gluon-suite bench list": fast(
         check=lambda out: "cv_models" in out and "cv_models: inconclusive" in out),
