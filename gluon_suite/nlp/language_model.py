@@ -339,7 +339,7 @@ def _train(cfg, net, trainer, sampler, ids, log, ctx):
                 f"{c.size} worker(s) x {batch} columns")
         return rec
 
-    return fit(run, net, trainer, sampler, 1, int(cfg["epochs"]), step, end_epoch, stats=("nll", "tokens"),
+    return fit(run, net, trainer, sampler, batch, int(cfg["epochs"]), step, end_epoch, stats=("nll", "tokens"),
                elastic=bool(cfg["elastic"]), commit_every=int(cfg["commit_every"]), stop_after=cfg["stop_after_epochs"],
                log=log, counters={"best_ppl": float("inf")})
 
