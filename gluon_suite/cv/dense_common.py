@@ -65,6 +65,8 @@ class DenseConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticOptions, S
     canvases: int = option(1600, positive_int, help="training canvases of --dataset canvases")
     val_canvases: int = option(400, positive_int, help="validation canvases of --dataset canvases (held-out digits)")
     canvas_size: int = option(128, positive_int, help="side of the canvases in pixels")
+    canvas_seed: int = option(0, nonneg_int, help="which canvases --dataset canvases makes (the data; --seed is the "
+                              "training's)")
     epochs: int = option(20, positive_int, aliases=("--num-epochs",), help="training epochs")
     batch_size: int = option(16, positive_int, help="per device, as GluonCV's: a worker's batch is this x its --gpus")
     global_batch_size: int = option(None, positive_int,

@@ -42,7 +42,7 @@ class DetectionConfig(DenseConfig):
     RESUME_MODEL: ClassVar[bool] = False
     FLAG_GROUPS: ClassVar[dict] = {
         "model and data": ("model", "network", "data_shape", "dataset", "data_dir", "train_split", "val_split",
-                           "canvases", "val_canvases", "canvas_size", "metric"),
+                           "canvases", "val_canvases", "canvas_size", "canvas_seed", "metric"),
         "optimisation": ("epochs", "batch_size", "global_batch_size", "test_batch_size", "optimizer", "lr", "momentum",
                          "wd", "lr_mode", "lr_decay", "lr_decay_epoch", "warmup_epochs", "wd_on_bn_bias", "syncbn"),
         "distributed": ("algorithm", "compressor", "ratio", "period", "compressor2", "ratio2", "min_size",
@@ -92,25 +92,30 @@ class DetectionConfig(DenseConfig):
             raise UserError("--metric coco needs COCO annotations: use --dataset coco, or --metric voc07/voc12")
 
 
-def detection_data(cfg):
-    """(train, val, class names) of ``cfg``'s data set."""
+def detection_data(cfg, train=True, classes=None):
+    """(train, val, class names) of ``cfg``'s data set; with ``train=False`` only the validation
+    split is read (train is None), its classes ``classes`` (default: the data set's own)."""
+    import os
+    from .data.detection import COCODetectionSet, VOCDetectionSet
+
+    def split_file(split):   # COCO's layout: ROOT/annotations/instances_SPLIT.json, images in ROOT/SPLIT
+        return os.path.join(cfg.data_dir, "annotations", f"instances_{split}.json")
+    tr = None
     if cfg.dataset == "canvases":
         from .data.canvases import canvas_dataset
-        train = canvas_dataset("train", cfg.canvases, cfg.canvas_size, cfg.seed).detection
-        val = canvas_dataset("val", cfg.val_canvases, cfg.canvas_size, cfg.seed).detection
-    elif cfg.dataset == "voc":
-        from .data.detection import VOCDetectionSet
-        train = VOCDetectionSet(cfg.data_dir, cfg.train_split)
-        val = VOCDetectionSet(cfg.data_dir, cfg.val_split, classes=train.classes)
+        if train:
+            tr = canvas_dataset("train", cfg.canvases, cfg.canvas_size, cfg.canvas_seed).detection
+        val = canvas_dataset("val", cfg.val_canvases, cfg.canvas_size, cfg.canvas_seed).detection
+        return tr, val, tuple(val.classes)
+    if cfg.dataset == "voc":
+        if train:
+            tr = VOCDetectionSet(cfg.data_dir, cfg.train_split, classes=classes)
+        val = VOCDetectionSet(cfg.data_dir, cfg.val_split, classes=tr.classes if tr is not None else classes)
     else:
-        import os
-        from .data.detection import COCODetectionSet
-
-        def split_file(split):   # COCO's layout: ROOT/annotations/instances_SPLIT.json, images in ROOT/SPLIT
-            return os.path.join(cfg.data_dir, "annotations", f"instances_{split}.json")
-        train = COCODetectionSet(split_file(cfg.train_split))
-        val = COCODetectionSet(split_file(cfg.val_split), classes=train.classes)
-    return train, val, tuple(train.classes)
+        if train:
+            tr = COCODetectionSet(split_file(cfg.train_split), classes=classes)
+        val = COCODetectionSet(split_file(cfg.val_split), classes=tr.classes if tr is not None else classes)
+    return tr, val, tuple((tr if tr is not None else val).classes)
 
 
 def build_detector(name, classes):

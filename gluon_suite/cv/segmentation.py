@@ -39,7 +39,7 @@ class SegmentationConfig(DenseConfig):
     RESUME_MODEL: ClassVar[bool] = False
     FLAG_GROUPS: ClassVar[dict] = {
         "model and data": ("model", "backbone", "aux", "aux_weight", "dataset", "data_dir", "num_classes",
-                           "train_split", "val_split", "canvases", "val_canvases", "canvas_size", "base_size",
+                           "train_split", "val_split", "canvases", "val_canvases", "canvas_size", "canvas_seed", "base_size",
                            "crop_size"),
         "optimisation": ("epochs", "batch_size", "global_batch_size", "test_batch_size", "optimizer", "lr", "momentum",
                          "wd", "lr_mode", "lr_decay", "lr_decay_epoch", "warmup_epochs", "wd_on_bn_bias", "syncbn"),
@@ -83,28 +83,33 @@ class SegmentationConfig(DenseConfig):
         return int(self.crop_size or (self.canvas_size if self.dataset == "canvases" else 480))
 
 
-def segmentation_data(cfg):
-    """(train, val, number of classes) of ``cfg``'s data set."""
+def segmentation_data(cfg, train=True):
+    """(train, val, number of classes) of ``cfg``'s data set; with ``train=False`` only the
+    validation split is read (train is None)."""
+    import os
     n = cfg.classes()
     if cfg.dataset == "canvases":
         from .data.canvases import canvas_dataset
-        train = canvas_dataset("train", cfg.canvases, cfg.canvas_size, cfg.seed).segmentation
-        val = canvas_dataset("val", cfg.val_canvases, cfg.canvas_size, cfg.seed).segmentation
+
+        def read(split, count):
+            return canvas_dataset(split, count, cfg.canvas_size, cfg.canvas_seed).segmentation
+        n = n or 11
     elif cfg.dataset == "voc":
         from .data.segmentation import VOCSegmentationSet
-        train = VOCSegmentationSet(cfg.data_dir, cfg.train_split, num_classes=n)
-        val = VOCSegmentationSet(cfg.data_dir, cfg.val_split, num_classes=n)
+
+        def read(split, _):
+            return VOCSegmentationSet(cfg.data_dir, split, num_classes=n)
     else:
-        import os
         from .data.segmentation import FolderSegmentationSet
         if n is None:
             raise UserError("--dataset folders: give --num-classes (background included)")
-        root = cfg.data_dir
-        train = FolderSegmentationSet(os.path.join(root, cfg.train_split, "images"),
-                                      os.path.join(root, cfg.train_split, "masks"), n)
-        val = FolderSegmentationSet(os.path.join(root, cfg.val_split, "images"),
-                                    os.path.join(root, cfg.val_split, "masks"), n)
-    return train, val, int(n if n is not None else train.num_classes)
+
+        def read(split, _):
+            return FolderSegmentationSet(os.path.join(cfg.data_dir, split, "images"),
+                                         os.path.join(cfg.data_dir, split, "masks"), n)
+    tr = read(cfg.train_split if cfg.dataset != "canvases" else "train", cfg.canvases) if train else None
+    val = read(cfg.val_split if cfg.dataset != "canvases" else "val", cfg.val_canvases)
+    return tr, val, int(n)
 
 
 def build_segmenter(cfg, nclass):

@@ -2,6 +2,10 @@
 """Evaluate a zoo model (its published weights, or a .params file) on a data set's test split.
 
     python scripts/cv/evaluate.py --model resnest14_digits --pretrained
+    python scripts/cv/evaluate.py --model ssd_128_resnet18_canvas --pretrained
+
+A detector or segmenter is evaluated on the validation split its card records, with the card's
+settings (data set, canvases, input size, metric): mAP, or mIoU and pixel accuracy.
     python scripts/cv/evaluate.py --model resnest14_digits --serve runs/demo/store
 
 Published weights are evaluated at the input size and on the data set their model card records;
@@ -62,6 +66,23 @@ def main(argv=None):
         root, source = tempfile.mkdtemp(prefix="zoo-cache-"), args.serve
         print(f"serving {args.serve} at {os.environ['GLUON_SUITE_REPO']}; fresh cache {root}")
     warnings.showwarning = lambda message, *a, **k: print(f"warning: {message}", file=sys.stderr, flush=True)
+    from gluon_suite.cv.dense_eval import DENSE_TASKS, evaluate_dense
+    from gluon_suite.model_zoo import resolve
+    if resolve(args.model.split(".")[0]).task in DENSE_TASKS:   # a detector or segmenter: the card's settings
+        if args.dataset or args.image_size:
+            raise UserError(f"{args.model} is evaluated on the data set and input size its card records; drop "
+                            "--dataset/--image-size (--data-dir points at a folder of the card's data set)")
+        try:
+            metrics, cfg = evaluate_dense(args.model, params=args.params, source=source, root=root,
+                                          overrides={"data_dir": args.data_dir})
+        finally:
+            if server:
+                server.shutdown()
+        key = "map" if "map" in metrics else "miou"
+        name = {"map": f"{cfg.metric_kind() if key == 'map' else ''} mAP", "miou": "mIoU"}[key].strip()
+        extra = f", pixel accuracy {metrics['pixel_acc']:.4f}" if key == "miou" else ""
+        print(f"{args.model}: {name} {metrics[key]:.4f}{extra} on {cfg.dataset} {cfg.val_split}")
+        return 0
     try:
         dataset, size = args.dataset, args.image_size
         if not args.params:  # the card's input size and data set, unless given (a contradiction warns)

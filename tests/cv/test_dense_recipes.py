@@ -123,3 +123,34 @@ def test_bad_requests_are_one_line_errors(tmp_path, path, args, words):
     assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
     assert words in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("path,model,word", [(DET, "ssd_128_resnet18_canvas", "mAP"),
+                                             (SEG, "fpn_resnet18_canvas", "mIoU")], ids=["detection", "segmentation"])
+def test_published_checkpoint_reproduces_its_card(tmp_path, path, model, word):
+    """--publish writes a card with the run's settings; evaluate.py, given only the name and the
+    store, rebuilds the same validation canvases and reproduces the card's metric."""
+    out, store = tmp_path / "run", tmp_path / "store"
+    env = {"GLUON_SUITE_HOME": str(tmp_path / "home")}
+    os.environ.update(env)
+    try:
+        script(path, *SMALL, "--epochs", "1", "--canvas-seed", "2", "--model", model, "--out", str(out),
+               "--publish", str(store))
+        card = json.load(open(out / f"{model}.json"))
+        assert card["hyperparameters"]["canvas_seed"] == 2 and card["hyperparameters"]["val_canvases"] == 12
+        said = script(os.path.join(REPO, "scripts", "cv", "evaluate.py"), "--model", model, "--source",
+                      str(store)).stdout
+        from gluon_suite.cv.dense_eval import evaluate_dense
+        metrics, cfg = evaluate_dense(model, source=str(store))
+    finally:
+        for k in env:
+            os.environ.pop(k)
+    value = float(said.split(f"{word} ")[1].split()[0].rstrip(","))
+    assert value == pytest.approx(card["metric"]["value"], abs=1e-4), said
+    assert card["metric"]["value"] == pytest.approx(records(out)[-1]["best_metric"], abs=1e-9)
+    # the card's 12 held-out canvases of canvas seed 2 (a detector this short may score 0 on them)
+    assert (cfg.val_canvases, cfg.canvas_seed) == (12, 2)
+    if word == "mAP":
+        assert metrics["images"] == 12
+    else:
+        assert sum(map(sum, metrics["confusion"])) == 12 * 128 * 128
