@@ -213,6 +213,9 @@ EXAMPLES = {
         subs=[("--label-column label\n", "--label-column label --epochs 1\n"),
               ("--dev data/squad/dev-v1.1.json", "--dev data/squad/dev-v1.1.json --epochs 1"),
               ("--out runs/ft", "--out runs/ft --epochs 1")]),
+    "docs/nlp.md: .venv/bin/python scripts/nlp/train_language_model.py --model standard_lstm_lm_200 --emsize 64":
+        long(subs=[("--epochs 2 --out runs/wiki-lm\n", "--epochs 1 --max-pages 5 --out runs/wiki-lm\n"),
+                   ("--out runs/wiki-lm-la", "--out runs/wiki-lm-la --epochs 1 --max-pages 5 --emsize 32 --nhid 32")]),
     # docs/optim.md
     "docs/optim.md: import gluon_suite.optim": fast(),
     "docs/optim.md: from gluon_suite.distributed import make_algorithm": fast(
