@@ -10,10 +10,13 @@ import os
 
 import pytest
 
+from gluon_suite.cv.detection import DetectionConfig, train_detection
 from gluon_suite.cv.quickstart import DigitsConfig, train_digits
 from gluon_suite.cv.recipe import ClassificationConfig, train_classification
+from gluon_suite.cv.segmentation import SegmentationConfig, train_segmentation
 from gluon_suite.graph.recipes import GraphConfig, NodeConfig, train_graph_classification, train_node_classification
 from gluon_suite.nlp.finetune import ClassifierConfig, SquadConfig, finetune_classification, finetune_squad
+from gluon_suite.nlp.language_model import LanguageModelConfig, train_language_model
 from gluon_suite.nlp.pretrain import PretrainConfig, pretrain_bert
 
 from .conftest import REPO, load_script
@@ -22,6 +25,9 @@ from .tools.script_options import SCRIPTS, describe_parser, load_saved, script_p
 RECIPES = [  # (recipe, its configuration, its script)
     (train_classification, ClassificationConfig, "scripts/cv/train_classification.py"),
     (train_digits, DigitsConfig, "scripts/cv/train_digits.py"),
+    (train_detection, DetectionConfig, "scripts/cv/train_detection.py"),
+    (train_segmentation, SegmentationConfig, "scripts/cv/train_segmentation.py"),
+    (train_language_model, LanguageModelConfig, "scripts/nlp/train_language_model.py"),
     (pretrain_bert, PretrainConfig, "scripts/nlp/pretrain_bert.py"),
     (finetune_classification, ClassifierConfig, "scripts/nlp/finetune_classification.py"),
     (finetune_squad, SquadConfig, "scripts/nlp/finetune_squad.py"),
