@@ -56,3 +56,7 @@ def bert_2_128_2_lee(vocab_size=4156, max_length=128, **kwargs):
 
 
 __all__.append("bert_2_128_2_lee")
+
+# GluonNLP's word language models (awd_lstm_lm_*, standard_lstm_lm_*) register with the zoo where their
+# recipe lives
+from . import language_model as _language_model  # noqa: E402,F401

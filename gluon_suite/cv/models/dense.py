@@ -77,7 +77,7 @@ def _canvas_classes(classes):
 
 @register_model("ssd_128_resnet18_canvas", task="detection")
 def ssd_128_resnet18_canvas(classes=tuple(str(d) for d in range(10)), **kwargs):
-    """SSD at a 128-pixel input on GluonCV's ResNet-18 v1b (about 13M parameters)."""
+    """SSD at a 128-pixel input on GluonCV's ResNet-18 v1b."""
     return small_ssd("resnet18_v1b", _canvas_classes(classes), **kwargs)
 
 
@@ -122,13 +122,13 @@ class SmallFPN(nn.HybridBlock):
 
 @register_model("fpn_resnet18_canvas", task="segmentation")
 def fpn_resnet18_canvas(classes=11, **kwargs):
-    """Semantic FPN on GluonCV's ResNet-18 v1b (``classes``: background included)."""
+    """Semantic FPN on GluonCV's ResNet-18 v1b (classes: background included)."""
     return SmallFPN("resnet18_v1b", int(classes), **kwargs)
 
 
 @register_model("fpn_resnest14_canvas", task="segmentation")
 def fpn_resnest14_canvas(classes=11, **kwargs):
-    """Semantic FPN on GluonCV's ResNeSt-14 (``classes``: background included)."""
+    """Semantic FPN on GluonCV's ResNeSt-14 (classes: background included)."""
     return SmallFPN("resnest14", int(classes), **kwargs)
 
 
