@@ -201,6 +201,9 @@ EXAMPLES = {
              "two CPU cores); CI runs it with --quick"),
     "docs/nlp.md: .venv/bin/python scripts/nlp/pretrain_bert.py --corpus gensim:lee_background --out runs/bert-lee":
         long(subs=[("steps=300", "steps=3")]),
+    "docs/nlp.md: .venv/bin/python scripts/nlp/pretrain_bert.py --corpus wikipedia --config configs/nlp/bert_tiny_two_phase.yaml \\":
+        long(subs=[("--out runs/bert-wiki", "--out runs/bert-wiki --phase seq_len=32,batch_size=8,steps=3,lr=0.02 "
+                    "--phase seq_len=64,batch_size=4,accumulate=2,steps=2,lr=0.01")]),
     "docs/nlp.md: .venv/bin/python scripts/nlp/pretrain_bert.py --out runs/bert": long(
         subs=[("steps=300", "steps=3"), ("steps=50", "steps=2"),
               ("--out runs/bert2", "--out runs/bert2 --phase seq_len=32,batch_size=8,steps=3,lr=0.02")]),

@@ -31,8 +31,8 @@ from ..model_zoo.registry import model_name
 from ..utils import UserError
 from ..utils.devices import DeviceOptions, float16_network
 from ..utils.runconfig import RecipeConfig, option
-from ..utils.validate import (choice_of, float_range, int_at_least, nonneg_float, nonneg_int, output_dir,
-                              positive_int, utf8_file)
+from ..utils.validate import (choice_of, existing_file, float_range, int_at_least, nonneg_float, nonneg_int,
+                              output_dir, positive_int, utf8_file)
 from ..utils.fileio import atomic_write
 from .pretraining_data import create_instances
 from .corpora import load_corpus
@@ -43,15 +43,21 @@ from .pretrain_phases import (_EXAMPLE, _FRACTION, _INT, _PATHS, PHASE_KEYS, che
                               check_phases, phase_batches, phase_list, shard_spec)
 from .pretrain_shards import KEYS, read_shards, write_shards
 
-__all__ = ["PretrainConfig", "DEFAULTS", "pretrain_bert", "prepare_text", "corpus_spec", "optimizer_names",
-           "PHASE_KEYS", "check_phase", "phase_list", "shard_spec", "phase_batches", "check_phases",
+__all__ = ["PretrainConfig", "DEFAULTS", "pretrain_bert", "prepare_text", "corpus_documents", "corpus_spec",
+           "optimizer_names", "PHASE_KEYS", "check_phase", "phase_list", "shard_spec", "phase_batches", "check_phases",
            "BertPretrainLoss", "STATS", "KEYS", "write_shards", "read_shards"]
 
 
+WIKIPEDIA = "wikipedia"   # --corpus wikipedia: the pages of a MediaWiki dump (--data-path), one document each
+
+
 def corpus_spec(text):
-    """``corpus``: ``gensim:NAME`` (a corpus inside the installed gensim) or a UTF-8 text file."""
+    """``corpus``: ``wikipedia`` (a MediaWiki dump, ``--data-path``), ``gensim:NAME`` (a corpus
+    inside the installed gensim) or a UTF-8 text file."""
     from .corpora import GENSIM_CORPORA, PREFIX
     text = str(text)
+    if text == WIKIPEDIA:
+        return text
     if text.startswith(PREFIX):
         if text[len(PREFIX):] not in GENSIM_CORPORA:
             raise argparse.ArgumentTypeError(f"{text}: unknown gensim corpus; choose one of "
@@ -93,7 +99,11 @@ class PretrainConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticOptions
     model: str = option("bert_2_128_2", model_name, help="zoo BERT name")
     max_length: int = option(512, int_at_least(8), help="positions of the model, >= every seq_len")
     corpus: str = option(None, corpus_spec, help="text file (one sentence per line, blank line between "
-                         "documents), or gensim:lee_background / gensim:head500")
+                         "documents), gensim:lee_background / gensim:head500, or wikipedia (the articles of a "
+                         "MediaWiki dump, one document each)")
+    data_path: str = option(None, existing_file, help="with --corpus wikipedia: the MediaWiki dump (.xml, "
+                            ".xml.bz2 or .xml.gz; without it, gensim's bundled enwiki excerpt)")
+    max_pages: int = option(None, positive_int, help="with --corpus wikipedia: read at most this many articles")
     vocab: str = option(None, utf8_file, help="BERT vocab file (default: built from the corpus)")
     min_freq: int = option(2, positive_int, help="fewest occurrences of a word in a vocab built from the corpus")
     lower: bool = option(True, flag=False)
@@ -114,6 +124,16 @@ class PretrainConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticOptions
                           "a folder of .npz; eval_shards: held-out instances evaluated at the phase's end)")
 
     def check(self, comm):
+        if self.corpus != WIKIPEDIA:
+            given = [f for f, v in (("--data-path", self.data_path), ("--max-pages", self.max_pages)) if v]
+            if given:
+                names = " and ".join(given)
+                raise UserError(f"{names} only apply to --corpus wikipedia (a MediaWiki dump); add --corpus "
+                                f"wikipedia or drop {names}")
+        elif self.max_pages is not None and self.max_pages < 4:
+            raise UserError(f"--max-pages {self.max_pages}: --corpus wikipedia holds out at least a page each for "
+                            "valid and test and needs 2 training pages for next-sentence prediction; give --max-pages 4 "
+                            "or more")
         longest = max(int(ph["seq_len"]) for ph in self.phases)
         if longest > self.max_length:
             raise UserError(f"a phase has seq_len {longest} > max_length {self.max_length}; raise --max-length "
@@ -131,12 +151,28 @@ class PretrainConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticOptions
 DEFAULTS = PretrainConfig().to_dict()   # the defaults as a mapping (earlier versions' name)
 
 
-def prepare_text(cfg, out, rank, log):
-    """Documents (token lists) and the vocabulary, saved as OUT/vocab.txt for resumes."""
-    if cfg["corpus"]:
-        docs = load_corpus(cfg["corpus"])
-    else:
-        docs = embedded_corpus()
+def corpus_documents(cfg):
+    """The documents (lists of sentences) that ``cfg`` pretrains on, and a record of the corpus for
+    ``config.json`` (None but for a dump). ``--corpus wikipedia``: the train split of the dump's
+    articles (``WikipediaCorpus``, split by ``seed``; the valid and test articles are left out), one
+    document per page, so that a next sentence comes from its own page and a random one from another."""
+    if cfg["corpus"] == WIKIPEDIA:
+        from .wikipedia import WikipediaCorpus, gensim_wiki_dump_path
+        corpus = WikipediaCorpus(cfg["data_path"] or gensim_wiki_dump_path(), seed=int(cfg["seed"]),
+                                 max_pages=cfg["max_pages"])
+        docs = corpus.documents("train")
+        if len(docs) < 2:
+            raise UserError(f"{corpus.path}: {len(docs)} training page(s) of at least {corpus.min_words} words; "
+                            "next-sentence prediction needs 2 pages: give a larger dump or raise --max-pages")
+        return docs, corpus.record()
+    return (load_corpus(cfg["corpus"]) if cfg["corpus"] else embedded_corpus()), None
+
+
+def prepare_text(cfg, out, rank, log, docs=None):
+    """Documents (token lists) and the vocabulary, saved as OUT/vocab.txt for resumes; ``docs``:
+    the documents as sentences (default: ``corpus_documents(cfg)``)."""
+    if docs is None:
+        docs, _ = corpus_documents(cfg)
     vocab_file = os.path.join(out, "vocab.txt")
     if cfg["vocab"]:
         vocab = load_vocab(cfg["vocab"])
@@ -173,7 +209,12 @@ def pretrain_bert(config, comm=None, log=print, ctx=None):
     run = RunFolder(out, cfg["resume"], comm, prefix="ckpt", elastic=bool(cfg["elastic"]),
                     required=("phase", "step", "history"))
     state = run.read_state()
-    docs, vocab = prepare_text({**cfg, "resume": "none" if state is None else "auto"}, out, rank, log)
+    docs, record = corpus_documents(cfg)
+    if record and rank == 0:
+        held = sum(record["splits"][s]["documents"] for s in ("valid", "test"))
+        log(f"wikipedia: {record['file']}, {len(docs)} training pages ({record['splits']['train']['sentences']} "
+            f"sentences; {held} pages held out as valid/test)")
+    docs, vocab = prepare_text({**cfg, "resume": "none" if state is None else "auto"}, out, rank, log, docs)
     max_len = int(cfg["max_length"])  # position embeddings: fixed for all phases (phase 2 is longer)
 
     mx.random.seed(int(cfg["seed"]))
@@ -186,7 +227,7 @@ def pretrain_bert(config, comm=None, log=print, ctx=None):
         net.load_parameters(run.paths()[0], cast_dtype=True, dtype_source="current")
         if rank == 0:
             log(f"resumed from {out}: phase {start['phase'] + 1}, step {start['step']}")
-    cfg.save(comm, vocab_size=len(vocab))
+    cfg.save(comm, vocab_size=len(vocab), **({"corpus_record": record} if record else {}))
     run.start_fresh()
     # float16: float32 master weights in each phase's optimizer and one dynamic loss scale for all
     # phases (kept in the checkpoints, so that a resumed run scales as the uninterrupted one would)
@@ -209,13 +250,19 @@ def _publish(cfg, run, history, comm, log):
     last = history[-10:]
     metric = {"name": "MLM accuracy (training, mean of the last 10 steps)",
               "value": float(np.mean([h["mlm_acc"] for h in last])),
-              "dataset": cfg["corpus"] or "embedded CPython documentation text"}
+              "dataset": _dataset_name(cfg)}
     record = publish_run(cfg, DEFAULTS, run.paths()[0], "scripts/nlp/pretrain_bert.py", metric, comm.size)
     name = cfg["publish_name"] or cfg["model"]
     publish_companion(os.path.join(cfg["out"], "vocab.txt"), name, "vocab", cfg["publish"],
                       url=cfg["publish_url"])
     log(f"published {record['file_name']} and its vocabulary into {cfg['publish']}")
     return record
+
+
+def _dataset_name(cfg):
+    if cfg["corpus"] == WIKIPEDIA:
+        return f"wikipedia ({os.path.basename(cfg['data_path']) if cfg['data_path'] else 'gensim enwiki excerpt'})"
+    return cfg["corpus"] or "embedded CPython documentation text"
 
 
 def _phase(cfg, run, pi, ph, net, loss_fn, docs, vocab, comm, log, ctx, scaler, start):

@@ -6,7 +6,9 @@
     horovodrun -np 2 -H localhost:2 --gloo python scripts/nlp/pretrain_bert.py --config configs/nlp/bert_tiny.yaml
 
 Without --corpus it trains on the embedded English text of CPython's documentation;
---corpus gensim:lee_background or gensim:head500 reads an English corpus from the installed gensim.
+--corpus gensim:lee_background or gensim:head500 reads an English corpus from the installed gensim;
+--corpus wikipedia the articles of a MediaWiki dump (--data-path, default gensim's bundled excerpt), one
+document per page, so a next sentence comes from its own page and a random one from another page.
 A phase gives its batch per worker (batch_size) or as the global batch of a step (total_batch_size,
 GluonNLP's --total_batch_size): global = per-worker batch x workers x accumulation, printed at the
 start of each phase. One phase can also be given with GluonNLP's flags:
