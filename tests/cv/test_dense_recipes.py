@@ -28,7 +28,8 @@ def records(folder):
     return [json.loads(line) for line in open(os.path.join(folder, "log.jsonl"))]
 
 
-@pytest.mark.parametrize("path,metric", [(DET, "map"), (SEG, "miou")], ids=["detection", "segmentation"])
+@pytest.mark.parametrize("path,metric", [(DET, "map"), pytest.param(SEG, "miou", marks=pytest.mark.long)],
+                         ids=["detection", "segmentation"])
 def test_resumed_run_ends_as_the_uninterrupted_one(tmp_path, path, metric):
     whole, part = tmp_path / "whole", tmp_path / "part"
     script(path, *SMALL, "--epochs", "2", "--out", str(whole))
@@ -57,6 +58,7 @@ def samples(tmp_path_factory):
     return out
 
 
+@pytest.mark.long
 def test_detection_trains_on_voc_and_coco_folders(samples, tmp_path):
     voc = script(DET, "--dataset", "voc", "--data-dir", str(samples / "detection_voc"), "--epochs", "1",
                  "--batch-size", "8", "--no-progress", "--out", str(tmp_path / "voc"))
@@ -70,6 +72,7 @@ def test_detection_trains_on_voc_and_coco_folders(samples, tmp_path):
     assert config["classes"] == [str(d) for d in range(10)]
 
 
+@pytest.mark.long
 def test_segmentation_trains_on_the_voc_folder(samples, tmp_path):
     script(SEG, "--dataset", "voc", "--num-classes", "11", "--data-dir", str(samples / "detection_voc"),
            "--epochs", "1", "--batch-size", "8", "--no-progress", "--out", str(tmp_path / "seg"))
