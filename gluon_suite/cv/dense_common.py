@@ -111,8 +111,9 @@ class DenseConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticOptions, S
                             "use --batch-size, not --global-batch-size")
         if self.publish and not self.publish_name:
             from ..model_zoo.registry import list_models
-            if self.model not in list_models():
-                raise UserError(f"--publish needs a registered zoo name: {self.model} is not one; give --publish-name")
+            built = self.model_name() if hasattr(self, "model_name") else self.model
+            if built != self.model or built not in list_models():
+                raise UserError(f"--publish needs a registered zoo name: {built} is not one; give --publish-name")
 
     def per_worker_batch(self, comm, devices=1):
         """A worker's batch: ``batch_size`` per device times its ``devices``, or its share of
@@ -185,8 +186,9 @@ def prepare_net(net, ctx, dtype, sample):
 
 def run_dense(cfg, comm, net, trainer, sampler, train, per_worker, step, evaluate, metric_name, log, batchify,
               bn_batches, metric_label=None):
-    """The run on the shared loop: every global step ``step(state, batch)`` (returning sums with
-    ``loss`` and ``seen``), every ``val_interval`` epochs ``evaluate()`` (the averaged model's
+    """The run on the shared loop: every global step ``step(state, batch, step_size)`` (returning
+    sums with ``loss`` and ``seen``; ``step_size`` is what ``trainer.step`` takes for a loss summed
+    over the batch: the same on every worker, also for an uneven last step), every ``val_interval`` epochs ``evaluate()`` (the averaged model's
     metrics dict with ``metric_name``), ``best.params`` on a new best, the records, checkpoints and
     the result."""
     out = cfg["out"]
@@ -209,7 +211,7 @@ def run_dense(cfg, comm, net, trainer, sampler, train, per_worker, step, evaluat
             state.sizes = state.sizes + [[state.step, comm_now.size]]
         _seed(cfg["seed"], state.step, comm_now.rank)
         wire, sync = comm_now.stats.total_wire, trainer.sync_seconds
-        sums = step(state, batch)
+        sums = step(state, batch, step_size)
         return {**sums, "wire": comm_now.stats.total_wire - wire, "sync": trainer.sync_seconds - sync}
 
     def end_epoch(end):

@@ -60,6 +60,9 @@ class DetectionConfig(DenseConfig):
     data_shape: int = option(None, positive_int, help="input side in pixels (default: the model's, 128 for the zoo's "
                              "canvas models)")
     dataset: str = option("canvases", choices=DETECTION_DATASETS, help="canvases (embedded), voc or coco")
+    classes: list = option([], many=True, flag=False,
+                           help="the class names, in order (voc/coco: default the training split's; recorded in "
+                           "config.json and the card)")
     metric: str = option(None, choices=("voc07", "voc12", "coco"),
                          help="validation metric (default: coco for --dataset coco, voc07 otherwise)")
 
@@ -115,13 +118,40 @@ def detection_data(cfg, train=True, classes=None):
         if train:
             tr = COCODetectionSet(split_file(cfg.train_split), classes=classes)
         val = COCODetectionSet(split_file(cfg.val_split), classes=tr.classes if tr is not None else classes)
+    if tr is not None:
+        tr = _with_objects(tr)
     return tr, val, tuple((tr if tr is not None else val).classes)
 
 
-def build_detector(name, classes):
-    """The zoo's detector ``name`` or GluonCV's, for ``classes``."""
+class _Subset(gluon.data.Dataset):
+    def __init__(self, data, keep):
+        self._data, self._keep = data, list(keep)
+        self.classes = data.classes
+
+    def __len__(self):
+        return len(self._keep)
+
+    def __getitem__(self, i):
+        return self._data[self._keep[i]]
+
+
+def _with_objects(train):
+    """``train`` without the images that have no (non-crowd) object: SSD's target assignment needs
+    one, and GluonCV's detection training skips them too."""
+    labels = getattr(train, "_labels", None)
+    if labels is None:
+        return train
+    keep = [i for i, lab in enumerate(labels) if len(lab)]
+    if not keep:
+        raise UserError("no training image has an object to detect; check the annotations of --train-split")
+    return train if len(keep) == len(train) else _Subset(train, keep)
+
+
+def build_detector(name, classes, size=None):
+    """The zoo's detector ``name`` (at input side ``size``: its anchors keep their sizes in pixels)
+    or GluonCV's, for ``classes``."""
     if name in list_models():
-        return get_model(name, classes=list(classes))
+        return get_model(name, classes=list(classes), **({"base_size": int(size)} if size else {}))
     from .models.dense import gluoncv_detector
     return gluoncv_detector(name, classes)
 
@@ -135,6 +165,8 @@ class _ValTransform:
 
     def __call__(self, image, label):
         h, w = image.shape[:2]
+        if len(label) == 0:   # an image without objects: one padding row (the metric skips label -1)
+            label = np.full((1, 6), -1, dtype="float32")
         x, y = self._t(image, label)
         return x, y.astype("float32"), np.array([w, h], dtype="float32")
 
@@ -157,6 +189,7 @@ def evaluate_detector(net, val, comm, kind, classes, size, batch, ctx, dtype):
     for x, y, wh in loader:
         ids, scores, boxes = net(x.as_in_context(ctx[0]).astype(dtype, copy=False))
         ids, scores, boxes = (a.astype("float32").as_in_context(mx.cpu()) for a in (ids, scores, boxes))
+        boxes = boxes.clip(0, size)   # inside the input, as GluonCV's validation does
         which = idx[start:start + len(x)]
         start += len(x)
         scale = mx.nd.concat(wh, wh, dim=1).expand_dims(1) / float(size)   # back to the image's pixels
@@ -183,16 +216,17 @@ def train_detection(config, comm=None, log=print, ctx=None):
         comm = get_communicator()
     cfg = DetectionConfig.from_dict(config).checked(comm, log)
     ctx, dtype, per_worker = devices_and_batch(cfg, comm, ctx)
-    train, val, classes = detection_data(cfg)
+    train, val, classes = detection_data(cfg, classes=list(cfg.classes) or None)
     check_sizes(train, per_worker, comm.size)
+    cfg = cfg.replace(classes=list(classes))
     size, kind, name = cfg.input_size(), cfg.metric_kind(), cfg.model_name()
-    cfg.save(comm, classes=list(classes), model_built=name)
+    cfg.save(comm, model_built=name)
     if comm.rank == 0:
         log(f"{name} on {cfg.dataset} ({len(train)} training, {len(val)} validation images, {len(classes)} classes): "
             f"{comm.size} worker(s) x batch {per_worker}; {cfg.algorithm} / {cfg.compressor}; metric {kind}")
     from .recipe import _seed
     _seed(cfg.seed, -1, 0)
-    net = build_detector(name, classes)
+    net = build_detector(name, classes, size)
     prepare_net(net, ctx, dtype, mx.nd.zeros((1, 3, size, size)))
     with autograd.train_mode():
         _, _, anchors = net(mx.nd.zeros((1, 3, size, size), ctx=ctx[0]).astype(dtype, copy=False))
@@ -202,7 +236,7 @@ def train_detection(config, comm=None, log=print, ctx=None):
     net.hybridize(static_alloc=True)
     mbox_loss = SSDMultiBoxLoss()
 
-    def step(state, batch):
+    def step(state, batch, step_size):
         x, cls_t, box_t = batch
         xs = gluon.utils.split_and_load(x, ctx, even_split=False)
         cs = gluon.utils.split_and_load(cls_t, ctx, even_split=False)
@@ -216,8 +250,8 @@ def train_detection(config, comm=None, log=print, ctx=None):
             sum_loss, _, _ = mbox_loss(cls_preds, box_preds, cs, bs)
         autograd.backward(sum_loss)
         trainer.step(1)   # the loss is already normalised by the positive anchors of the batch
-        cpu = mx.cpu()
-        return {"loss": sum(l.sum().as_in_context(cpu) for l in sum_loss), "seen": len(x)}
+        cpu = mx.cpu()   # the batch's loss (normalised by its positives), counted once per image as GluonCV logs it
+        return {"loss": sum(l.sum().as_in_context(cpu) for l in sum_loss) * len(x), "seen": len(x)}
 
     def bn_batches(rank, size_):
         def batches():

@@ -9,8 +9,9 @@ Data (``--dataset``): ``canvases`` (the embedded digit canvases: background and 
 (``DATA_DIR/images`` and ``DATA_DIR/masks``, one PNG mask per image with the same stem). Training, as
 GluonCV's segmentation ``train.py``: GluonCV's joint image/mask augmentation (random flip, random
 rescale of the long side to 0.5-2x ``--base-size``, padding and a random ``--crop-size`` crop, random
-blur) and its softmax cross-entropy that ignores the label 255, averaged over each image's valid
-pixels; each step applies the batch's summed loss over the batch (``trainer.step(batch)``).
+blur), and a softmax cross-entropy that ignores the label 255, averaged over each image's valid
+pixels (``pixel_loss``; GluonCV's auxiliary head adds its own, weighted by ``--aux-weight``); each
+step applies the loss summed over the batch, divided by the global step's batch share.
 Evaluation: the image resized (short side to ``--crop-size``) and centre-cropped, GluonCV's
 validation transform.
 """
@@ -73,6 +74,17 @@ class SegmentationConfig(DenseConfig):
                 raise UserError(f"segmentation model {self.model}: give a zoo segmenter (fpn_resnet18_canvas, "
                                 f"fpn_resnest14_canvas) or one of GluonCV's {', '.join(SEGMENTATION_FAMILIES)} with "
                                 "--backbone")
+        self.check_sizes()
+
+    def check_sizes(self):
+        crop = self.crop()   # the input side of training and evaluation
+        step = 32 if self.model in list_models() else 8
+        if crop % step:
+            raise UserError(f"crop size {crop} (--crop-size, or --canvas-size for the canvases): {self.model} needs a "
+                            f"multiple of {step} (e.g. {max(step, crop // step * step)})")
+        if self.dataset == "canvases" and self.num_classes not in (None, 11):
+            raise UserError(f"--num-classes {self.num_classes}: the canvases have 11 classes (background and the ten "
+                            "digits); drop --num-classes")
 
     def classes(self):
         if self.num_classes:
@@ -141,6 +153,17 @@ class _Augment:
         return to_tensor(img), msk.astype("float32")
 
 
+def pixel_loss(scores, target, ignore=255):
+    """Per image: the softmax cross-entropy of ``scores`` (B, C, H, W) against ``target`` (B, H,
+    W), averaged over the image's pixels whose label is not ``ignore`` (0 for an image without
+    one)."""
+    F = mx.nd
+    valid = (target != ignore).astype(scores.dtype)
+    label = F.where(valid > 0, target, F.zeros_like(target))
+    nll = -F.pick(F.log_softmax(scores, axis=1), label, axis=1)
+    return (nll * valid).sum(axis=(1, 2)) / F.maximum(valid.sum(axis=(1, 2)), 1)
+
+
 def evaluate_segmenter(net, val, comm, nclass, crop, batch, ctx, dtype):
     """mIoU and pixel accuracy of ``net`` on ``val``, each worker taking a shard (rank::size), the
     confusion matrices summed over the workers (``metrics.SegmentationMetric``)."""
@@ -158,7 +181,6 @@ def evaluate_segmenter(net, val, comm, nclass, crop, batch, ctx, dtype):
 def train_segmentation(config, comm=None, log=print, ctx=None):
     """Run the segmentation recipe with ``config`` (a ``SegmentationConfig`` or a mapping of its keys)
     on ``comm``. Returns ``{"best_metric", "final_metric", "metric": "miou", "history", ...}``."""
-    from gluoncv.loss import MixSoftmaxCrossEntropyLoss
     if comm is None:
         from ..distributed import get_communicator
         comm = get_communicator()
@@ -180,10 +202,14 @@ def train_segmentation(config, comm=None, log=print, ctx=None):
     sampler, trainer = build_trainer(cfg, net, comm, per_worker, len(train), dtype)
     net.hybridize(static_alloc=True)
     aux = bool(cfg.aux) and cfg.model not in list_models()
-    criterion = MixSoftmaxCrossEntropyLoss(aux=aux, aux_weight=float(cfg.aux_weight), ignore_label=255)
+    weights = (1.0, float(cfg.aux_weight)) if aux else (1.0,)
+
+    def criterion(*outs_and_target):
+        *outs, target = outs_and_target
+        return sum(w * pixel_loss(o, target) for w, o in zip(weights, outs))
     train_t = Transformed(train, _Augment(base, crop, train=True))
 
-    def step(state, batch):
+    def step(state, batch, step_size):
         x, y = batch
         xs = gluon.utils.split_and_load(x, ctx, even_split=False)
         ys = gluon.utils.split_and_load(y, ctx, even_split=False)
@@ -194,7 +220,7 @@ def train_segmentation(config, comm=None, log=print, ctx=None):
                 outs = [o.astype("float32", copy=False) for o in (out if isinstance(out, (tuple, list)) else [out])]
                 losses.append(criterion(*(outs[:2] if aux else outs[:1]), t))
         autograd.backward(losses)
-        trainer.step(len(x))
+        trainer.step(step_size)
         cpu = mx.cpu()
         return {"loss": sum(l.sum().as_in_context(cpu) for l in losses), "seen": len(x)}
 

@@ -120,7 +120,11 @@ def test_gluoncv_models_by_name_build_for_our_classes():
     (SEG, ["--model", "unet"], "segmentation model unet"),
     (SEG, ["--model", "fcn", "--backbone", "vgg"], "backbone vgg"),
     (SEG, ["--publish", "store", "--model", "fcn", "--backbone", "resnet50"], "--publish needs a registered zoo name"),
-], ids=["family", "coco-metric", "data-dir", "unknown-ssd", "decay-epochs", "seg-model", "seg-backbone", "publish"])
+    (DET, ["--network", "resnet50_v1", "--publish", "store"], "give --publish-name"),
+    (SEG, ["--canvas-size", "100"], "multiple of 32"),
+    (SEG, ["--num-classes", "5"], "the canvases have 11 classes"),
+], ids=["family", "coco-metric", "data-dir", "unknown-ssd", "decay-epochs", "seg-model", "seg-backbone", "publish",
+        "publish-network", "crop", "canvas-classes"])
 def test_bad_requests_are_one_line_errors(tmp_path, path, args, words):
     p = script(path, *args, "--epochs", "1", "--no-progress", "--out", str(tmp_path / "run"), ok=False)
     assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
@@ -157,3 +161,30 @@ def test_published_checkpoint_reproduces_its_card(tmp_path, path, model, word):
         assert metrics["images"] == 12
     else:
         assert sum(map(sum, metrics["confusion"])) == 12 * 128 * 128
+
+
+def test_images_without_objects():
+    """Training skips an image without objects (SSD's targets need one, as GluonCV's training
+    skips them); evaluation keeps it with one padding row, so a batch of such images still runs."""
+    import numpy as np
+    from gluon_suite.cv.data.canvases import canvas_dataset
+    from gluon_suite.cv.detection import _ValTransform, _with_objects
+    from gluon_suite.utils import UserError
+
+    class Two:
+        classes = ("a",)
+        _labels = [np.zeros((0, 6), "float32"), np.array([[1, 2, 30, 40, 0, 0]], "float32")]
+
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            return i, self._labels[i]
+    kept = _with_objects(Two())
+    assert len(kept) == 1 and kept[0][0] == 1 and kept.classes == ("a",)
+    Two._labels = [np.zeros((0, 6), "float32")] * 2
+    with pytest.raises(UserError, match="no training image has an object"):
+        _with_objects(Two())
+    image, _ = canvas_dataset("val", 1).detection[0]
+    x, y, wh = _ValTransform(128)(image, np.zeros((0, 6), "float32"))
+    assert x.shape == (3, 128, 128) and y.shape == (1, 6) and (y == -1).all() and list(wh) == [128, 128]
