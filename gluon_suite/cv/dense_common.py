@@ -49,6 +49,36 @@ def epoch_list(value):
 epoch_list.takes_lists = True
 
 
+# the help groups the two scripts share (each adds its own "model and data" group in front)
+SHARED_GROUPS = {
+    "optimisation": ("epochs", "batch_size", "global_batch_size", "test_batch_size", "optimizer", "lr", "momentum",
+                     "wd", "lr_mode", "lr_decay", "lr_decay_epoch", "warmup_epochs", "wd_on_bn_bias", "syncbn"),
+    "distributed": ("algorithm", "compressor", "ratio", "period", "compressor2", "ratio2", "min_size",
+                    "averaged_bn_batches", "averaged_bn", "compress_warmup", "profile_comm"),
+    "devices": ("gpus", "dtype"),
+    "run": ("seed", "out", "resume", "num_workers", "progress", "val_interval", "stop_after_epochs"),
+}
+
+
+def script_main(config_cls, recipe, parser, argv=None):
+    """The main of ``scripts/cv/train_detection.py`` and ``train_segmentation.py``: ``parser``'s flags
+    (generated from ``config_cls``) over a YAML ``--config``, the run in an output folder that a run which saved
+    nothing does not leave behind, and one closing line from rank 0."""
+    from ..distributed import get_communicator
+    from ..utils.fileio import output_folder
+    cfg = config_cls.from_sources(vars(parser.parse_args(argv)), parser)
+    comm = get_communicator()
+    log = (lambda msg: print(msg, flush=True)) if comm.rank == 0 or cfg.elastic else (lambda msg: None)
+    with output_folder(cfg.out):
+        res = recipe(cfg, comm, log=log)
+    if res["rank"] != 0:
+        return 0
+    if cfg.elastic:
+        print("workers over the run: " + " -> ".join(str(n) for _, n in res["sizes"]))
+    print(f"best {res['metric']} {res['best_metric']:.4f}")
+    return 0
+
+
 @dataclasses.dataclass
 class DenseConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticOptions, SecondCompressorOptions,
                   CompressionOptions, RunOptions):
@@ -284,4 +314,4 @@ def to_tensor(image):
 
 
 __all__ = ["DenseConfig", "Transformed", "build_trainer", "prepare_net", "run_dense", "devices_and_batch",
-           "check_sizes", "to_tensor", "epoch_list"]
+           "check_sizes", "to_tensor", "epoch_list", "SHARED_GROUPS", "script_main"]

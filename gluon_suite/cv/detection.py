@@ -25,8 +25,8 @@ from ..model_zoo.registry import list_models
 from ..utils import UserError
 from ..utils.runconfig import option
 from ..utils.validate import output_dir, positive_int
-from .dense_common import (DenseConfig, Transformed, build_trainer, check_sizes, devices_and_batch, prepare_net,
-                           run_dense)
+from .dense_common import (SHARED_GROUPS, DenseConfig, Transformed, build_trainer, check_sizes, devices_and_batch,
+                           prepare_net, run_dense)
 
 DETECTION_DATASETS = ("canvases", "voc", "coco")
 
@@ -43,12 +43,7 @@ class DetectionConfig(DenseConfig):
     FLAG_GROUPS: ClassVar[dict] = {
         "model and data": ("model", "network", "data_shape", "dataset", "data_dir", "train_split", "val_split",
                            "canvases", "val_canvases", "canvas_size", "canvas_seed", "metric"),
-        "optimisation": ("epochs", "batch_size", "global_batch_size", "test_batch_size", "optimizer", "lr", "momentum",
-                         "wd", "lr_mode", "lr_decay", "lr_decay_epoch", "warmup_epochs", "wd_on_bn_bias", "syncbn"),
-        "distributed": ("algorithm", "compressor", "ratio", "period", "compressor2", "ratio2", "min_size",
-                        "averaged_bn_batches", "averaged_bn", "compress_warmup", "profile_comm"),
-        "devices": ("gpus", "dtype"),
-        "run": ("seed", "out", "resume", "num_workers", "progress", "val_interval", "stop_after_epochs"),
+        **SHARED_GROUPS,
     }
     out: str = option("runs/detection", output_dir, aliases=("--save-prefix",), help="run folder: log.jsonl, summary.csv, "
                       "checkpoints, config.json")

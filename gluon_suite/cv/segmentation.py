@@ -27,8 +27,8 @@ from ..model_zoo.registry import list_models
 from ..utils import UserError
 from ..utils.runconfig import option
 from ..utils.validate import float_range, output_dir, positive_int
-from .dense_common import (DenseConfig, Transformed, build_trainer, check_sizes, devices_and_batch, prepare_net,
-                           run_dense, to_tensor)
+from .dense_common import (SHARED_GROUPS, DenseConfig, Transformed, build_trainer, check_sizes, devices_and_batch,
+                           prepare_net, run_dense, to_tensor)
 
 SEGMENTATION_DATASETS = ("canvases", "voc", "folders")
 
@@ -42,12 +42,7 @@ class SegmentationConfig(DenseConfig):
         "model and data": ("model", "backbone", "aux", "aux_weight", "dataset", "data_dir", "num_classes",
                            "train_split", "val_split", "canvases", "val_canvases", "canvas_size", "canvas_seed", "base_size",
                            "crop_size"),
-        "optimisation": ("epochs", "batch_size", "global_batch_size", "test_batch_size", "optimizer", "lr", "momentum",
-                         "wd", "lr_mode", "lr_decay", "lr_decay_epoch", "warmup_epochs", "wd_on_bn_bias", "syncbn"),
-        "distributed": ("algorithm", "compressor", "ratio", "period", "compressor2", "ratio2", "min_size",
-                        "averaged_bn_batches", "averaged_bn", "compress_warmup", "profile_comm"),
-        "devices": ("gpus", "dtype"),
-        "run": ("seed", "out", "resume", "num_workers", "progress", "val_interval", "stop_after_epochs"),
+        **SHARED_GROUPS,
     }
     out: str = option("runs/segmentation", output_dir, aliases=("--checkname",), help="run folder: log.jsonl, summary.csv, "
                       "checkpoints, config.json")

@@ -18,25 +18,13 @@ def build_parser():
     """The script's flags, generated from ``DetectionConfig`` (its keys, GluonCV's aliases)."""
     from gluon_suite.cv.detection import DetectionConfig
     return DetectionConfig.build_parser(__doc__.split("\n")[0],
-                             config="YAML file of defaults (keys as the flags, with _ for -)")
+                                        config="YAML file of defaults (keys as the flags, with _ for -)")
 
 
 def main(argv=None):
-    parser = build_parser()
+    from gluon_suite.cv.dense_common import script_main
     from gluon_suite.cv.detection import DetectionConfig, train_detection
-    from gluon_suite.distributed import get_communicator
-    from gluon_suite.utils.fileio import output_folder
-    cfg = DetectionConfig.from_sources(vars(parser.parse_args(argv)), parser)
-    comm = get_communicator()
-    log = (lambda msg: print(msg, flush=True)) if comm.rank == 0 or cfg.elastic else (lambda msg: None)
-    with output_folder(cfg.out):   # a run that saved nothing leaves nothing
-        res = train_detection(cfg, comm, log=log)
-    if res["rank"] != 0:
-        return 0
-    if cfg.elastic:
-        print("workers over the run: " + " -> ".join(str(n) for _, n in res["sizes"]))
-    print(f"best {res['metric']} {res['best_metric']:.4f}")
-    return 0
+    return script_main(DetectionConfig, train_detection, build_parser(), argv)
 
 
 if __name__ == "__main__":
