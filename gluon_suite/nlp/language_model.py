@@ -22,20 +22,18 @@ worker count), NLL and token sums reduced over the workers; the test perplexity 
 Lower is better: ``best.params`` follows the lowest, the published card says ``higher_is_better: false``.
 """
 import dataclasses
-import math
 import os
 import random
 from typing import ClassVar
 
 import mxnet as mx
 import numpy as np
-from mxnet import autograd, gluon
+from mxnet import gluon
 
 from ..distributed import DistributedTrainer
 from ..distributed.loop import RunFolder, fit, world_sums
 from ..distributed.options import CompressionOptions, ElasticOptions, SecondCompressorOptions
 from ..distributed.runfolder import resume_folder
-from ..distributed.sampler import EpochSampler
 from ..model_zoo.publish import PublishOptions
 from ..model_zoo.registry import register_model
 from ..optim import ElasticRamp
@@ -47,6 +45,7 @@ from ..utils.runconfig import RecipeConfig, RunOptions, option
 from ..utils.validate import (choice_of, existing_path, float_range, nonneg_float, nonneg_int, positive_float,
                               positive_int)
 from .corpora import _lines, gensim_corpus_path
+from .lm_windows import LOSS, WindowSampler, _ppl, batchify, detach, perplexity, stream_nll, train_window  # noqa: F401
 from .wikipedia import DocumentCorpus, Vocabulary, WikipediaCorpus, gensim_wiki_dump_path, text_file_corpus
 
 WORD_MODELS = ("awd_lstm_lm_1150", "awd_lstm_lm_600", "standard_lstm_lm_200", "standard_lstm_lm_650",
@@ -54,7 +53,6 @@ WORD_MODELS = ("awd_lstm_lm_1150", "awd_lstm_lm_600", "standard_lstm_lm_200", "s
 BIG = "big_rnn_lm_2048_512"
 CORPORA = ("wikipedia", "text", "lee_background", "head500")
 RECOMMENDED = "--algorithm local_adaalter --optimizer adaalter --period 4"
-LOSS = gluon.loss.SoftmaxCrossEntropyLoss()   # per token
 FRACTION = float_range(0, 1, high_open=True, what="a fraction")
 SIZE_KEYS = {"emsize": "embed_size", "nhid": "hidden_size", "nlayers": "num_layers", "dropout": "dropout",
              "tied": "tie_weights"}
@@ -160,77 +158,6 @@ def _seed(seed, step, rank):
     mx.random.seed(s)
 
 
-def batchify(ids, columns):
-    """``(inputs, targets)``, each ``(T, columns)`` (GluonNLP's TN layout): column c reads
-    ``ids[c*T:(c+1)*T]``, its targets are the tokens after each."""
-    ids = np.asarray(ids, dtype=np.float32)
-    t = (len(ids) - 1) // columns
-    return ids[:columns * t].reshape(columns, t).T, ids[1:columns * t + 1].reshape(columns, t).T
-
-
-def detach(state):
-    """The recurrent state (nested lists of NDArrays) cut from the graph that produced it."""
-    return [detach(s) for s in state] if isinstance(state, (list, tuple)) else state.detach()
-
-
-def train_window(net, hidden, x, y, batch):
-    """Forward and backward of one window ``x`` -> ``y`` (NDArrays ``(T, B)``) from ``hidden``
-    (detached first: no gradient reaches an earlier window); the loss is summed over the window and
-    averaged over ``batch``. Returns (summed token NLL, new hidden state)."""
-    hidden = detach(hidden)
-    with autograd.record():
-        out, hidden = net(x, hidden)[:2]
-        nll = LOSS(out.reshape((-3, -1)), y.reshape((-1,)))
-        loss = nll.sum() / batch
-    loss.backward()
-    return nll.sum(), hidden
-
-
-def stream_nll(net, ids, columns, comm, bptt, ctx):
-    """``(summed NLL, tokens)`` of the token stream ``ids`` over all workers of ``comm``: it is cut into
-    ``columns`` columns, each worker runs its contiguous share of them window by window (hidden state
-    carried), and the sums are added up over the workers (float64)."""
-    x, y = batchify(ids, columns)
-    lo, hi = comm.rank * columns // comm.size, (comm.rank + 1) * columns // comm.size
-    x, y = x[:, lo:hi], y[:, lo:hi]
-    total = 0.0
-    if x.size:
-        hidden = net.begin_state(batch_size=x.shape[1], func=mx.nd.zeros, ctx=ctx)
-        for i in range(0, x.shape[0], bptt):
-            out, hidden = net(mx.nd.array(x[i:i + bptt], ctx=ctx), hidden)[:2]
-            nll = LOSS(out.reshape((-3, -1)), mx.nd.array(y[i:i + bptt], ctx=ctx).reshape((-1,)))
-            total += float(nll.asnumpy().astype(np.float64).sum())
-    sums = world_sums({"nll": total, "tokens": float(x.size)}, ("nll", "tokens"), comm, name="lm.eval")
-    return sums["nll"], int(sums["tokens"])
-
-
-def _ppl(nll, tokens):
-    return math.exp(min(nll / max(tokens, 1), 700.0))   # a diverged run's perplexity, not an OverflowError
-
-
-def perplexity(net, ids, columns, comm, bptt, ctx):
-    """exp(mean token NLL) of the stream ``ids`` (``stream_nll``)."""
-    return _ppl(*stream_nll(net, ids, columns, comm, bptt, ctx))
-
-
-class WindowSampler(EpochSampler):
-    """The BPTT windows of an epoch, in order, as the loop's items: each global step gives every
-    worker the same window index (each runs it on its own columns). ``windows(size)`` is the number
-    of windows for ``size`` workers (recomputed on a resize)."""
-
-    def __init__(self, windows):
-        self.windows = windows
-        super().__init__(windows(1), shuffle=False)
-
-    def reshard(self, rank, size):
-        super().reshard(rank, size)
-        self.n = self.per_epoch = self.windows(size)
-
-    def next_batch(self, batch_size, position=None):
-        pos = self.processed if position is None else position
-        return (None, 0) if pos >= self.per_epoch else (np.array([pos]), 1)
-
-
 def _corpus(cfg):
     split = dict(seed=cfg["seed"], valid_fraction=cfg["valid_fraction"], test_fraction=cfg["test_fraction"])
     if cfg["corpus"] == "wikipedia":
@@ -250,6 +177,10 @@ def _data(cfg, comm, log):
     if folder:   # the vocabulary the checkpoint was trained with
         vocab.check_matches(Vocabulary.load(os.path.join(folder, "vocab.json")), f"the --resume run {folder}")
     ids = {s: np.array(vocab.to_indices(corpus.tokens(s)), dtype=np.int64) for s in ("train", "valid", "test")}
+    for s in ("valid", "test"):   # a perplexity needs one token per evaluation column at least
+        if len(ids[s]) - 1 < int(cfg["eval_batch_size"]):
+            raise UserError(f"the {s} split has {len(ids[s])} tokens, too few for --eval-batch-size "
+                            f"{cfg['eval_batch_size']}; give a larger --{s}-fraction or a smaller --eval-batch-size")
     if comm.rank == 0:
         os.makedirs(cfg["out"], exist_ok=True)
         vocab.save(os.path.join(cfg["out"], "vocab.json"))
@@ -317,7 +248,8 @@ def _train(cfg, net, trainer, sampler, ids, log, ctx):
                         net.save_parameters(tmp)
             test_ppl = perplexity(net, ids["test"], int(cfg["eval_batch_size"]), c, bptt, ctx) \
                 if end.epoch == int(cfg["epochs"]) else None
-        names = [f"{k}.{j}" for k in sorted(intervals) for j in ("nll", "tokens")]
+        n_int = -(-sampler.per_epoch // every)   # the epoch's intervals, the same keys on every worker
+        names = [f"{k}.{j}" for k in range(n_int) for j in ("nll", "tokens")]
         got = world_sums({f"{k}.{j}": v for k, pair in intervals.items() for j, v in zip(("nll", "tokens"), pair)},
                          names, c, name="lm.intervals")
         secs = mine["time_s"]
@@ -330,7 +262,7 @@ def _train(cfg, net, trainer, sampler, ids, log, ctx):
                "global_batch": batch * c.size, "elapsed_s": end.elapsed_s,
                "intervals": [{"batch": min((k + 1) * every, sampler.per_epoch),
                               "train_ppl": _ppl(got[f"{k}.nll"], got[f"{k}.tokens"])}
-                             for k in sorted(intervals)]}
+                             for k in range(n_int) if got[f"{k}.tokens"]]}
         if c.rank == 0:
             _summary(out, state.history + [rec])
             log(f"epoch {end.epoch:3d}  train ppl {rec['train_ppl']:.2f}  val ppl {val_ppl:.2f}"

@@ -173,7 +173,29 @@ def test_bad_input_gets_one_line(text_file, tmp_path):
     _one_line_error(_script(*flags({**cfg, "model": "big_rnn_lm_2048_512", "out": str(tmp_path / "b")})),
                     "not supported yet")
     _one_line_error(_script("--corpus", "text", "--out", str(tmp_path / "t")), "--data-path")
+    # a validation split too small for its evaluation columns (it once read as perplexity 1.0)
+    _one_line_error(_script(*flags({**cfg, "eval_batch_size": 5000, "out": str(tmp_path / "e")})),
+                    "too few for --eval-batch-size")
     assert not (tmp_path / "m").exists() and not (tmp_path / "b").exists()
+
+
+def test_window_sampler_keeps_the_fraction_of_the_epoch_across_a_resize():
+    """100 windows on one worker, 50 on two: 60 done on one worker is 30 of 50 on two, whether the
+    resize comes before or after the position is loaded; no tokens means no perplexity, not 1.0."""
+    from gluon_suite.nlp.lm_windows import WindowSampler, _ppl
+    s = WindowSampler(lambda size: 100 // size)
+    s.reshard(0, 1)
+    s.processed = 60
+    saved = s.state_dict()
+    s.reshard(0, 2)
+    assert (s.per_epoch, s.processed) == (50, 30)
+    t = WindowSampler(lambda size: 100 // size)
+    t.reshard(0, 2)
+    t.load_state_dict(saved)
+    assert (t.per_epoch, t.processed) == (50, 30)
+    t.reshard(0, 1)
+    assert (t.per_epoch, t.processed) == (100, 60)
+    assert np.isnan(_ppl(0.0, 0)) and _ppl(2 * np.log(5.0), 2) == pytest.approx(5.0)
 
 
 def test_the_recommended_config_parses():
