@@ -103,6 +103,9 @@ EXAMPLES = {
         long(subs=[("--epochs 20", "--epochs 1 --canvases 32 --val-canvases 16")]),
     "docs/cv.md: from gluon_suite.cv.data import canvas_dataset": fast(
         check=lambda out: "(128, 128, 3)" in out and "(128, 128)" in out),
+    "docs/cv.md: .venv/bin/python scripts/cv/evaluate.py --model ssd_128_resnet18_canvas --pretrained": long(),
+    "docs/cv.md: from gluon_suite.model_zoo import get_model\nfrom gluon_suite.cv.data import canvas_dataset": fast(
+        check=lambda out: out.count("[") >= 3),
     # docs/benchmarks.md
     "docs/benchmarks.md: .venv/bin/gluon-suite bench list": fast(
         check=lambda out: "cv_models" in out and "cv_models: inconclusive" in out),
