@@ -30,7 +30,8 @@ def records(folder):
     return [json.loads(line) for line in open(folder / "log.jsonl")]
 
 
-@pytest.mark.parametrize("script,metric", [("train_detection.py", "map"), ("train_segmentation.py", "miou")],
+@pytest.mark.parametrize("script,metric", [("train_detection.py", "map"),
+                                           pytest.param("train_segmentation.py", "miou", marks=pytest.mark.long)],
                          ids=["detection", "segmentation"])
 def test_job_is_the_same_fixed_size_and_elastic(discovery, tmp_path, script, metric):  # noqa: F811
     a, b = tmp_path / "fixed", tmp_path / "elastic"
@@ -54,6 +55,7 @@ def test_job_is_the_same_fixed_size_and_elastic(discovery, tmp_path, script, met
     assert (a / "summary.csv").read_text().splitlines()[0] == (b / "summary.csv").read_text().splitlines()[0]
 
 
+@pytest.mark.long
 def test_detection_with_cser_sends_fewer_bytes(tmp_path):
     out = tmp_path / "cser"
     said = fixed("train_detection.py", out, "--algorithm", "cser", "--compressor", "grbs", "--ratio", "32",

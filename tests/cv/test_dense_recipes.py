@@ -28,8 +28,8 @@ def records(folder):
     return [json.loads(line) for line in open(os.path.join(folder, "log.jsonl"))]
 
 
-@pytest.mark.parametrize("path,metric", [(DET, "map"), pytest.param(SEG, "miou", marks=pytest.mark.long)],
-                         ids=["detection", "segmentation"])
+@pytest.mark.long
+@pytest.mark.parametrize("path,metric", [(DET, "map"), (SEG, "miou")], ids=["detection", "segmentation"])
 def test_resumed_run_ends_as_the_uninterrupted_one(tmp_path, path, metric):
     whole, part = tmp_path / "whole", tmp_path / "part"
     script(path, *SMALL, "--epochs", "2", "--out", str(whole))
@@ -114,15 +114,17 @@ def test_gluoncv_models_by_name_build_for_our_classes():
 @pytest.mark.parametrize("path,args,words", [
     (DET, ["--model", "yolo3_darknet53_voc"], "SSD detectors"),
     (DET, ["--metric", "coco"], "--metric coco needs COCO annotations"),
-    (DET, ["--dataset", "voc"], "give --data-dir"),
-    (DET, ["--model", "ssd_512_nosuchnet_custom"], "not one of GluonCV's models"),
-    (DET, ["--lr-decay-epoch", "ten"], "epochs separated by commas"),
-    (SEG, ["--model", "unet"], "segmentation model unet"),
-    (SEG, ["--model", "fcn", "--backbone", "vgg"], "backbone vgg"),
-    (SEG, ["--publish", "store", "--model", "fcn", "--backbone", "resnet50"], "--publish needs a registered zoo name"),
-    (DET, ["--network", "resnet50_v1", "--publish", "store"], "give --publish-name"),
+    pytest.param(DET, ["--dataset", "voc"], "give --data-dir", marks=pytest.mark.long),
+    pytest.param(DET, ["--model", "ssd_512_nosuchnet_custom"], "not one of GluonCV's models", marks=pytest.mark.long),
+    pytest.param(DET, ["--lr-decay-epoch", "ten"], "epochs separated by commas", marks=pytest.mark.long),
+    pytest.param(SEG, ["--model", "unet"], "segmentation model unet", marks=pytest.mark.long),
+    pytest.param(SEG, ["--model", "fcn", "--backbone", "vgg"], "backbone vgg", marks=pytest.mark.long),
+    pytest.param(SEG, ["--publish", "store", "--model", "fcn", "--backbone", "resnet50"], "--publish needs a registered zoo name",
+                 marks=pytest.mark.long),
+    pytest.param(DET, ["--network", "resnet50_v1", "--publish", "store"], "give --publish-name",
+                 marks=pytest.mark.long),
     (SEG, ["--canvas-size", "100"], "multiple of 32"),
-    (SEG, ["--num-classes", "5"], "the canvases have 11 classes"),
+    pytest.param(SEG, ["--num-classes", "5"], "the canvases have 11 classes", marks=pytest.mark.long),
 ], ids=["family", "coco-metric", "data-dir", "unknown-ssd", "decay-epochs", "seg-model", "seg-backbone", "publish",
         "publish-network", "crop", "canvas-classes"])
 def test_bad_requests_are_one_line_errors(tmp_path, path, args, words):
@@ -133,7 +135,8 @@ def test_bad_requests_are_one_line_errors(tmp_path, path, args, words):
 
 
 @pytest.mark.parametrize("path,model,word", [(DET, "ssd_128_resnet18_canvas", "mAP"),
-                                             (SEG, "fpn_resnet18_canvas", "mIoU")], ids=["detection", "segmentation"])
+                                             pytest.param(SEG, "fpn_resnet18_canvas", "mIoU", marks=pytest.mark.long)],
+                         ids=["detection", "segmentation"])
 def test_published_checkpoint_reproduces_its_card(tmp_path, path, model, word):
     """--publish writes a card with the run's settings; evaluate.py, given only the name and the
     store, rebuilds the same validation canvases and reproduces the card's metric."""
