@@ -31,7 +31,7 @@ from ..utils.fileio import atomic_path
 from ..utils.runconfig import RecipeConfig, RunOptions, option
 from ..utils.validate import (choice_of, existing_path, float_range, fraction, nonneg_float, nonneg_int,
                               positive_float, positive_int)
-from .recipe import _schedule, _seed
+from .recipe import _schedule, _seed, seeded_loader
 from .recipe_config import optimizer_names, warmup_value
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)   # GluonCV's input normalisation
@@ -226,14 +226,7 @@ def run_dense(cfg, comm, net, trainer, sampler, train, per_worker, step, evaluat
     run = RunFolder(out, cfg["resume"], comm, elastic=bool(cfg["elastic"]),
                     required=("epoch", "best_metric", "history"))
 
-    def load(plan, state):
-        def seeded():
-            first = state.step
-            for k, idx in enumerate(plan):
-                _seed(cfg["seed"], first + k, trainer.communicator.rank)
-                yield idx.tolist()
-        return gluon.data.DataLoader(train, batch_sampler=seeded(), batchify_fn=batchify,
-                                     num_workers=int(cfg["num_workers"]))
+    load = seeded_loader(train, cfg["seed"], trainer, int(cfg["num_workers"]), batchify)
 
     def train_step(state, batch, step_size):
         comm_now = trainer.communicator

@@ -59,6 +59,20 @@ def _seed(seed, epoch, rank):
     mx.random.seed(s)
 
 
+def seeded_loader(data, seed, trainer, num_workers, batchify=None):
+    """The loop's ``load(plan, state)``: a ``DataLoader`` over ``data`` reading the plan's batches of
+    indices, the generators reseeded for each batch's step before it is read (and augmented), so a
+    resumed run reads what the uninterrupted one did."""
+    def load(plan, state):
+        def seeded():
+            first = state.step
+            for k, idx in enumerate(plan):
+                _seed(seed, first + k, trainer.communicator.rank)
+                yield idx.tolist()
+        return gluon.data.DataLoader(data, batch_sampler=seeded(), batchify_fn=batchify, num_workers=num_workers)
+    return load
+
+
 class _ShardBatches:
     """Batch sampler: one shared permutation per epoch, this worker's shard, full batches only."""
 
@@ -145,14 +159,7 @@ def _train(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ct
     run = RunFolder(out, cfg["resume"], trainer.communicator, elastic=bool(cfg["elastic"]),
                     required=("epoch", "best_acc", "history"))
 
-    def load(plan, state):
-        def seeded():
-            # a batch is read (and augmented) before its step runs: reseed for that step first
-            first = state.step
-            for k, idx in enumerate(plan):
-                _seed(cfg["seed"], first + k, trainer.communicator.rank)
-                yield idx.tolist()
-        return gluon.data.DataLoader(train, batch_sampler=seeded(), num_workers=int(cfg["num_workers"]))
+    load = seeded_loader(train, cfg["seed"], trainer, int(cfg["num_workers"]))
 
     def step(state, batch, step_size):
         comm = trainer.communicator
