@@ -42,7 +42,7 @@ class DetectionConfig(DenseConfig):
     RESUME_MODEL: ClassVar[bool] = False
     FLAG_GROUPS: ClassVar[dict] = {
         "model and data": ("model", "network", "data_shape", "dataset", "data_dir", "train_split", "val_split",
-                           "canvases", "val_canvases", "canvas_size", "canvas_seed", "metric"),
+                           "canvases", "val_canvases", "canvas_size", "canvas_seed", "metric", "augment"),
         **SHARED_GROUPS,
     }
     out: str = option("runs/detection", output_dir, aliases=("--save-prefix",), help="run folder: log.jsonl, summary.csv, "
@@ -60,6 +60,10 @@ class DetectionConfig(DenseConfig):
                            "config.json and the card)")
     metric: str = option(None, choices=("voc07", "voc12", "coco"),
                          help="validation metric (default: coco for --dataset coco, voc07 otherwise)")
+
+    augment: str = option("gluoncv", choices=("gluoncv", "upright"), help="training augmentation: gluoncv "
+                          "(GluonCV's SSD transform: colour jitter, random expansion and crop, random mirror) or "
+                          "upright (the same without the mirror, for classes that a mirror changes, such as digits)")
 
     def model_name(self):
         """The detector to build: ``--network`` with ``--data-shape`` as GluonCV names it, else ``--model``."""
@@ -199,6 +203,35 @@ def evaluate_detector(net, val, comm, kind, classes, size, batch, ctx, dtype):
     return metric.result(comm)
 
 
+def _upright_ssd_transform(size, anchors):
+    """GluonCV's ``SSDDefaultTrainTransform`` with the same steps in the same order (colour
+    distortion, expansion on half of the images, constrained random crop, resize with a random
+    interpolation, targets from the anchors) and no horizontal flip (``--augment upright``)."""
+    from gluoncv.data.transforms import bbox as tbbox
+    from gluoncv.data.transforms import experimental
+    from gluoncv.data.transforms import image as timage
+    from gluoncv.data.transforms.presets.ssd import SSDDefaultTrainTransform
+
+    class Upright(SSDDefaultTrainTransform):
+        def __call__(self, src, label):
+            img = experimental.image.random_color_distort(src)
+            if np.random.uniform(0, 1) > 0.5:
+                img, expand = timage.random_expand(img, fill=[m * 255 for m in self._mean])
+                bbox = tbbox.translate(label, x_offset=expand[0], y_offset=expand[1])
+            else:
+                bbox = label
+            h, w, _ = img.shape
+            bbox, (x0, y0, cw, ch) = experimental.bbox.random_crop_with_constraints(bbox, (w, h))
+            img = mx.image.fixed_crop(img, x0, y0, cw, ch)
+            img = timage.imresize(img, self._width, self._height, interp=np.random.randint(0, 5))
+            bbox = tbbox.resize(bbox, (cw, ch), (self._width, self._height))
+            img = mx.nd.image.normalize(mx.nd.image.to_tensor(img), mean=self._mean, std=self._std)
+            cls_t, box_t, _ = self._target_generator(self._anchors, None, mx.nd.array(bbox[np.newaxis, :, :4]),
+                                                     mx.nd.array(bbox[np.newaxis, :, 4:5]))
+            return img, cls_t[0], box_t[0]
+    return Upright(size, size, anchors)
+
+
 def train_detection(config, comm=None, log=print, ctx=None):
     """Run the detection recipe with ``config`` (a ``DetectionConfig`` or a mapping of its keys) on
     ``comm`` (default: the job's communicator). Returns ``{"best_metric", "final_metric",
@@ -226,7 +259,8 @@ def train_detection(config, comm=None, log=print, ctx=None):
     with autograd.train_mode():
         _, _, anchors = net(mx.nd.zeros((1, 3, size, size), ctx=ctx[0]).astype(dtype, copy=False))
     anchors = anchors.astype("float32").as_in_context(mx.cpu())
-    train_t = Transformed(train, SSDDefaultTrainTransform(size, size, anchors))
+    train_t = Transformed(train, SSDDefaultTrainTransform(size, size, anchors) if cfg.augment == "gluoncv"
+                          else _upright_ssd_transform(size, anchors))
     sampler, trainer = build_trainer(cfg, net, comm, per_worker, len(train), dtype)
     net.hybridize(static_alloc=True)
     mbox_loss = SSDMultiBoxLoss()

@@ -41,7 +41,7 @@ class SegmentationConfig(DenseConfig):
     FLAG_GROUPS: ClassVar[dict] = {
         "model and data": ("model", "backbone", "aux", "aux_weight", "dataset", "data_dir", "num_classes",
                            "train_split", "val_split", "canvases", "val_canvases", "canvas_size", "canvas_seed", "base_size",
-                           "crop_size"),
+                           "crop_size", "augment", "class_weight"),
         **SHARED_GROUPS,
     }
     out: str = option("runs/segmentation", output_dir, aliases=("--checkname",), help="run folder: log.jsonl, summary.csv, "
@@ -58,6 +58,13 @@ class SegmentationConfig(DenseConfig):
                             "--crop-size)")
     crop_size: int = option(None, positive_int, help="training crop and validation side (default: the canvas size "
                             "for canvases, 480 otherwise)")
+    augment: str = option("gluoncv", choices=("gluoncv", "upright"), help="training augmentation: gluoncv "
+                          "(GluonCV's: random mirror, rescale to 0.5-2x --base-size, crop, blur) or upright (the same "
+                          "without the mirror, for classes that a mirror changes, such as digits)")
+    class_weight: str = option("none", choices=("none", "median-frequency"), help="per-class loss weights: none "
+                               "(GluonCV's plain pixel average) or median-frequency (each class weighted by the median "
+                               "class frequency over its own, counted on the training masks; the loss is the weighted "
+                               "mean, so rare classes such as thin foreground are not drowned by the background)")
     lr_mode: str = option("cosine", choices=("step", "cosine"), help="the rate's decay after the warm-up (GluonCV's "
                           "segmentation uses poly; cosine is the nearest schedule here)")
 
@@ -130,33 +137,82 @@ def build_segmenter(cfg, nclass):
 class _Augment:
     """GluonCV's joint image/mask transforms of its segmentation data sets (``SegmentationDataset``'s
     ``_sync_transform`` for training, ``_val_sync_transform`` for evaluation) on our items, then
-    GluonCV's input normalisation."""
+    GluonCV's input normalisation. ``mirror=False`` (``--augment upright``) trains with the same steps
+    in the same order without the random mirror (``_upright``)."""
 
-    def __init__(self, base_size, crop_size, train):
+    def __init__(self, base_size, crop_size, train, mirror=True):
         import os
         from gluoncv.data.segbase import SegmentationDataset
         self._g = SegmentationDataset(os.curdir, "train" if train else "val", None, None, base_size=base_size,
                                       crop_size=crop_size)
-        self._train = train
+        self._train, self._mirror = train, mirror
 
     def __call__(self, image, mask):
         from PIL import Image
         img = Image.fromarray(image.asnumpy() if isinstance(image, mx.nd.NDArray) else np.asarray(image))
         m = mask.asnumpy() if isinstance(mask, mx.nd.NDArray) else np.asarray(mask)
         msk = Image.fromarray(m.astype(np.uint8))
-        img, msk = (self._g._sync_transform if self._train else self._g._val_sync_transform)(img, msk)
+        if not self._train:
+            img, msk = self._g._val_sync_transform(img, msk)
+        elif self._mirror:
+            img, msk = self._g._sync_transform(img, msk)
+        else:
+            img, msk = self._upright(img, msk)
         return to_tensor(img), msk.astype("float32")
 
+    def _upright(self, img, msk):
+        """GluonCV's training transform without its mirror: the long side rescaled to a random
+        0.5-2x of the base size, zero padding up to the crop, a random crop, a Gaussian blur of a
+        random radius below 1 on half of the images."""
+        import random
+        from PIL import Image, ImageFilter, ImageOps
+        crop, base = self._g.crop_size, self._g.base_size
+        long_side = random.randint(int(base * 0.5), int(base * 2.0))
+        w, h = img.size
+        ow, oh = (int(w * long_side / h + 0.5), long_side) if h > w else (long_side, int(h * long_side / w + 0.5))
+        img, msk = img.resize((ow, oh), Image.BILINEAR), msk.resize((ow, oh), Image.NEAREST)
+        if min(ow, oh) < crop:
+            pad = (0, 0, max(crop - ow, 0), max(crop - oh, 0))
+            img, msk = ImageOps.expand(img, border=pad, fill=0), ImageOps.expand(msk, border=pad, fill=0)
+        w, h = img.size
+        x1, y1 = random.randint(0, w - crop), random.randint(0, h - crop)
+        img, msk = img.crop((x1, y1, x1 + crop, y1 + crop)), msk.crop((x1, y1, x1 + crop, y1 + crop))
+        if random.random() < 0.5:
+            img = img.filter(ImageFilter.GaussianBlur(radius=random.random()))
+        return self._g._img_transform(img), self._g._mask_transform(msk)
 
-def pixel_loss(scores, target, ignore=255):
+
+def pixel_loss(scores, target, ignore=255, weights=None):
     """Per image: the softmax cross-entropy of ``scores`` (B, C, H, W) against ``target`` (B, H,
-    W), averaged over the image's pixels whose label is not ``ignore`` (0 for an image without
-    one)."""
+    W) over the pixels whose label is not ``ignore``: their plain mean, or with ``weights`` (C,)
+    their mean weighted by the weight of each pixel's label (sum of w * nll over sum of w); 0 for
+    an image without a valid pixel."""
     F = mx.nd
     valid = (target != ignore).astype(scores.dtype)
     label = F.where(valid > 0, target, F.zeros_like(target))
     nll = -F.pick(F.log_softmax(scores, axis=1), label, axis=1)
-    return (nll * valid).sum(axis=(1, 2)) / F.maximum(valid.sum(axis=(1, 2)), 1)
+    w = valid if weights is None else valid * F.take(weights.astype(scores.dtype, copy=False), label)
+    return (nll * w).sum(axis=(1, 2)) / F.maximum(w.sum(axis=(1, 2)), 1e-12 if weights is not None else 1)
+
+
+def median_frequency_weights(masks, nclass, ignore=255):
+    """Median-frequency balancing (Eigen and Fergus, 2015; SegNet's class weights) over ``masks``
+    (an iterable of HxW label arrays): a class's frequency is its pixel count over the pixel count
+    of the masks it appears in, its weight the median of the frequencies (of the classes present)
+    over its own; a class absent from every mask weighs 1. Read once before training."""
+    counts = np.zeros(nclass, dtype=np.float64)
+    seen = np.zeros(nclass, dtype=np.float64)
+    for m in masks:
+        m = np.asarray(m.asnumpy() if isinstance(m, mx.nd.NDArray) else m).astype(np.int64).ravel()
+        m = m[m != ignore]
+        c = np.bincount(m, minlength=nclass)[:nclass]
+        counts += c
+        seen[c > 0] += m.size
+    present = counts > 0
+    if not present.any():
+        return np.ones(nclass)
+    freq = np.where(present, counts / np.maximum(seen, 1), 0.0)
+    return np.where(present, np.median(freq[present]) / np.where(present, freq, 1.0), 1.0)
 
 
 def evaluate_segmenter(net, val, comm, nclass, crop, batch, ctx, dtype):
@@ -199,10 +255,18 @@ def train_segmentation(config, comm=None, log=print, ctx=None):
     aux = bool(cfg.aux) and cfg.model not in list_models()
     weights = (1.0, float(cfg.aux_weight)) if aux else (1.0,)
 
+    class_w = None
+    if cfg.class_weight == "median-frequency":
+        class_w = median_frequency_weights((train[i][1] for i in range(len(train))), nclass)
+        if comm.rank == 0:
+            log("class weights (median frequency): " + " ".join(f"{w:.3g}" for w in class_w))
+        class_w = mx.nd.array(class_w, ctx=ctx[0])
+
     def criterion(*outs_and_target):
         *outs, target = outs_and_target
-        return sum(w * pixel_loss(o, target) for w, o in zip(weights, outs))
-    train_t = Transformed(train, _Augment(base, crop, train=True))
+        cw = None if class_w is None else class_w.as_in_context(target.context)
+        return sum(w * pixel_loss(o, target, weights=cw) for w, o in zip(weights, outs))
+    train_t = Transformed(train, _Augment(base, crop, train=True, mirror=cfg.augment == "gluoncv"))
 
     def step(state, batch, step_size):
         x, y = batch
