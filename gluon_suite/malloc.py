@@ -21,14 +21,15 @@ It changes nothing when the process does not use glibc, when the user has set gl
 variables (``MALLOC_ARENA_MAX``, ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``,
 ``MALLOC_TOP_PAD_``, ``MALLOC_MMAP_MAX_``, or ``glibc.malloc.*`` in ``GLIBC_TUNABLES``: the
 user's settings win), when another allocator is preloaded, or when ``GLUON_SUITE_MALLOC=off``.
+A value of ``GLUON_SUITE_MALLOC`` other than on/off is a one-line ``UserError``.
 ``state()`` says what was done and why.
 """
 import os
 import platform
 import sys
-import warnings
 
-ENV = "GLUON_SUITE_MALLOC"
+from .utils.env import env
+
 # (name, mallopt parameter number from glibc's malloc.h, value)
 SETTINGS = (
     ("arena_max", -8, 1),
@@ -38,21 +39,15 @@ SETTINGS = (
 GLIBC_VARIABLES = ("MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
                    "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")
 OTHER_ALLOCATORS = ("jemalloc", "tcmalloc", "mimalloc")
-_ON = ("", "1", "on", "true", "yes")
-_OFF = ("0", "off", "false", "no")
 
 _state = None
 
 
 def _reason_to_skip(environ):
-    """Why the process's malloc must be left as it is, or None."""
-    value = environ.get(ENV, "").strip().lower()
-    if value in _OFF:
-        return f"{ENV}={environ[ENV]}"
-    if value not in _ON:
-        warnings.warn(f"{ENV}={environ[ENV]!r} is not one of on/off; malloc settings left as "
-                      f"they are (set {ENV}=on or {ENV}=off)", stacklevel=3)
-        return f"{ENV}={environ[ENV]!r} not understood"
+    """Why the process's malloc must be left as it is, or None; a value of GLUON_SUITE_MALLOC
+    other than on/off raises UserError."""
+    if not env("GLUON_SUITE_MALLOC", environ):
+        return "GLUON_SUITE_MALLOC=off"
     user = [name for name in GLIBC_VARIABLES if name in environ]
     if "glibc.malloc." in environ.get("GLIBC_TUNABLES", ""):
         user.append("GLIBC_TUNABLES")

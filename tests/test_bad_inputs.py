@@ -289,6 +289,9 @@ CASES = [
     ("cli", ["zoo", "list"], {"GLUON_SUITE_BACKOFF": "-1"}, B, ["GLUON_SUITE_BACKOFF", ">= 0"]),
     ("cli", ["zoo", "list"], {"GLUON_SUITE_REPO": "host:8000/zoo"}, B, ["GLUON_SUITE_REPO", "not a URL"]),
     ("cli", ["zoo", "list"], {"GLUON_SUITE_QUIET": "sometimes"}, B, ["GLUON_SUITE_QUIET"]),
+    ("cli", ["zoo", "list"], {"GLUON_SUITE_MALLOC": "of"}, B, ["GLUON_SUITE_MALLOC='of'", "on or off"]),
+    ("cli", ["zoo", "list"], {"GLUON_SUITE_PROGRESS_EVERY": "abc"}, B, ["GLUON_SUITE_PROGRESS_EVERY='abc'", "<= 100"]),
+    ("cli", ["zoo", "list"], {"GLUON_SUITE_GRAPH_KERNELS": "{T}/no.so"}, B, ["GLUON_SUITE_GRAPH_KERNELS", "names no file"]),
     ("node", ["--epochs", "1"], {"OMP_NUM_THREADS": "abc"}, B, ["OMP_NUM_THREADS", "'abc'"]),
     ("cls", ["--epochs", "1"], {"OMP_NUM_THREADS": "0"}, B, ["OMP_NUM_THREADS", ">= 1"]),
     # ---- train_classification: flags ------------------------------------------------------------------

@@ -18,7 +18,7 @@ import urllib.parse
 import zipfile
 
 from ..utils.fileio import atomic_path, write_json
-from ..utils.validate import env_flag, env_number
+from ..utils.env import env
 from .records import DownloadError, ZooError
 
 _CHUNK = 1 << 20
@@ -88,7 +88,7 @@ def _progress(total, desc):
     """A byte progress bar on stderr; none when GLUON_SUITE_QUIET=1 or off a terminal (a log, a
     pipe, horovodrun's prefixed lines), where a bar's carriage returns leave fragments."""
     from ..utils.progress import _is_terminal
-    if env_flag("GLUON_SUITE_QUIET") or not _is_terminal(sys.stderr):
+    if env("GLUON_SUITE_QUIET") or not _is_terminal(sys.stderr):
         return _NoBar()
     from tqdm.auto import tqdm
     return tqdm(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1024, leave=False,
@@ -112,8 +112,7 @@ def _stream(url, dest, model):
         raise ZooError(f"model '{model}': unsupported URL {url}; use http://, https:// or file://")
     import requests
     import urllib3
-    timeout = (env_number("GLUON_SUITE_CONNECT_TIMEOUT", 10, low=0, low_open=True),
-               env_number("GLUON_SUITE_READ_TIMEOUT", 60, low=0, low_open=True))
+    timeout = (env("GLUON_SUITE_CONNECT_TIMEOUT"), env("GLUON_SUITE_READ_TIMEOUT"))
     try:
         with requests.get(url, stream=True, timeout=timeout) as r:
             if r.status_code >= 500 or r.status_code == 429:
@@ -184,8 +183,8 @@ class _Retry(Exception):
 def download(url, path, model, expect=None):
     """Download ``url`` to ``path`` atomically, retrying transient failures with back-off; with
     ``expect`` (a record) the size and hash are checked before the rename."""
-    retries = env_number("GLUON_SUITE_RETRIES", 3, low=0, integer=True)
-    backoff = env_number("GLUON_SUITE_BACKOFF", 0.5, low=0)
+    retries = env("GLUON_SUITE_RETRIES")
+    backoff = env("GLUON_SUITE_BACKOFF")
     last = None
     for attempt in range(retries + 1):
         if attempt:

@@ -18,6 +18,7 @@ import hashlib
 import os
 import re
 
+from ..utils.env import env
 from .records import ZooError
 
 HEADS = ("fc", "output")   # GluonCV's names for the classifier of its classification networks
@@ -61,7 +62,7 @@ def gluoncv_file_name(name, tag=None):
 def default_root():
     """GluonCV's local store when ``$MXNET_HOME`` is set (``$MXNET_HOME/models``, as GluonCV reads
     it), else None: the suite's checkpoint store fetches the file."""
-    home = os.environ.get("MXNET_HOME")
+    home = env("MXNET_HOME")
     return os.path.join(home, "models") if home else None
 
 

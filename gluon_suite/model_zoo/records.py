@@ -18,7 +18,7 @@ import os
 
 from ..utils.errors import RunFailed, UserError
 from ..utils.fileio import write_json
-from ..utils.validate import env_flag
+from ..utils.env import env
 
 CATALOGUE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints.json")
 
@@ -36,7 +36,7 @@ class DownloadError(ZooError, RunFailed):
 # ---- settings ------------------------------------------------------------------------------------
 def home():
     """``$GLUON_SUITE_HOME`` (default ``~/.gluon_suite``)."""
-    return os.path.expanduser(os.environ.get("GLUON_SUITE_HOME", os.path.join("~", ".gluon_suite")))
+    return env("GLUON_SUITE_HOME")
 
 
 def cache_root(root=None):
@@ -47,7 +47,7 @@ def cache_root(root=None):
 def offline():
     """True when ``GLUON_SUITE_OFFLINE`` is set to 1/true/yes/on (a value that is not yes/no is an
     error naming the variable)."""
-    return env_flag("GLUON_SUITE_OFFLINE")
+    return env("GLUON_SUITE_OFFLINE")
 
 
 # ---- records -------------------------------------------------------------------------------------
@@ -181,7 +181,7 @@ def url_of(record):
     """Where the record's file is fetched from: the base URL (the mirror in ``$GLUON_SUITE_REPO``
     wins over the record's ``url``) joined with the record's ``remote_path`` (default: its file
     name)."""
-    base = os.environ.get("GLUON_SUITE_REPO") or record.get("url")
+    base = env("GLUON_SUITE_REPO") or record.get("url")
     if not base:
         raise ZooError(f"model '{record['model']}': no download location for {record['file_name']}; "
                        "set GLUON_SUITE_REPO to the base URL of a zoo store (http(s):// or file://)")

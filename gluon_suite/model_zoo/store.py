@@ -14,6 +14,7 @@ import os
 import shutil
 import tempfile
 
+from ..utils.env import env
 from .download import (_algo, _check_download, _is_valid, _stamp_path, _write_stamp, download,  # noqa: F401
                        file_hash, safe_extract)
 from .records import (CATALOGUE, LOCAL, SHIPPED, DownloadError, ZooError, add_record, cache_root,  # noqa: F401
@@ -86,7 +87,7 @@ def gluoncv_record(name):
     if name not in model_store._model_sha1:
         raise ZooError(f"model '{name}' has no GluonCV weights; use pretrained=False")
     stem = f"{name}-{model_store.short_hash(name)}"
-    repo = os.environ.get("GLUON_SUITE_REPO") or os.environ.get("MXNET_GLUON_REPO") or model_store.apache_repo_url
+    repo = env("GLUON_SUITE_REPO") or env("MXNET_GLUON_REPO") or model_store.apache_repo_url
     return {"model": name, "file_name": stem + ".params", "sha1": model_store._model_sha1[name],
             "url": repo, "remote_path": f"gluon/models/{stem}.zip",
             "archive": "zip", "member": stem + ".params"}

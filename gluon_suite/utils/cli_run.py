@@ -1,13 +1,13 @@
 """How an entry point ends: ``run_cli(main)`` runs a script's or the command's ``main`` and turns
 the errors meant for users into one ``error: ...`` line on stderr and the exit code of the table
 in ``gluon_suite.utils.errors`` (0 done, 1 failed run, 2 bad input, 130/143 interrupted); real bugs
-keep their traceback. It checks the environment first (``validate.check_environment``), which is
-why it lives apart from the exception classes that ``validate`` itself raises."""
+keep their traceback. It checks the environment first (``env.check_environment``), which is
+why it lives apart from the exception classes that ``env`` and ``validate`` raise."""
 import errno
 import sys
 
 from .errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, GluonSuiteError, Interrupted, WriteError
-from .validate import check_environment
+from .env import check_environment
 
 __all__ = ["run_cli", "no_space_message", "write_error_message"]
 

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 
+from .env import env
 from .errors import UserError
 
 SETUP_HINT = "make setup CUDA=117 (MXNet 1.9.1's CUDA wheels: cu101 cu102 cu110 cu112 cu117)"
@@ -118,7 +119,7 @@ FP16_EMULATION_HINT = (" (the vision and BERT recipes can check float16 numerics
 
 def float16_emulated():
     """Whether the user asked for float16 emulation on the CPU (``GLUON_SUITE_EMULATE_FLOAT16=1``)."""
-    return os.environ.get(EMULATE_FLOAT16, "").strip() == "1"
+    return env("GLUON_SUITE_EMULATE_FLOAT16")
 
 
 def _to_float32(F, x):

@@ -11,13 +11,11 @@ import time
 
 from tqdm.auto import tqdm
 
+from .env import env
+
 
 def _plain_every():
-    try:
-        every = float(os.environ.get("GLUON_SUITE_PROGRESS_EVERY", "100"))
-    except ValueError:
-        every = 100.0
-    return min(max(every, 1.0), 100.0)
+    return env("GLUON_SUITE_PROGRESS_EVERY")
 
 
 def _is_terminal(stream):

@@ -13,6 +13,8 @@ import re
 import sys
 import threading
 
+from .env import env
+
 HARMLESS = (
     # oneDNN's pooling run without a workspace in a training-mode forward: results are exact
     re.compile(rb"MKLDNN Pooling: training with prop_kind is forward_scoring"),
@@ -26,8 +28,8 @@ _state = {"installed": False}
 
 
 def verbose():
-    """True when the user asked to see every warning (``GLUON_SUITE_VERBOSE`` set and not 0)."""
-    return os.environ.get("GLUON_SUITE_VERBOSE", "").strip() not in ("", "0")
+    """True when the user asked to see every warning (``GLUON_SUITE_VERBOSE`` set to a yes value)."""
+    return env("GLUON_SUITE_VERBOSE")
 
 
 def strip_verbose(argv):

@@ -1,4 +1,5 @@
-"""Validation where values enter: argparse types, a one-line argument parser, environment variables.
+"""Validation where values enter: argparse types and a one-line argument parser (environment
+variables: ``gluon_suite.utils.env``).
 
 Every check here fails with one line that names the input, what is wrong with it and what to do,
 before any work starts (no data loaded, no folder created). Flag types raise
@@ -15,13 +16,12 @@ import difflib
 import os
 import re
 
-from .errors import UserError
 
 __all__ = ["ArgumentParser", "int_at_least", "positive_int", "nonneg_int", "float_range",
            "positive_float", "nonneg_float", "fraction", "ratio", "choice_of", "existing_file",
            "existing_dir", "existing_path", "utf8_file", "url", "output_dir", "output_file",
            "run_folder", "suggest",
-           "retype", "check_environment", "env_flag", "env_number"]
+           "retype"]
 
 
 def suggest(name, names, quote=True):
@@ -256,81 +256,3 @@ def run_folder(text):
         _fail(f"{value} holds no checkpoint (state.json); give the folder of an earlier run or use "
               "--resume none")
     return value
-
-
-# ---- environment ---------------------------------------------------------------------------------------
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
-
-
-def env_flag(name, default=False):
-    """The boolean environment variable ``name`` (1/true/yes/on or 0/false/no/off); anything else
-    is a UserError naming the variable and the values it takes."""
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise UserError(f"environment variable {name}={raw!r} is not a yes/no value; set it to 1 or 0 "
-                    f"(or unset it)")
-
-
-def env_number(name, default, low=None, integer=False, low_open=False):
-    """The number in environment variable ``name`` (``default`` when unset), at least ``low``
-    (more than ``low`` with ``low_open``); otherwise a UserError naming the variable."""
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    kind = "a whole number" if integer else "a number"
-    bound = "" if low is None else f" {'>' if low_open else '>='} {low:g}"
-    try:
-        value = int(raw) if integer else float(raw)
-    except ValueError:
-        value = None
-    if value is None or value != value or (low is not None and (value < low or (low_open and value == low))):
-        raise UserError(f"environment variable {name}={raw!r} must be {kind}{bound}; fix or unset it")
-    return value
-
-
-def _check_home():
-    raw = os.environ.get("GLUON_SUITE_HOME")
-    if raw is None:
-        return
-    if not raw.strip():
-        raise UserError("environment variable GLUON_SUITE_HOME is empty; set it to a folder or unset it")
-    try:
-        _creatable(raw, raw, "folder")
-    except argparse.ArgumentTypeError as exc:
-        raise UserError(f"environment variable GLUON_SUITE_HOME: {exc}") from None
-
-
-def _check_repo():
-    raw = os.environ.get("GLUON_SUITE_REPO")
-    if raw and not raw.startswith(("http://", "https://", "file://", "repo:")):
-        raise UserError(f"environment variable GLUON_SUITE_REPO={raw!r} is not a URL; use http://, "
-                        "https:// or file:// (or unset it)")
-
-
-def _check_threads():
-    raw = os.environ.get("OMP_NUM_THREADS")
-    if raw is None or not raw.strip():
-        return
-    if not all(p.strip().isdigit() and int(p) >= 1 for p in raw.split(",")):
-        raise UserError(f"environment variable OMP_NUM_THREADS={raw!r} must be a whole number >= 1 "
-                        "(e.g. OMP_NUM_THREADS=1); fix or unset it")
-
-
-def check_environment():
-    """Check every environment variable the suite reads (GLUON_SUITE_*, OMP_NUM_THREADS) before an
-    entry point does any work; raises UserError for the first bad one."""
-    for name in ("GLUON_SUITE_OFFLINE", "GLUON_SUITE_QUIET", "GLUON_SUITE_VERBOSE"):
-        env_flag(name)
-    env_number("GLUON_SUITE_RETRIES", 3, low=0, integer=True)
-    env_number("GLUON_SUITE_BACKOFF", 0.5, low=0)
-    env_number("GLUON_SUITE_CONNECT_TIMEOUT", 10, low=0, low_open=True)
-    env_number("GLUON_SUITE_READ_TIMEOUT", 60, low=0, low_open=True)
-    _check_home()
-    _check_repo()
-    _check_threads()

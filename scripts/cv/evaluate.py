@@ -54,7 +54,7 @@ def main(argv=None):
         check_weights(args.params, args.model.split(".")[0], "--params")
     from gluon_suite.cv.recipe import evaluate_model, evaluation_settings
 
-    server, root, source = None, None, args.source
+    server, root, source, served = None, None, args.source, None
     if args.serve:
         class Quiet(http.server.SimpleHTTPRequestHandler):
             def log_message(self, *a):
@@ -62,9 +62,10 @@ def main(argv=None):
         handler = functools.partial(Quiet, directory=args.serve)
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
-        os.environ["GLUON_SUITE_REPO"] = f"http://127.0.0.1:{server.server_address[1]}"
+        served = f"http://127.0.0.1:{server.server_address[1]}"
+        os.environ["GLUON_SUITE_REPO"] = served           # the store's downloads come from this server
         root, source = tempfile.mkdtemp(prefix="zoo-cache-"), args.serve
-        print(f"serving {args.serve} at {os.environ['GLUON_SUITE_REPO']}; fresh cache {root}")
+        print(f"serving {args.serve} at {served}; fresh cache {root}")
     warnings.showwarning = lambda message, *a, **k: print(f"warning: {message}", file=sys.stderr, flush=True)
     from gluon_suite.cv.dense_eval import DENSE_TASKS, evaluate_dense
     from gluon_suite.model_zoo import resolve
@@ -98,7 +99,7 @@ def main(argv=None):
         if server:
             server.shutdown()
     where = {None: "the zoo", "shipped": "the shipped zoo", "local": "this machine's records"}
-    what = args.params or ("the store at " + os.environ["GLUON_SUITE_REPO"] if server
+    what = args.params or ("the store at " + served if server
                            else where.get(source, f"the store {source}"))
     at = f" at {size}x{size}" if size else ""
     print(f"{args.model} from {what}: test accuracy {acc:.4f} on {dataset}{at}")

@@ -11,11 +11,11 @@ import json
 import os
 import subprocess
 import sys
-import warnings
 
 import pytest
 
 from gluon_suite import malloc
+from gluon_suite.utils import UserError
 
 glibc_only = pytest.mark.skipif(not sys.platform.startswith("linux") or
                                 __import__("platform").libc_ver()[0] != "glibc",
@@ -63,7 +63,7 @@ print(json.dumps(out))
 
 def _probe(mode, **env):
     full = {k: v for k, v in os.environ.items()
-            if not k.startswith("MALLOC_") and k not in (malloc.ENV, "MXNET_EXEC_BULK_EXEC_TRAIN")}
+            if not k.startswith("MALLOC_") and k not in ("GLUON_SUITE_MALLOC", "MXNET_EXEC_BULK_EXEC_TRAIN")}
     full.update(env)
     r = subprocess.run([sys.executable, "-c", PROBE, mode], capture_output=True, text=True, env=full,
                        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -103,7 +103,7 @@ def test_without_the_package_the_probe_sees_glibcs_defaults():
 
 @pytest.mark.parametrize("environ,reason", [
     ({"GLUON_SUITE_MALLOC": "off"}, "GLUON_SUITE_MALLOC=off"),
-    ({"GLUON_SUITE_MALLOC": "False"}, "GLUON_SUITE_MALLOC=False"),
+    ({"GLUON_SUITE_MALLOC": "False"}, "GLUON_SUITE_MALLOC=off"),
     ({"MALLOC_TRIM_THRESHOLD_": "1"}, "the user's own settings: MALLOC_TRIM_THRESHOLD_"),
     ({"MALLOC_MMAP_THRESHOLD_": "1", "MALLOC_TOP_PAD_": "1"},
      "the user's own settings: MALLOC_MMAP_THRESHOLD_, MALLOC_TOP_PAD_"),
@@ -121,13 +121,22 @@ def test_nothing_stops_it_by_default(environ):
     assert malloc._reason_to_skip(environ) is None
 
 
-def test_an_unknown_value_warns_once_naming_the_variable_and_changes_nothing():
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        reason = malloc._reason_to_skip({"GLUON_SUITE_MALLOC": "maybe"})
-    assert reason == "GLUON_SUITE_MALLOC='maybe' not understood"
-    assert len(caught) == 1
-    assert "GLUON_SUITE_MALLOC" in str(caught[0].message) and "on/off" in str(caught[0].message)
+def test_an_unknown_value_is_a_one_line_error_naming_the_variable_and_the_values():
+    with pytest.raises(UserError) as err:
+        malloc._reason_to_skip({"GLUON_SUITE_MALLOC": "of"})
+    msg = str(err.value)
+    assert "\n" not in msg and "GLUON_SUITE_MALLOC='of'" in msg
+    assert "GLUON_SUITE_MALLOC=on" in msg and "GLUON_SUITE_MALLOC=off" in msg
+
+
+@glibc_only
+def test_an_unknown_value_stops_the_graph_import_before_anything_is_set():
+    full = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    full["GLUON_SUITE_MALLOC"] = "maybe"
+    r = subprocess.run([sys.executable, "-c", "import gluon_suite.graph"], capture_output=True, text=True,
+                       env=full, cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert r.returncode != 0
+    assert "UserError: environment variable GLUON_SUITE_MALLOC='maybe' is not on or off" in r.stderr
 
 
 @glibc_only
