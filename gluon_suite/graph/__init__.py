@@ -2,7 +2,9 @@
 graph object on any context with int32 or int64 ids, one-relation heterographs (bipartite
 graphs), message passing with fused built-ins, edge softmax, transforms and in-place mutation,
 batching with readouts, blocks and neighbour sampling for mini-batch training, data loaders and GNN
-layers (``gluon_suite.graph.nn``).
+layers (``gluon_suite.graph.nn``), and saving and loading graphs (``save_graphs``/``load_graphs``,
+the package's own format). Every error about bad input is a ``GraphError``, also named
+``DGLError``.
 
 Importing it sets glibc's malloc for MXNet's way of allocating (``gluon_suite.malloc``;
 ``GLUON_SUITE_MALLOC=off`` leaves it alone), and turns MXNet's bulked backward off in this
@@ -32,11 +34,12 @@ def _backward_unbulked():
 
 _backward_unbulked()
 from . import dataloading, function, ops, sampling
-from .base import ALL, EID, NID, EdgeBatch, GraphError, NodeBatch
+from .base import ALL, EID, NID, DGLError, EdgeBatch, GraphError, NodeBatch
 from .batch import batch, unbatch
 from .block import Block, to_block
 from .digraph import DGLGraph, Graph, from_networkx, from_scipy, graph
 from .heterograph import BipartiteGraph, create_block, heterograph
+from .io import load_graphs, save_graphs
 from .mutation import add_edges, add_nodes, rand_graph, remove_edges, remove_nodes
 from .nn.conv.propagation import laplacian_lambda_max
 from .ops import edge_softmax
@@ -47,7 +50,8 @@ from .sampling import seed
 from .transform import add_self_loop, edge_subgraph, remove_self_loop, reverse, to_bidirected
 
 __all__ = ["graph", "Graph", "DGLGraph", "Block", "BipartiteGraph", "heterograph", "create_block", "GraphError",
-           "EdgeBatch", "NodeBatch", "ALL", "NID", "EID", "from_scipy", "from_networkx", "rand_graph",
+           "DGLError", "save_graphs", "load_graphs", "EdgeBatch", "NodeBatch", "ALL", "NID", "EID", "from_scipy",
+           "from_networkx", "rand_graph",
            "add_nodes", "add_edges", "remove_edges", "remove_nodes", "add_self_loop", "remove_self_loop",
            "to_bidirected", "reverse", "edge_subgraph", "to_block", "batch", "unbatch", "readout_nodes",
            "readout_edges", "sum_nodes", "mean_nodes", "max_nodes", "min_nodes", "sum_edges", "mean_edges",

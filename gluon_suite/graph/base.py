@@ -1,5 +1,6 @@
-"""What every graph module shares: the error type, DGL's sentinel and id-field names, feature
-frames, and the batches that user-defined message, edge and reduce functions see."""
+"""What every graph module shares: the error type (``GraphError``, also named ``DGLError`` as in
+DGL), DGL's sentinel and id-field names, feature frames, and the batches that user-defined
+message, edge and reduce functions see."""
 from collections import namedtuple
 
 import mxnet as mx
@@ -13,7 +14,13 @@ EID = "_ID"          # edata key of the original edge ids
 
 
 class GraphError(UserError):
-    """A graph was built or used with inconsistent sizes or indices."""
+    """A graph was built or used with inconsistent sizes or indices, or a graph file could not be
+    read. Every error the graph package raises about its input is one (``DGLError`` is the same
+    class, so DGL code's ``except dgl.DGLError`` catches it); it is a ``UserError`` and so a
+    ``ValueError``."""
+
+
+DGLError = GraphError
 
 
 _WHAT = {"ndata": "nodes", "srcdata": "source nodes", "dstdata": "destination nodes", "edata": "edges"}
@@ -74,7 +81,22 @@ class Frame(dict):
 
 def zero_initializer(shape, dtype, ctx, id_range):
     """DGL's default feature initializer: zeros of ``shape`` (``id_range`` is the slice of new ids)."""
+    return zeros(shape, dtype, ctx)
+
+
+def zeros(shape, dtype, ctx):
+    """``mx.nd.zeros``, also for shapes with a 0 (MXNet 1.9's ``zeros`` reads a 0 as unknown)."""
+    if 0 in tuple(shape):
+        return mx.nd.array(np.zeros(shape, np.dtype(dtype)), dtype=dtype, ctx=ctx)
     return mx.nd.zeros(shape, dtype=dtype, ctx=ctx)
+
+
+def take_rows(x, idx, ctx_ids):
+    """Rows ``idx`` (host ids) of ``x``; ``ctx_ids(idx)`` makes the index NDArray. No index gives
+    an empty (0, ...) tensor, which ``mx.nd.take`` cannot make."""
+    if len(idx) == 0:
+        return zeros((0,) + x.shape[1:], x.dtype, x.context)
+    return mx.nd.take(x, ctx_ids(idx))
 
 
 class EdgeBatch:
@@ -115,8 +137,10 @@ class NodeBatch:
         return {k: mx.nd.take(v, idx) for k, v in self._g.dstdata.items()}
 
     def nodes(self):
-        """The node ids (in the graph's id type, on its context)."""
-        return self._g._ids(self._nodes)
+        """The node ids (in the graph's id type, on its context; for ``pull``/``send_and_recv``
+        the ids in the graph they run on)."""
+        parent = getattr(self._g, "_parent_dst", None)
+        return self._g._ids(self._nodes if parent is None else parent[self._nodes])
 
     def batch_size(self):
         """Number of nodes in the batch."""
