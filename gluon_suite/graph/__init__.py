@@ -1,9 +1,9 @@
 """Graphs: a DGL-compatible graph library on MXNet 1.9 (``import gluon_suite.graph as dgl``): the
 graph object on any context with int32 or int64 ids, one-relation heterographs (bipartite
-graphs), message passing with fused built-ins, edge softmax, transforms and in-place mutation,
-batching with readouts, blocks and neighbour sampling for mini-batch training, data loaders and GNN
-layers (``gluon_suite.graph.nn``), and saving and loading graphs (``save_graphs``/``load_graphs``,
-the package's own format). Every error about bad input is a ``GraphError``, also named
+graphs), message passing with fused built-ins, edge softmax, transforms, subgraphs and in-place
+mutation, batching with readouts, blocks and neighbour sampling for mini-batch training, saving and
+loading graphs (``save_graphs``/``load_graphs``, the package's own format), data loaders and GNN
+layers (``gluon_suite.graph.nn``). Every error about bad input is a ``GraphError``, also named
 ``DGLError``.
 
 Importing it sets glibc's malloc for MXNet's way of allocating (``gluon_suite.malloc``;
@@ -33,7 +33,7 @@ def _backward_unbulked():
 
 
 _backward_unbulked()
-from . import dataloading, function, ops, sampling
+from . import dataloading, function, ops, sampling, subgraph
 from .base import ALL, EID, NID, DGLError, EdgeBatch, GraphError, NodeBatch
 from .batch import batch, unbatch
 from .block import Block, to_block
@@ -47,13 +47,15 @@ from .readout import (broadcast_edges, broadcast_nodes, max_edges, max_nodes, me
                       min_nodes, readout_edges, readout_nodes, softmax_edges, softmax_nodes, sum_edges, sum_nodes,
                       topk_edges, topk_nodes)
 from .sampling import seed
-from .transform import add_self_loop, edge_subgraph, remove_self_loop, reverse, to_bidirected
+from .subgraph import edge_subgraph, in_subgraph, khop_adj, khop_graph, line_graph, node_subgraph, out_subgraph
+from .transform import add_self_loop, remove_self_loop, reverse, to_bidirected
 
 __all__ = ["graph", "Graph", "DGLGraph", "Block", "BipartiteGraph", "heterograph", "create_block", "GraphError",
-           "DGLError", "save_graphs", "load_graphs", "EdgeBatch", "NodeBatch", "ALL", "NID", "EID", "from_scipy",
-           "from_networkx", "rand_graph",
+           "DGLError", "EdgeBatch", "NodeBatch", "ALL", "NID", "EID", "from_scipy", "from_networkx", "rand_graph",
            "add_nodes", "add_edges", "remove_edges", "remove_nodes", "add_self_loop", "remove_self_loop",
-           "to_bidirected", "reverse", "edge_subgraph", "to_block", "batch", "unbatch", "readout_nodes",
+           "to_bidirected", "reverse", "node_subgraph", "edge_subgraph", "in_subgraph", "out_subgraph", "khop_adj",
+           "khop_graph", "line_graph", "save_graphs", "load_graphs", "to_block", "batch", "unbatch", "readout_nodes",
            "readout_edges", "sum_nodes", "mean_nodes", "max_nodes", "min_nodes", "sum_edges", "mean_edges",
            "max_edges", "min_edges", "softmax_nodes", "softmax_edges", "broadcast_nodes", "broadcast_edges",
-           "topk_nodes", "topk_edges", "laplacian_lambda_max", "edge_softmax", "seed", "function", "ops", "sampling", "dataloading"]
+           "topk_nodes", "topk_edges", "laplacian_lambda_max", "edge_softmax", "seed", "function", "ops",
+           "sampling", "dataloading", "subgraph"]

@@ -3,7 +3,7 @@
 import mxnet as mx
 import numpy as np
 
-from .base import ALL, GraphError
+from .base import ALL, GraphError, zeros
 from .digraph import Graph
 
 
@@ -47,7 +47,7 @@ def _rows(v, a, b):
     """Rows a..b-1 of ``v`` (an empty slice too)."""
     if b > a:
         return v[a:b]
-    return mx.nd.zeros((0,) + v.shape[1:], dtype=v.dtype, ctx=v.context)
+    return zeros((0,) + v.shape[1:], v.dtype, v.context)
 
 
 def unbatch(bg):

@@ -15,7 +15,7 @@ import mxnet as mx
 import numpy as np
 
 from . import native
-from .base import ALL, EdgeBatch, GraphError, NodeBatch
+from .base import ALL, EdgeBatch, GraphError, NodeBatch, zeros
 from .function import Message, Reduce
 from .kernels import segment_max, segment_sum, spmm_e
 
@@ -126,7 +126,7 @@ class MessagePassing:
             raise GraphError("apply_edges runs on all edges here; build a subgraph to restrict it")
         if isinstance(func, Message):
             if self.num_edges() == 0:
-                self.edata[func.out] = mx.nd.zeros((0,) + self._message_shape(func), ctx=self._ctx)
+                self.edata[func.out] = zeros((0,) + self._message_shape(func), np.float32, self._ctx)
             else:
                 self.edata[func.out] = self._messages(func)
             return

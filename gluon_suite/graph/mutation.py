@@ -7,7 +7,7 @@ values for the old ones. A mutated graph drops its cached structures and its bat
 import mxnet as mx
 import numpy as np
 
-from .base import EID, GraphError, as_ids
+from .base import EID, GraphError, as_ids, zeros
 from .digraph import Graph
 
 
@@ -107,7 +107,7 @@ def remove_nodes(g, nids, ntype=None, store_ids=False):
 
 def _keep_rows(g, frame, keep, store_ids):
     idx = g._ids(keep)
-    rows = {k: (mx.nd.take(v, idx) if len(keep) else mx.nd.zeros((0,) + v.shape[1:], dtype=v.dtype, ctx=v.context))
+    rows = {k: (mx.nd.take(v, idx) if len(keep) else zeros((0,) + v.shape[1:], v.dtype, v.context))
             for k, v in frame.items()}
     if store_ids:
         rows[EID] = idx

@@ -39,7 +39,7 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, replace=False, 
     (``edge_dir='in'``) or outgoing edges, drawn uniformly (without replacement unless
     ``replace``; all of them when it has fewer, or when ``fanout`` is -1). Returns a graph with
     all of ``g``'s nodes and the drawn edges, ``edata[EID]`` their ids in ``g``."""
-    from .transform import edge_subgraph
+    from .subgraph import edge_subgraph
     if prob is not None:
         raise GraphError("sample_neighbors: weighted sampling (prob=...) is not supported; sample uniformly")
     if edge_dir not in ("in", "out"):
@@ -60,7 +60,7 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, replace=False, 
             picked.append(eids[a:b])
         else:
             picked.append(eids[a + rng.choice(deg, fanout, replace=replace)])
-    return edge_subgraph(g, np.concatenate(picked) if picked else np.zeros(0, np.int64))
+    return edge_subgraph(g, np.concatenate(picked) if picked else np.zeros(0, np.int64), relabel_nodes=False)
 
 
 def sample_blocks(g, seeds, fanouts, rng=None):

@@ -2,7 +2,8 @@
 context and cached until its edges change: degrees (and the degree powers that normalise
 GraphConv and mean reductions), the adjacency matrix and tensors (DGL's ``adj``,
 ``adj_external``, ``adj_tensors``), edge-end id arrays, the topologies the custom kernels read and
-the incidence matrix. ``GraphStructure`` is a mixin of ``Graph``: it reads the edges (``_src``,
+the incidence matrix, and the look-ups between node pairs and edge ids (``edge_ids``,
+``find_edges``, ``has_edges_between``, ``in_edges``, ``out_edges``). ``GraphStructure`` is a mixin of ``Graph``: it reads the edges (``_src``,
 ``_dst``), node counts (``_nsrc``, ``_ndst``), context and id type that ``Graph`` sets."""
 import mxnet as mx
 import numpy as np
@@ -53,6 +54,104 @@ class GraphStructure:
     def has_zero_in_degree(self):
         """Whether some destination node has no incoming edge (no device round trip)."""
         return bool(self._ndst) and int(self._degrees("in").min()) == 0
+
+    # ---- edge look-ups --------------------------------------------------------------------------
+    def _node_ids(self, a, side, what):
+        """Node ids ``a`` of the source (``'src'``) or destination side as host int64, checked."""
+        ids = as_ids(a, what)
+        n = self._nsrc if side == "src" else self._ndst
+        if len(ids) and (ids.min() < 0 or ids.max() >= n):
+            bad = int(ids[(ids < 0) | (ids >= n)][0])
+            raise GraphError(f"{what} holds node id {bad} but the graph's node ids are 0..{n - 1}")
+        return ids
+
+    def _pairs(self, u, v, what):
+        u, v = self._node_ids(u, "src", what + ": u"), self._node_ids(v, "dst", what + ": v")
+        if len(u) == 1 and len(v) != 1:
+            u = np.repeat(u, len(v))
+        elif len(v) == 1 and len(u) != 1:
+            v = np.repeat(v, len(u))
+        if len(u) != len(v):
+            raise GraphError(f"{what}: u has {len(u)} ids and v {len(v)}; give one (u, v) pair per edge")
+        return u, v
+
+    def _pair_lookup(self, u, v):
+        """For pairs (u[i], v[i]): the positions [lo, hi) of their edges in ``_edge_keys``' order."""
+        def build():
+            key = self._src * max(self._ndst, 1) + self._dst
+            order = np.argsort(key, kind="stable")          # parallel edges stay in edge-id order
+            return key[order], order
+        keys, order = self._get("edge_keys", build)
+        q = u * max(self._ndst, 1) + v
+        return np.searchsorted(keys, q, "left"), np.searchsorted(keys, q, "right"), order
+
+    def edge_ids(self, u, v, return_uv=False, etype=None):
+        """DGL's ``edge_ids``: the id of the edge u[i] -> v[i] for every pair (ints, sequences or
+        NDArrays; a single id on one side pairs with every id on the other). Between parallel
+        edges the smallest id is returned; a pair with no edge is an error. ``return_uv=True``
+        returns ``(u, v, eid)`` of every edge between the pairs, parallel ones included."""
+        scalar = isinstance(u, (int, np.integer)) and isinstance(v, (int, np.integer))
+        u, v = self._pairs(u, v, "edge_ids")
+        lo, hi, order = self._pair_lookup(u, v)
+        if return_uv:
+            counts = hi - lo
+            first = np.cumsum(counts) - counts
+            e = order[np.repeat(lo - first, counts) + np.arange(int(counts.sum()))]
+            return self._ids(self._src[e]), self._ids(self._dst[e]), self._ids(e)
+        missing = np.flatnonzero(hi == lo)
+        if len(missing):
+            i = missing[0]
+            raise GraphError(f"edge_ids: there is no edge {u[i]} -> {v[i]} in the graph; test pairs with "
+                             "has_edges_between(u, v) first, or pass return_uv=True to get only the edges that exist")
+        e = order[lo]
+        return int(e[0]) if scalar else self._ids(e)
+
+    def has_edges_between(self, u, v, etype=None):
+        """Whether there is an edge u[i] -> v[i] (a bool for two ints, else a bool NDArray)."""
+        scalar = isinstance(u, (int, np.integer)) and isinstance(v, (int, np.integer))
+        u, v = self._pairs(u, v, "has_edges_between")
+        lo, hi, _ = self._pair_lookup(u, v)
+        return bool(hi[0] > lo[0]) if scalar else mx.nd.array(hi > lo, dtype=np.bool_, ctx=self._ctx)
+
+    def find_edges(self, eid, etype=None):
+        """DGL's ``find_edges``: ``(src, dst)`` of the edges ``eid``."""
+        e = as_ids(eid, "find_edges: eid")
+        if len(e) and (e.min() < 0 or e.max() >= len(self._src)):
+            raise GraphError(f"find_edges: edge ids must lie in 0..{len(self._src) - 1}")
+        return self._ids(self._src[e]), self._ids(self._dst[e])
+
+    def _grouped(self, kind):
+        """Edge ids grouped by destination (``'in'``) or source (``'out'``), each group in edge-id
+        order: ``(indptr, eids)``, cached."""
+        def build():
+            key, n = (self._dst, self._ndst) if kind == "in" else (self._src, self._nsrc)
+            indptr = np.zeros(n + 1, np.int64)
+            np.cumsum(np.bincount(key, minlength=n), out=indptr[1:])
+            return indptr, np.argsort(key, kind="stable")
+        return self._get(("grouped", kind), build)
+
+    def _edges_of(self, kind, nodes):
+        """Host ids of the in- or out-edges of ``nodes`` (host ids), node after node."""
+        indptr, eids = self._grouped(kind)
+        starts, counts = indptr[nodes], indptr[nodes + 1] - indptr[nodes]
+        first = np.cumsum(counts) - counts
+        return eids[np.repeat(starts - first, counts) + np.arange(int(counts.sum()))]
+
+    def _edge_form(self, e, form, what):
+        parts = {"uv": (self._src[e], self._dst[e]), "eid": (e,), "all": (self._src[e], self._dst[e], e)}.get(form)
+        if parts is None:
+            raise GraphError(f"{what}(form={form!r}): choose 'uv', 'eid' or 'all'")
+        out = tuple(self._ids(p) for p in parts)
+        return out[0] if form == "eid" else out
+
+    def in_edges(self, v, form="uv", etype=None):
+        """DGL's ``in_edges``: the edges into the nodes ``v`` (node after node, each node's in
+        edge-id order), as ``(src, dst)`` (``'uv'``), edge ids (``'eid'``) or all three (``'all'``)."""
+        return self._edge_form(self._edges_of("in", self._node_ids(v, "dst", "in_edges: v")), form, "in_edges")
+
+    def out_edges(self, u, form="uv", etype=None):
+        """DGL's ``out_edges``: the edges out of the nodes ``u``, as ``in_edges`` gives them."""
+        return self._edge_form(self._edges_of("out", self._node_ids(u, "src", "out_edges: u")), form, "out_edges")
 
     # ---- adjacency ------------------------------------------------------------------------------
     def adj_external(self, transpose=False, ctx=None, scipy_fmt=None, etype=None):

@@ -1,10 +1,12 @@
 """Graph transforms, as DGL's ``dgl.add_self_loop`` & co.: each returns a new graph (with the
-input's id type and context) and is also a method of ``Graph`` (``g.add_self_loop()``)."""
+input's id type and context) and is also a method of ``Graph`` (``g.add_self_loop()``). Subgraphs
+(``edge_subgraph``, ``node_subgraph``, ...) and derived graphs (``khop_graph``, ``line_graph``)
+are in ``subgraph``."""
 import mxnet as mx
 import numpy as np
 
 from . import function as fn
-from .base import EID, GraphError
+from .base import GraphError, zeros
 from .digraph import Graph
 
 
@@ -50,7 +52,7 @@ def remove_self_loop(g, etype=None):
     out.ndata.update(g.ndata)
     idx = g._ids(keep)
     for k, v in g.edata.items():
-        out.edata[k] = mx.nd.take(v, idx) if len(keep) else mx.nd.zeros((0,) + v.shape[1:], dtype=v.dtype, ctx=v.context)
+        out.edata[k] = mx.nd.take(v, idx) if len(keep) else zeros((0,) + v.shape[1:], v.dtype, v.context)
     if g._batch_num_nodes is not None:
         per_graph = np.repeat(np.arange(g.batch_size), g._batch_num_edges)
         out._batch_num_nodes = list(g._batch_num_nodes)
@@ -83,22 +85,5 @@ def reverse(g, copy_ndata=True, copy_edata=False):
     return out
 
 
-def edge_subgraph(g, edges):
-    """The graph with all of ``g``'s nodes and only the edges ``edges`` (ids, in that order);
-    ``edata[EID]`` holds their ids in ``g``, the other edge features follow them."""
-    _homogeneous(g, "edge_subgraph")
-    eids = np.asarray(edges.asnumpy() if isinstance(edges, mx.nd.NDArray) else edges, np.int64).reshape(-1)
-    if len(eids) and (eids.min() < 0 or eids.max() >= g.num_edges()):
-        raise GraphError(f"edge ids must lie in 0..{g.num_edges() - 1}")
-    out = g._with_edges(g._src[eids], g._dst[eids])
-    out.ndata.update(g.ndata)
-    if len(eids):
-        idx = g._ids(eids)
-        for k, v in g.edata.items():
-            out.edata[k] = mx.nd.take(v, idx)
-    out.edata[EID] = g._ids(eids)
-    return out
-
-
-for _f in (add_self_loop, remove_self_loop, to_bidirected, reverse, edge_subgraph):
+for _f in (add_self_loop, remove_self_loop, to_bidirected, reverse):
     setattr(Graph, _f.__name__, _f)
