@@ -7,10 +7,10 @@ training ``image_size`` and ``dataset`` (which fixes the normalisation and the c
 ``metric``. ``pretrained_config`` turns it into the small dict that ``get_model(...,
 pretrained=True)`` attaches as ``net.pretrained_cfg``.
 """
-import json
 import os
 import warnings
 
+from .card_schema import load_card
 from .records import SHIPPED, LOCAL, local_records, shipped_records
 
 _SUITE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -35,17 +35,13 @@ def card_file(record, source=None):
 
 
 def read_card_of(record, source=None):
-    """``record``'s card as a dict (``{}`` when it has none or it cannot be read: a card informs
-    evaluation, a checkpoint without one still loads)."""
+    """``record``'s card as a dict, checked field by field (``card_schema``): ``{}`` when the
+    record names none (a checkpoint without a card still loads), a one-line ZooError naming the
+    file and the field when the card it names is malformed."""
     path = card_file(record, source)
     if not path:
         return {}
-    try:
-        with open(path, encoding="utf-8") as f:
-            card = json.load(f)
-    except (OSError, ValueError):
-        return {}
-    return card if isinstance(card, dict) else {}
+    return load_card(path)
 
 
 def pretrained_config(record, source=None):

@@ -2,7 +2,6 @@
 ``file://`` URL) can serve, holding ``{name}-{sha256[:8]}.params`` files and an ``index.json`` of
 their records."""
 import dataclasses
-import json
 import os
 import shutil
 
@@ -10,46 +9,24 @@ from ..utils.fileio import atomic_path, write_json
 from ..utils.runconfig import option
 from ..utils.validate import output_dir, output_file
 from ..utils.validate import url as url_flag   # (``url`` is also an argument name below)
+from .card_schema import load_card
 from .registry import model_name
 from .store import CATALOGUE, ZooError, add_record, file_hash
 
 _SUITE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-CARD_FIELDS = ("name", "architecture", "command", "hyperparameters", "metric", "training_log")
-
-
-def read_card(path):
-    """Load and check a model card (a JSON object with the fields in ``CARD_FIELDS``)."""
-    fix = f"write a JSON object with the fields {', '.join(CARD_FIELDS)} (see docs/model_zoo.md)"
-    if os.path.isdir(path):
-        raise ZooError(f"model card {path} is a folder, not a JSON file; {fix}")
-    try:
-        with open(path, encoding="utf-8") as f:
-            card = json.load(f)
-    except FileNotFoundError:
-        raise ZooError(f"model card {path} does not exist; {fix}") from None
-    except UnicodeDecodeError:
-        raise ZooError(f"model card {path} is not UTF-8 text; {fix}") from None
-    except json.JSONDecodeError as exc:
-        raise ZooError(f"model card {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
-                       f"{exc.msg}); fix the file: {fix}") from None
-    if not isinstance(card, dict):
-        raise ZooError(f"model card {path} holds a JSON {type(card).__name__}, not an object; {fix}")
-    missing = [k for k in CARD_FIELDS if k not in card]
-    if missing:
-        raise ZooError(f"model card {path} lacks {', '.join(missing)}; every card needs "
-                       f"{', '.join(CARD_FIELDS)}")
-    return card
-
 
 def publish(checkpoint, name, card_path, store, url=None, register=True, catalogue=False, tag=None,
             replace=False, log=None):
-    """Copy ``checkpoint`` into ``store`` under a hashed name, write its card beside it and its record
-    into the store's ``index.json`` and (with ``register``) into this machine's records, and fill
-    the card's ``checkpoint`` field. ``url`` is the base URL the store will be served from (default:
-    the store folder as ``file://``; ``repo:model_zoo/store`` for the store in the source tree).
-    ``catalogue=True`` (for the suite's maintainers) records it in the suite's own catalogue instead,
-    so that every installation knows it. Returns the record.
+    """Copy ``checkpoint`` into ``store`` under a hashed name, write a copy of its card, with the
+    ``checkpoint`` field filled in, beside it (``STORE/NAME.json``) and its record into the store's
+    ``index.json`` and (with ``register``) into this machine's records. The card at ``card_path``
+    is only read (and checked field by field), never rewritten, unless it is the store's own copy.
+    ``url`` is the base URL the store will be served from (default: the store folder as
+    ``file://``; ``repo:model_zoo/store`` for the store in the source tree). ``catalogue=True``
+    (for the suite's maintainers) records it in the suite's own catalogue instead, so that every
+    installation knows it, and fills the ``checkpoint`` field of the shipped card at ``card_path``:
+    the one way a shipped card changes. Returns the record.
 
     A name the suite ships is never replaced on this machine by accident: ``tag`` publishes the
     record as ``NAME.TAG`` (loaded with ``get_model('NAME.TAG', pretrained=True)``), ``replace``
@@ -68,7 +45,7 @@ def publish(checkpoint, name, card_path, store, url=None, register=True, catalog
     check_weights(checkpoint, name, "checkpoint", error=ZooError,
                   fix=f"publish a checkpoint of '{name}' written by net.save_parameters (only NDArray "
                       ".params files are published), or the --name of the model it was trained as")
-    card = read_card(card_path)
+    card = load_card(card_path)
     if card["name"] != name:
         raise ZooError(f"model card {card_path} is for '{card['name']}', not '{name}'; give the card of "
                        f"'{name}' or publish under --name {card['name']}")
@@ -92,12 +69,12 @@ def publish(checkpoint, name, card_path, store, url=None, register=True, catalog
     card_name = f"{key}.json"
     record = {"model": key, "file_name": file_name, "sha256": sha,
               "size": os.path.getsize(checkpoint), "url": base, "card": card_name}
-    card["checkpoint"] = {"file_name": file_name, "sha256": sha, "size": record["size"]}
-    write_json(card_path, card)
-    if os.path.abspath(os.path.join(store, card_name)) != os.path.abspath(card_path):
-        write_json(os.path.join(store, card_name), card)  # the store carries its cards: evaluation reads them
+    card = {**card, "checkpoint": {"file_name": file_name, "sha256": sha, "size": record["size"]}}
+    store_card = os.path.join(store, card_name)
+    write_json(store_card, card)  # the store carries its cards: evaluation reads them
     add_record(record, os.path.join(store, "index.json"))
     if catalogue:
+        write_json(card_path, card)  # the shipped card names the checkpoint it describes
         add_record({**record, "card": os.path.relpath(os.path.abspath(card_path), _SUITE_ROOT)}, CATALOGUE)
         return record
     if not register:
@@ -108,7 +85,7 @@ def publish(checkpoint, name, card_path, store, url=None, register=True, catalog
             f"this machine keeps using; load yours with source='{store}' (evaluate.py --source {store}), or "
             "publish with --tag TAG (a name of its own) or --replace (yours instead of the shipped one)")
         return record
-    local = {**record, "card_path": os.path.abspath(card_path)}
+    local = {**record, "card_path": os.path.abspath(store_card)}
     if shipped is not None:
         local["replaces"] = shipped["sha256"]
         log(f"{what} now shadows the shipped '{name}' ({shipped['sha256'][:8]}) on this machine; "

@@ -1,5 +1,5 @@
 """The registry: every name builds, unknown names suggest close ones, aliases warn, publish writes
-records and cards."""
+records and the store's copy of the card."""
 import json
 import os
 import subprocess
@@ -80,7 +80,8 @@ def test_cli_publish_list_verify_purge(tmp_path):
             "--store", str(tmp_path / "store"))
     assert p.returncode == 0, p.stderr
     rec = json.loads((tmp_path / "store" / "index.json").read_text())["checkpoints"][0]
-    assert json.loads(card.read_text())["checkpoint"]["sha256"] == rec["sha256"]
+    assert "checkpoint" not in json.loads(card.read_text())     # the given card is only read
+    assert json.loads((tmp_path / "store" / "digits_cnn.json").read_text())["checkpoint"]["sha256"] == rec["sha256"]
     assert rec["file_name"] == f"digits_cnn-{rec['sha256'][:8]}.params"
     assert "digits_cnn" in run("list", "--pretrained").stdout
     p = run("download", "digits_cnn")

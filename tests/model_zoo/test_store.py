@@ -34,7 +34,7 @@ def make_checkpoint(tmp_path, seed=0):
 def write_card(tmp_path):
     card = tmp_path / f"{NAME}.json"
     card.write_text(json.dumps({"name": NAME, "architecture": "3-conv CNN", "command": "make demo",
-                                "hyperparameters": {"lr": 0.1}, "metric": {"test_acc": 0.99},
+                                "hyperparameters": {"lr": 0.1}, "metric": {"name": "test accuracy", "value": 0.99},
                                 "training_log": "runs/demo/log.jsonl"}))
     return card
 
