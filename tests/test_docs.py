@@ -168,6 +168,7 @@ EXAMPLES = {
     "docs/graph.md: import gluon_suite.graph as dgl": fast(),
     "docs/graph.md: from gluon_suite.graph.data import CoraGraphDataset": fast(),
     "docs/graph.md: import numpy as np, scipy.sparse as sp, mxnet as mx": fast(),
+    "docs/graph.md: import tempfile\nimport mxnet as mx\nimport gluon_suite.graph as dgl": fast(),
     "docs/graph.md: .venv/bin/python examples/graph/gcn.py --dataset karate --epochs 100": long(
         subs=[("--epochs 100", "--epochs 3"), ("--dataset sbm", "--dataset sbm --epochs 3"),
               ("--batch-size 32", "--batch-size 32 --epochs 1"), ("--epochs 30", "--epochs 2"),

@@ -1,9 +1,10 @@
 """Graphs: a DGL-compatible graph library on MXNet 1.9 (``import gluon_suite.graph as dgl``): the
 graph object on any context with int32 or int64 ids, one-relation heterographs (bipartite
-graphs), message passing with fused built-ins, edge softmax, transforms, subgraphs and in-place
-mutation, batching with readouts, blocks and neighbour sampling for mini-batch training, saving and
-loading graphs (``save_graphs``/``load_graphs``, the package's own format), data loaders and GNN
-layers (``gluon_suite.graph.nn``). Every error about bad input is a ``GraphError``, also named
+graphs), message passing with fused built-ins (on all edges, or on some with ``pull`` and
+``send_and_recv``), edge softmax, transforms, subgraphs and in-place mutation, batching with
+readouts, blocks and neighbour sampling for mini-batch training, saving and loading graphs
+(``save_graphs``/``load_graphs``, the package's own format), data loaders and GNN layers
+(``gluon_suite.graph.nn``). Every error about bad input is a ``GraphError``, also named
 ``DGLError``.
 
 Importing it sets glibc's malloc for MXNet's way of allocating (``gluon_suite.malloc``;
@@ -33,7 +34,7 @@ def _backward_unbulked():
 
 
 _backward_unbulked()
-from . import dataloading, function, ops, sampling, subgraph
+from . import dataloading, function, init, ops, propagate, sampling, subgraph
 from .base import ALL, EID, NID, DGLError, EdgeBatch, GraphError, NodeBatch
 from .batch import batch, unbatch
 from .block import Block, to_block
@@ -43,6 +44,8 @@ from .io import load_graphs, save_graphs
 from .mutation import add_edges, add_nodes, rand_graph, remove_edges, remove_nodes
 from .nn.conv.propagation import laplacian_lambda_max
 from .ops import edge_softmax
+from .propagate import (bfs_edges_generator, bfs_nodes_generator, prop_nodes_bfs, prop_nodes_topo,
+                        topological_nodes_generator)
 from .readout import (broadcast_edges, broadcast_nodes, max_edges, max_nodes, mean_edges, mean_nodes, min_edges,
                       min_nodes, readout_edges, readout_nodes, softmax_edges, softmax_nodes, sum_edges, sum_nodes,
                       topk_edges, topk_nodes)
@@ -57,5 +60,6 @@ __all__ = ["graph", "Graph", "DGLGraph", "Block", "BipartiteGraph", "heterograph
            "khop_graph", "line_graph", "save_graphs", "load_graphs", "to_block", "batch", "unbatch", "readout_nodes",
            "readout_edges", "sum_nodes", "mean_nodes", "max_nodes", "min_nodes", "sum_edges", "mean_edges",
            "max_edges", "min_edges", "softmax_nodes", "softmax_edges", "broadcast_nodes", "broadcast_edges",
-           "topk_nodes", "topk_edges", "laplacian_lambda_max", "edge_softmax", "seed", "function", "ops",
-           "sampling", "dataloading", "subgraph"]
+           "topk_nodes", "topk_edges", "laplacian_lambda_max", "edge_softmax", "bfs_nodes_generator",
+           "bfs_edges_generator", "topological_nodes_generator", "prop_nodes_bfs", "prop_nodes_topo", "seed",
+           "function", "init", "ops", "sampling", "dataloading", "subgraph", "propagate"]

@@ -33,8 +33,17 @@ class Block(Graph):
         raise GraphError("a block has source and destination nodes: use block.srcdata or block.dstdata, not ndata")
 
     def num_nodes(self, ntype=None):
-        """A block has no single node count: use ``num_src_nodes()`` or ``num_dst_nodes()``."""
-        raise GraphError("a block has source and destination nodes: use num_src_nodes() or num_dst_nodes()")
+        """As DGL counts a block's nodes: its sides are two node sets, so ``num_nodes()`` is
+        ``num_src_nodes() + num_dst_nodes()``; ``'_N'`` or ``'SRC/_N'`` names the source side,
+        ``'DST/_N'`` the destination side."""
+        if ntype is None:
+            return self._nsrc + self._ndst
+        side = {"SRC/": "src", "DST/": "dst"}.get(str(ntype)[:4])
+        name = str(ntype)[4:] if side else ntype
+        if name != self._ntypes[0]:
+            raise GraphError(f"node type {ntype!r} is not in this block; use {self._ntypes[0]!r} (the sources), "
+                             f"'SRC/{self._ntypes[0]}' or 'DST/{self._ntypes[1]}'")
+        return self._ndst if side == "dst" else self._nsrc
 
     number_of_nodes = num_nodes
 

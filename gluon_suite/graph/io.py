@@ -208,7 +208,8 @@ def _build(path, i, entry, arrays):
     except GraphError as e:
         raise GraphError(f"{path} is corrupt: graph {i}: {e}") from None
     except (KeyError, TypeError, ValueError) as e:
-        raise GraphError(f"{path} is corrupt: graph {i}'s header entry is malformed ({type(e).__name__}: {e})") from None
+        raise GraphError(f"{path} is corrupt: graph {i}'s header entry is malformed "
+                         f"({type(e).__name__}: {e})") from None
     return g
 
 

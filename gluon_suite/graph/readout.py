@@ -202,9 +202,11 @@ def _topk(graph, kind, x, k, descending, sortby):
                                                                     idx.reshape((B, k * D))).reshape(-1))
         keep = keep.reshape((B, k, D))
     else:
-        if not 0 <= int(sortby) < D:
-            raise GraphError(f"topk_{kind}: sortby={sortby} but the feature has {D} columns")
-        key = mx.nd.slice_axis(padded, axis=2, begin=int(sortby), end=int(sortby) + 1).reshape((B, width))
+        if not -D <= int(sortby) < D:
+            raise GraphError(f"topk_{kind}: sortby={sortby} but the feature has {D} columns; give a column "
+                             f"0..{D - 1}, or -1..-{D} counting from the last")
+        col = int(sortby) % D
+        key = mx.nd.slice_axis(padded, axis=2, begin=col, end=col + 1).reshape((B, width))
         idx = mx.nd.topk(key, axis=1, k=k, ret_typ="indices", is_ascend=not descending, dtype="int64")  # (B, K)
         rows = mx.nd.broadcast_add(idx, (mx.nd.arange(B, ctx=x.context, dtype="int64") * width).reshape((B, 1)))
         vals = mx.nd.take(padded.reshape((-1, D)), rows.reshape(-1)).reshape((B, k, D))
@@ -216,8 +218,9 @@ def topk_nodes(graph, feat, k, descending=True, sortby=None, ntype=None):
     """DGL's ``topk_nodes``: per graph, the ``k`` largest (``descending``) or smallest node
     feature values. ``sortby=None``: each feature column on its own -> values and node positions
     within the graph, both (graphs, k, D); ``sortby=j``: the rows of the k nodes ranked by column j
-    -> values (graphs, k, D) and positions (graphs, k). A graph with fewer than k nodes gets zero
-    rows at the end (their positions are >= its node count)."""
+    (negative j counts from the end, ``-1`` the last column, as in DGL) -> values (graphs, k, D)
+    and positions (graphs, k). A graph with fewer than k nodes gets zero rows at the end (their
+    positions are >= its node count)."""
     return _topk(graph, "nodes", _feature(graph, graph.ndata, feat, "ndata"), k, descending, sortby)
 
 

@@ -3,8 +3,9 @@ context and cached until its edges change: degrees (and the degree powers that n
 GraphConv and mean reductions), the adjacency matrix and tensors (DGL's ``adj``,
 ``adj_external``, ``adj_tensors``), edge-end id arrays, the topologies the custom kernels read and
 the incidence matrix, and the look-ups between node pairs and edge ids (``edge_ids``,
-``find_edges``, ``has_edges_between``, ``in_edges``, ``out_edges``). ``GraphStructure`` is a mixin of ``Graph``: it reads the edges (``_src``,
-``_dst``), node counts (``_nsrc``, ``_ndst``), context and id type that ``Graph`` sets."""
+``find_edges``, ``has_edges_between``, ``in_edges``, ``out_edges``). ``GraphStructure`` is a mixin
+of ``Graph``: it reads the edges (``_src``, ``_dst``), node counts (``_nsrc``, ``_ndst``), context
+and id type that ``Graph`` sets."""
 import mxnet as mx
 import numpy as np
 

@@ -1,8 +1,11 @@
 """What the layers share: the zero-in-degree guard, DGL's split of features into the source
-and destination sides, and the activation call."""
+and destination sides, and the activation call; and DGL's ``Sequential`` container of graph
+layers."""
 import mxnet as mx
+from mxnet import gluon
 
 from ..base import GraphError
+from ..digraph import Graph
 
 
 def apply_activation(fn, x):
@@ -49,3 +52,32 @@ def maybe_dropout(block, rate, x):
     """``block(x)`` for a dropout rate above 0, else ``x`` itself: Gluon's ``Dropout(0)`` returns a
     copy, one more (N, F) tensor forward and backward for nothing."""
     return block(x) if rate > 0 else x
+
+
+class Sequential(gluon.nn.Sequential):
+    """DGL's ``dgl.nn.mxnet.Sequential``: graph layers run one after another. ``net(g, x)`` calls
+    every layer as ``layer(g, *feats)`` on the same graph; ``net([g1, g2, ...], x)`` gives layer
+    i the graph i (one graph per layer, blocks of a sampled mini-batch for instance). A layer
+    that returns a tuple passes its items to the next layer as separate arguments; the last
+    layer's output is returned."""
+
+    def forward(self, graph, *feats):
+        """Run the layers on ``graph`` (a graph, or a list with one graph per layer)."""
+        layers = list(self._children.values())
+        if isinstance(graph, (list, tuple)):
+            if len(graph) != len(layers):
+                raise GraphError(f"Sequential: {len(graph)} graphs for {len(layers)} layers; give one graph per "
+                                 "layer, or one graph for all of them")
+            graphs = list(graph)
+        elif isinstance(graph, Graph):
+            graphs = [graph] * len(layers)
+        else:
+            raise GraphError(f"Sequential: the first argument is a {type(graph).__name__}; pass a graph or a list "
+                             "of graphs (one per layer)")
+        out = feats
+        for g, layer in zip(graphs, layers):
+            if not isinstance(g, Graph):
+                raise GraphError(f"Sequential: a {type(g).__name__} in the list of graphs; pass graphs or blocks")
+            out = layer(g, *feats)
+            feats = out if isinstance(out, tuple) else (out,)
+        return out
