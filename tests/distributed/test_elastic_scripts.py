@@ -165,8 +165,12 @@ def test_train_digits_elastic_shrink_logs_the_smaller_batch_rate(tmp_path):
     assert log[0]["workers"] == 2 and log[-1]["workers"] == 1 and len(log) == 30, out[-3000:] + err[-3000:]
     assert [r["lr"] for r in log] == pytest.approx([0.05 if r["workers"] == 2 else 0.025 for r in log])
     res = json.load(open(run / "result.json"))
+    # two workers, then one to the end: how many steps each had depends on when the job saw the
+    # host leave, so only the order and the one-worker rate are asserted
+    sizes = [n for n, _ in res["lrs"]]
+    assert sizes[0] == 2 and sizes[-1] == 1 and sizes == sorted(sizes, reverse=True)
     one = [lr for n, lr in res["lrs"] if n == 1]
-    assert len(one) > 20 and one == pytest.approx([0.025] * len(one))
+    assert one == pytest.approx([0.025] * len(one))
     assert res["test_acc"] >= 0.8
 
 
