@@ -203,8 +203,13 @@ def build_trainer(cfg, net, comm, per_worker, n_train, dtype):
 
 def prepare_net(net, ctx, dtype, sample):
     """Initialise ``net`` on ``ctx`` (Xavier, as GluonCV's scripts), finish its deferred shapes on
-    ``sample`` and cast it to ``dtype``."""
-    net.initialize(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2), ctx=ctx)
+    ``sample`` and cast it to ``dtype``. Parameters that GluonCV's constructor has already
+    initialised (CenterNet's) keep their values and move to ``ctx``."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Parameter .* is already initialized")
+        net.initialize(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2), ctx=ctx)
+    net.collect_params().reset_ctx(ctx)
     with mx.autograd.train_mode():
         net(sample.as_in_context(ctx[0]))
     if dtype != "float32":

@@ -1,17 +1,18 @@
-"""The object-detection recipe behind ``scripts/cv/train_detection.py``: GluonCV's SSD detectors (the
-zoo's small ``ssd_128_*_canvas`` models, or any of GluonCV's ``ssd_*`` names for one's own classes)
-trained on the shared loop (``dense_common``) with GluonCV's SSD transforms and loss, and evaluated
-with VOC07/VOC12 mAP or COCO mAP (``metrics.DetectionMetric``) on every worker's share of the
-validation set.
+"""The object-detection recipe behind ``scripts/cv/train_detection.py``: GluonCV's SSD, YOLOv3 and
+CenterNet detectors (the zoo's small ``ssd_128_*_canvas`` models, or GluonCV's ``ssd_*``, ``yolo3_*``
+and ``center_net_*`` names for one's own classes) trained on the shared loop (``dense_common``) with
+each family's own GluonCV transform and loss (``detection_families``), and evaluated with VOC07/VOC12
+mAP or COCO mAP (``metrics.DetectionMetric``) on every worker's share of the validation set.
 
 Data (``--dataset``): ``canvases`` (the embedded digit canvases, ``data.canvases``), ``voc`` (a
 Pascal VOC folder: Annotations, JPEGImages, ImageSets/Main) or ``coco`` (a COCO instances JSON file
-and its image folder). Training, as GluonCV's ``train_ssd.py``: ``SSDDefaultTrainTransform``
-(colour jitter, random expansion and crop, flip, resize to ``--data-shape``) turns each image and its
-boxes into the anchors' class and box targets; ``SSDMultiBoxLoss`` (hard negative mining 3:1,
-smooth L1 on the boxes, normalised by the positives) is the loss, and each step applies it as it is
-(``trainer.step(1)``). Evaluation: ``SSDDefaultValTransform`` and the network's decoded, NMS-filtered
-detections; boxes are scaled back to the image's own size for COCO.
+and its image folder). Training, for SSD as GluonCV's ``train_ssd.py``: ``SSDDefaultTrainTransform``
+(colour jitter, random expansion and crop, flip, resize to ``--data-shape``; ``--augment upright``
+drops the flip) turns each image and its boxes into the anchors' class and box targets;
+``SSDMultiBoxLoss`` (hard negative mining 3:1, smooth L1 on the boxes, normalised by the positives)
+is the loss, and each step applies it as it is (``trainer.step(1)``). Evaluation: the resized,
+normalised image (GluonCV's validation transform) and the network's decoded detections after NMS
+at IoU 0.45 (top 400, 100 kept); boxes are scaled back to the image's own size for COCO.
 """
 import dataclasses
 from typing import ClassVar
@@ -48,8 +49,9 @@ class DetectionConfig(DenseConfig):
     out: str = option("runs/detection", output_dir, aliases=("--save-prefix",), help="run folder: log.jsonl, summary.csv, "
                       "checkpoints, config.json")
     model: str = option("ssd_128_resnet18_canvas", _detector_name,
-                        help="a zoo detector (ssd_128_resnet18_canvas, ssd_128_resnest14_canvas) or any of GluonCV's "
-                        "ssd_* names (e.g. ssd_512_resnet50_v1_custom)")
+                        help="a zoo detector (ssd_128_resnet18_canvas, ssd_128_resnest14_canvas) or one of GluonCV's "
+                        "ssd_*, yolo3_* and center_net_* names (e.g. ssd_512_resnet50_v1_custom, "
+                        "yolo3_mobilenet1.0_custom)")
     network: str = option(None, help="GluonCV's --network (e.g. resnet50_v1): with --data-shape, the model is "
                           "ssd_{data_shape}_{network}_custom")
     data_shape: int = option(None, positive_int, help="input side in pixels (default: the model's, 128 for the zoo's "
@@ -78,18 +80,15 @@ class DetectionConfig(DenseConfig):
         try:
             return int(name.split("_")[1])
         except (IndexError, ValueError):
-            return 512
+            return 416 if name.startswith("yolo3_") else 512   # GluonCV's training sizes
 
     def metric_kind(self):
         return self.metric or ("coco" if self.dataset == "coco" else "voc07")
 
     def check(self, comm):
         super().check(comm)
-        name = self.model_name()
-        if name.split("_", 1)[0] != "ssd":
-            raise UserError(f"detector {name}: the detection recipe trains SSD detectors (ssd_128_resnet18_canvas, "
-                            "ssd_128_resnest14_canvas or GluonCV's ssd_* names); other families are not supported "
-                            "yet")
+        from .detection_families import family_of
+        family_of(self.model_name())   # a one-line error for a family the recipe does not train
         if self.metric_kind() == "coco" and self.dataset != "coco":
             raise UserError("--metric coco needs COCO annotations: use --dataset coco, or --metric voc07/voc12")
 
@@ -203,42 +202,10 @@ def evaluate_detector(net, val, comm, kind, classes, size, batch, ctx, dtype):
     return metric.result(comm)
 
 
-def _upright_ssd_transform(size, anchors):
-    """GluonCV's ``SSDDefaultTrainTransform`` with the same steps in the same order (colour
-    distortion, expansion on half of the images, constrained random crop, resize with a random
-    interpolation, targets from the anchors) and no horizontal flip (``--augment upright``)."""
-    from gluoncv.data.transforms import bbox as tbbox
-    from gluoncv.data.transforms import experimental
-    from gluoncv.data.transforms import image as timage
-    from gluoncv.data.transforms.presets.ssd import SSDDefaultTrainTransform
-
-    class Upright(SSDDefaultTrainTransform):
-        def __call__(self, src, label):
-            img = experimental.image.random_color_distort(src)
-            if np.random.uniform(0, 1) > 0.5:
-                img, expand = timage.random_expand(img, fill=[m * 255 for m in self._mean])
-                bbox = tbbox.translate(label, x_offset=expand[0], y_offset=expand[1])
-            else:
-                bbox = label
-            h, w, _ = img.shape
-            bbox, (x0, y0, cw, ch) = experimental.bbox.random_crop_with_constraints(bbox, (w, h))
-            img = mx.image.fixed_crop(img, x0, y0, cw, ch)
-            img = timage.imresize(img, self._width, self._height, interp=np.random.randint(0, 5))
-            bbox = tbbox.resize(bbox, (cw, ch), (self._width, self._height))
-            img = mx.nd.image.normalize(mx.nd.image.to_tensor(img), mean=self._mean, std=self._std)
-            cls_t, box_t, _ = self._target_generator(self._anchors, None, mx.nd.array(bbox[np.newaxis, :, :4]),
-                                                     mx.nd.array(bbox[np.newaxis, :, 4:5]))
-            return img, cls_t[0], box_t[0]
-    return Upright(size, size, anchors)
-
-
 def train_detection(config, comm=None, log=print, ctx=None):
     """Run the detection recipe with ``config`` (a ``DetectionConfig`` or a mapping of its keys) on
     ``comm`` (default: the job's communicator). Returns ``{"best_metric", "final_metric",
     "metric", "history", "out", ...}``."""
-    from gluoncv.data.batchify import Stack, Tuple
-    from gluoncv.data.transforms.presets.ssd import SSDDefaultTrainTransform
-    from gluoncv.loss import SSDMultiBoxLoss
     if comm is None:
         from ..distributed import get_communicator
         comm = get_communicator()
@@ -256,31 +223,19 @@ def train_detection(config, comm=None, log=print, ctx=None):
     _seed(cfg.seed, -1, 0)
     net = build_detector(name, classes, size)
     prepare_net(net, ctx, dtype, mx.nd.zeros((1, 3, size, size)))
-    with autograd.train_mode():
-        _, _, anchors = net(mx.nd.zeros((1, 3, size, size), ctx=ctx[0]).astype(dtype, copy=False))
-    anchors = anchors.astype("float32").as_in_context(mx.cpu())
-    train_t = Transformed(train, SSDDefaultTrainTransform(size, size, anchors) if cfg.augment == "gluoncv"
-                          else _upright_ssd_transform(size, anchors))
+    from .detection_families import family_parts
+    parts = family_parts(name, net, size, cfg.augment, ctx, dtype, lambda: build_detector(name, classes, size))
+    train_t = Transformed(train, parts.transform)
     sampler, trainer = build_trainer(cfg, net, comm, per_worker, len(train), dtype)
     net.hybridize(static_alloc=True)
-    mbox_loss = SSDMultiBoxLoss()
 
     def step(state, batch, step_size):
-        x, cls_t, box_t = batch
-        xs = gluon.utils.split_and_load(x, ctx, even_split=False)
-        cs = gluon.utils.split_and_load(cls_t, ctx, even_split=False)
-        bs = gluon.utils.split_and_load(box_t, ctx, even_split=False)
+        pieces = [gluon.utils.split_and_load(b, ctx, even_split=False) for b in batch]
         with autograd.record():
-            cls_preds, box_preds = [], []
-            for a in xs:
-                c, b, _ = net(a.astype(dtype, copy=False))
-                cls_preds.append(c.astype("float32", copy=False))
-                box_preds.append(b.astype("float32", copy=False))
-            sum_loss, _, _ = mbox_loss(cls_preds, box_preds, cs, bs)
-        autograd.backward(sum_loss)
-        trainer.step(1)   # the loss is already normalised by the positive anchors of the batch
-        cpu = mx.cpu()   # the batch's loss (normalised by its positives), counted once per image as GluonCV logs it
-        return {"loss": sum(l.sum().as_in_context(cpu) for l in sum_loss) * len(x), "seen": len(x)}
+            losses, logged, own_step = parts.losses(net, list(zip(*pieces)), dtype)
+        autograd.backward(losses)
+        trainer.step(step_size if own_step is None else own_step)
+        return {"loss": logged, "seen": len(batch[0])}
 
     def bn_batches(rank, size_):
         def batches():
@@ -294,5 +249,5 @@ def train_detection(config, comm=None, log=print, ctx=None):
         return evaluate_detector(net, val, c, kind, classes, size, int(cfg.test_batch_size), ctx, dtype)
 
     return run_dense(cfg, comm, net, trainer, sampler, train_t, per_worker, step, evaluate, "map", log,
-                     Tuple(Stack(), Stack(), Stack()), bn_batches,
+                     parts.batchify(), bn_batches,
                      metric_label={"voc07": "VOC07 mAP@0.5", "voc12": "VOC12 mAP@0.5", "coco": "COCO mAP@[.5:.95]"}[kind])

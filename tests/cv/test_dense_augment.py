@@ -5,7 +5,7 @@ import random
 import mxnet as mx
 import numpy as np
 
-from gluon_suite.cv.detection import _upright_ssd_transform
+from gluon_suite.cv.detection_families import upright_ssd_transform
 from gluon_suite.cv.segmentation import _Augment
 
 
@@ -19,7 +19,7 @@ def test_upright_ssd_transform_is_gluoncvs_without_the_mirror():
     rng = np.random.RandomState(0)
     img = mx.nd.array(rng.randint(0, 255, size=(64, 80, 3)), dtype="uint8")
     label = np.array([[5, 8, 30, 40, 3], [40, 20, 70, 60, 7]], dtype=np.float32)
-    ours, theirs = _upright_ssd_transform(64, a), SSDDefaultTrainTransform(64, 64, a)
+    ours, theirs = upright_ssd_transform(64, a), SSDDefaultTrainTransform(64, 64, a)
     kinds = set()
     for seed in range(24):
         np.random.seed(seed)

@@ -99,6 +99,22 @@ def test_gluoncv_flag_spellings():
     assert cfg.out == "runs/y" and cfg.classes() == 11
 
 
+@pytest.mark.parametrize("model", ["yolo3_mobilenet0.25_custom",
+                                   pytest.param("center_net_resnet18_v1b_voc", marks=pytest.mark.long)])
+def test_yolo3_and_centernet_train_with_their_own_targets_and_losses(tmp_path, model):
+    """GluonCV's YOLOv3 and CenterNet by name, for the canvases' ten digits: their own training
+    transforms and losses on the shared loop; the loss falls from the first epoch to the second
+    and the validation mAP is evaluated on the decoded detections."""
+    out = tmp_path / "run"
+    script(DET, "--model", model, "--data-shape", "128", "--canvases", "16", "--val-canvases", "8", "--batch-size",
+           "4", "--epochs", "2", "--no-progress", "--seed", "1", "--out", str(out))
+    recs = records(out)
+    assert [r["epoch"] for r in recs] == [1, 2]
+    assert recs[1]["train_loss"] < recs[0]["train_loss"], recs
+    assert all(0.0 <= r["map"] <= 1.0 for r in recs)
+    assert json.load(open(out / "config.json"))["model"] == model
+
+
 def test_gluoncv_models_by_name_build_for_our_classes():
     import mxnet as mx
     from gluon_suite.cv.detection import build_detector
@@ -112,7 +128,8 @@ def test_gluoncv_models_by_name_build_for_our_classes():
 
 
 @pytest.mark.parametrize("path,args,words", [
-    (DET, ["--model", "yolo3_darknet53_voc"], "SSD detectors"),
+    (DET, ["--model", "faster_rcnn_resnet50_v1b_voc"], "Faster R-CNN and others are not supported"),
+    (DET, ["--model", "yolo3_mobilenet0.25_custom", "--augment", "upright"], "for SSD detectors only"),
     (DET, ["--metric", "coco"], "--metric coco needs COCO annotations"),
     pytest.param(DET, ["--dataset", "voc"], "give --data-dir", marks=pytest.mark.long),
     pytest.param(DET, ["--model", "ssd_512_nosuchnet_custom"], "not one of GluonCV's models", marks=pytest.mark.long),
@@ -125,7 +142,7 @@ def test_gluoncv_models_by_name_build_for_our_classes():
                  marks=pytest.mark.long),
     (SEG, ["--canvas-size", "100"], "multiple of 32"),
     pytest.param(SEG, ["--num-classes", "5"], "the canvases have 11 classes", marks=pytest.mark.long),
-], ids=["family", "coco-metric", "data-dir", "unknown-ssd", "decay-epochs", "seg-model", "seg-backbone", "publish",
+], ids=["family", "yolo-upright", "coco-metric", "data-dir", "unknown-ssd", "decay-epochs", "seg-model", "seg-backbone", "publish",
         "publish-network", "crop", "canvas-classes"])
 def test_bad_requests_are_one_line_errors(tmp_path, path, args, words):
     p = script(path, *args, "--epochs", "1", "--no-progress", "--out", str(tmp_path / "run"), ok=False)

@@ -14,15 +14,16 @@ downstream comparison"):
   bilinearly to the input (thin structures such as a digit's strokes survive at stride 4).
 
 :func:`gluoncv_detector` and :func:`gluoncv_segmenter` build GluonCV's models by their names for any
-classes (``ssd_512_resnet50_v1_custom``, ``yolo3_darknet53_voc`` with its classes reset; FCN, PSPNet
-and DeepLabV3 over any of GluonCV's segmentation backbones), without downloading anything.
+classes (``ssd_512_resnet50_v1_custom``, ``yolo3_mobilenet1.0_custom``, ``center_net_resnet18_v1b_voc``
+with its classes reset; FCN, PSPNet and DeepLabV3 over any of GluonCV's segmentation backbones),
+without downloading anything.
 """
 from mxnet.gluon import nn
 
 from ...model_zoo import register_model
 from ...utils import UserError
 
-DETECTION_FAMILIES = ("ssd",)          # the detector families the detection recipe trains
+DETECTION_FAMILIES = ("ssd", "yolo3", "center_net")   # the detector families the detection recipe trains
 SEGMENTATION_FAMILIES = {"fcn": "FCN", "psp": "PSPNet", "deeplab": "DeepLabV3"}
 SEGMENTATION_BACKBONES = ("resnet50", "resnet101", "resnet152", "resnest50", "resnest101", "resnest200", "resnest269")
 
@@ -137,13 +138,12 @@ def gluoncv_detector(name, classes):
     ``*_custom`` name is built for the classes, a data set's name (``*_voc``, ``*_coco``) has its
     classes reset. Only the families in ``DETECTION_FAMILIES`` train in the recipe."""
     from gluoncv import model_zoo as gz
-    family = name.split("_", 1)[0]
-    if family not in DETECTION_FAMILIES:
-        raise UserError(f"detector {name}: the detection recipe trains the {', '.join(DETECTION_FAMILIES)} family "
-                        f"(e.g. ssd_512_resnet50_v1_custom, ssd_128_resnet18_canvas); {family} is not supported yet")
+    if not name.startswith(tuple(f + "_" for f in DETECTION_FAMILIES)):
+        raise UserError(f"detector {name}: the detection recipe trains GluonCV's SSD (ssd_*), YOLOv3 (yolo3_*) and "
+                        "CenterNet (center_net_*) families; Faster R-CNN and others are not supported yet")
     if name not in gz.get_model_list():
         raise UserError(f"{name} is not one of GluonCV's models; see gluoncv.model_zoo.get_model_list() for the "
-                        "ssd_* names, or use ssd_128_resnet18_canvas")
+                        "ssd_*, yolo3_* and center_net_* names, or use ssd_128_resnet18_canvas")
     if name.endswith("_custom"):
         return gz.get_model(name, classes=list(classes), pretrained_base=False, transfer=None)
     net = gz.get_model(name, pretrained=False, pretrained_base=False)
