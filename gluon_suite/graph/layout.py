@@ -237,14 +237,9 @@ def _threads():
     """Worker threads for the kernels: one per core (``OMP_NUM_THREADS`` if set; its first number
     when it is a per-level list like ``4,2``), at most 4. A value that is not a whole number >= 1
     is a UserError naming the variable."""
-    from ..utils.errors import UserError
-    raw = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-    if not raw:
-        return max(1, min(4, os.cpu_count() or 1))
-    if not raw.isdigit() or int(raw) < 1:
-        raise UserError(f"environment variable OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']!r} must be a "
-                        "whole number >= 1 (e.g. OMP_NUM_THREADS=1); fix or unset it")
-    return min(4, int(raw))
+    from ..utils.env import env
+    threads = env("OMP_NUM_THREADS")
+    return min(4, threads) if threads else max(1, min(4, os.cpu_count() or 1))
 
 
 def _parallel(fn, n):

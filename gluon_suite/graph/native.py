@@ -22,13 +22,16 @@ context and id type (``layout._Topology.structure``), so nothing leaves the devi
 
 When the library was not built (no compiler), is older than its sources or does not load, one
 line on stderr says so and the package keeps its Python kernels. ``GLUON_SUITE_GRAPH_KERNELS``
-names another library file, or ``off`` to use the Python kernels without a word.
+names another library file, or ``off`` to use the Python kernels without a word; a file it names
+must exist (``gluon_suite.utils.env``: a path that names no file is a one-line UserError).
 """
 import os
 import sys
 
 import mxnet as mx
 import numpy as np
+
+from ..utils.env import env
 
 _PKG = os.path.dirname(os.path.abspath(__file__))
 _ROOT = os.path.dirname(os.path.dirname(_PKG))
@@ -49,11 +52,11 @@ def _stale(path):
 
 def _load():
     global LOADED, REASON
-    setting = os.environ.get("GLUON_SUITE_GRAPH_KERNELS", "").strip()
-    if setting.lower() in ("off", "0", "none"):
+    setting = env("GLUON_SUITE_GRAPH_KERNELS")   # None (the built library), "off" or an existing file
+    if setting == "off":
         REASON = "turned off by GLUON_SUITE_GRAPH_KERNELS"
         return
-    path = os.path.abspath(setting or DEFAULT_PATH)
+    path = setting or DEFAULT_PATH
     if not os.path.exists(path):
         REASON = f"{path} not found (run `make kernels`)"
     elif not setting and _stale(path):

@@ -148,9 +148,10 @@ def fallback_lines(stderr):
     return [ln for ln in stderr.splitlines() if "compiled kernels unavailable" in ln]
 
 
-def test_failed_build_falls_back_with_one_line(tmp_path):
-    """A compiler that fails: ``make kernels`` still succeeds and says so; the package then runs
-    its Python kernels and says so in one line."""
+def test_failed_build_says_so_and_naming_the_missing_library_is_refused(tmp_path):
+    """A compiler that fails: ``make kernels`` still succeeds and says so; pointing the package at
+    the library that was not built is refused in one line naming the variable (a file that
+    GLUON_SUITE_GRAPH_KERNELS names must exist), and no kernel runs."""
     p = subprocess.run(["make", "-s", "kernels", f"KERNELS_DIR={tmp_path}", "CXX=false"], cwd=REPO,
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -158,9 +159,16 @@ def test_failed_build_falls_back_with_one_line(tmp_path):
     lib = tmp_path / "libgs_graph_kernels.so"
     assert not lib.exists()
     r = python_snippet(str(lib))
+    assert r.returncode != 0 and r.stdout.strip() == "" and not fallback_lines(r.stderr)
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"gluon_suite.utils.errors.UserError: environment variable GLUON_SUITE_GRAPH_KERNELS={str(lib)!r} "
+                           "names no file"), r.stderr[-2000:]
+
+
+def test_off_uses_the_python_kernels_without_a_word():
+    r = python_snippet("off")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "[0.0, 5.0, 2.0]"
-    assert len(fallback_lines(r.stderr)) == 1 and "not found" in r.stderr
+    assert r.stdout.strip() == "[0.0, 5.0, 2.0]" and not fallback_lines(r.stderr)
 
 
 def test_library_that_does_not_load_falls_back_with_one_line(tmp_path):
