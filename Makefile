@@ -67,7 +67,14 @@ MXNET_PKG = $(firstword $(wildcard $(VENV)/lib/python3*/site-packages/mxnet))
 # libmxnet.so, which Horovod makes global (a different C++ ABI: crashes in free())
 KERNELS_FLAGS := -std=c++17 -O3 -fno-math-errno -fPIC -shared -fopenmp -Wl,-Bsymbolic -DNDEBUG -Wall -Wno-unused-function
 
-kernels: $(KERNELS_SO)
+# The distributed layer's compiled compression kernels (top-k, sign, float16, error feedback,
+# bucket blocks): a second library built and loaded the same way; without it the compressors run
+# their MXNet operators.
+COMM_KERNELS_DIR ?= build/comm_kernels
+COMM_KERNELS_SO := $(COMM_KERNELS_DIR)/libgs_comm_kernels.so
+COMM_KERNELS_SRC := $(wildcard gluon_suite/distributed/csrc/*.cc gluon_suite/distributed/csrc/*.h)
+
+kernels: $(KERNELS_SO) $(COMM_KERNELS_SO)
 
 $(KERNELS_SO): $(KERNELS_SRC) Makefile
 	@mkdir -p $(@D)
@@ -78,6 +85,17 @@ $(KERNELS_SO): $(KERNELS_SRC) Makefile
 		mv -f $@.tmp $@; \
 	else rm -f $@.tmp; \
 		echo "graph kernels not built: $(CXX) failed (see above); the graph package uses its Python kernels"; fi
+
+# The distributed layer's compiled compression kernels (COMM_KERNELS_*, above): built the same way.
+$(COMM_KERNELS_SO): $(COMM_KERNELS_SRC) Makefile
+	@mkdir -p $(@D)
+	@echo "compiling the compression kernels ($(notdir $@))"
+	@if [ -z "$(MXNET_PKG)" ]; then \
+		echo "compression kernels not built: MXNet is not installed in $(VENV) (run make setup); the compressors use MXNet's operators"; \
+	elif $(CXX) $(KERNELS_FLAGS) -I$(MXNET_PKG)/include $(COMM_KERNELS_SRC) $(MXNET_PKG)/src/lib_api.cc -o $@.tmp; then \
+		mv -f $@.tmp $@; \
+	else rm -f $@.tmp; \
+		echo "compression kernels not built: $(CXX) failed (see above); the compressors use MXNet's operators"; fi
 
 # DGL and PyG for bench/graph.py's protocols (graph_models, graph_layers), each in its own virtual
 # environment so the suite's pins stay untouched: DGL 2.1.0 loads its graphbolt library only with

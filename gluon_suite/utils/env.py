@@ -100,6 +100,8 @@ VARIABLES = dict([
        "off leaves glibc's malloc settings as they are when gluon_suite.graph is imported"),
     _v("GLUON_SUITE_GRAPH_KERNELS", "library", None,
        "the compiled graph kernels to load: another built library file, or off for the Python kernels"),
+    _v("GLUON_SUITE_COMM_KERNELS", "library", None,
+       "the compiled compression kernels to load: another built library file, or off for MXNet's operators"),
     # other tools' variables that the suite reads for its own decisions
     _v("OMP_NUM_THREADS", "threads", None,
        "OpenMP threads; the graph kernels size their work by it", ours=False),

@@ -1,0 +1,181 @@
+"""The compiled compression kernels: an MXNet operator library (``csrc/comm_kernels.cc``, built by
+``make kernels`` beside the graph kernels) loaded once, when this module is imported.
+
+Operators (CPU, float32 data, OpenMP across elements, results independent of the thread count),
+each on one flat buffer, a bucket's vector:
+
+- ``topk(x, k)``: the k largest magnitudes by selection (two radix-histogram passes, not a sort),
+  values and int32 or int64 indices in ascending index order. Ties: every element above the k-th
+  largest magnitude is taken, and of those equal to it the lowest indices (-0 equals +0, NaN ranks
+  above inf).
+- ``ef_topk(g, r, k)``: error feedback fused: v = g + r, top-k of v, and r becomes v with the
+  selected entries zeroed, in one call (r updated in place); ``g=None`` takes r as v.
+- ``sign_pack(x)``: the bits of x >= 0 (most significant first, as ``numpy.packbits``) and the scale
+  mean |x|; ``sign_unpack_add`` adds alpha * sum over rows of scale * (+-1) to a target.
+- ``cast_fp16(x)``: float16 (round to nearest even) and, from the same pass, 1.0 when every result
+  is finite (0.0 on an overflow, inf or NaN), the loss scaler's verdict.
+- ``scatter_add(target, values, indices)``: target[indices] += alpha * values, in place.
+- ``block_gather(x, blocks)`` / ``block_add(target, values, blocks)``: GRBS's per-member slabs of a
+  bucket, each block a row (origin, rows, row length, row stride) of flat offsets.
+
+A buffer over 2^31 bytes is refused in one line (``check_size``); ``usable`` says no to it, so a
+compressor sends such a buffer through MXNet's operators. When the library was not built (no
+compiler), is older than its sources or does not load, one line on stderr says so and the
+compressors keep MXNet's operators, which are also the reference the tests compare against and
+what any other device or dtype uses. ``GLUON_SUITE_COMM_KERNELS`` names another library file, or
+``off`` to use MXNet's operators without a word (a file it names must exist).
+"""
+import os
+import sys
+
+import mxnet as mx
+import numpy as np
+
+from ..utils.env import env
+
+_PKG = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.dirname(os.path.dirname(_PKG))
+DEFAULT_PATH = os.path.join(_ROOT, "build", "comm_kernels", "libgs_comm_kernels.so")
+_SOURCES = os.path.join(_PKG, "csrc")
+MAX_BYTES = 2 ** 31     # the largest buffer an operator takes
+
+LOADED = False          # whether the compiled operators are registered with MXNet
+REASON = ""             # why not, when they are not
+
+
+def _stale(path):
+    """Whether a source file is newer than the library (a checkout without sources never is)."""
+    if not os.path.isdir(_SOURCES):
+        return False
+    built = os.path.getmtime(path)
+    return any(os.path.getmtime(os.path.join(_SOURCES, f)) > built for f in os.listdir(_SOURCES))
+
+
+def _load():
+    global LOADED, REASON
+    setting = env("GLUON_SUITE_COMM_KERNELS")   # None (the built library), "off" or an existing file
+    if setting == "off":
+        REASON = "turned off by GLUON_SUITE_COMM_KERNELS"
+        return
+    path = setting or DEFAULT_PATH
+    if not os.path.exists(path):
+        REASON = f"{path} not found (run `make kernels`)"
+    elif not setting and _stale(path):
+        REASON = f"{path} is older than its sources (run `make kernels`)"
+    else:
+        try:
+            mx.library.load(path, False)
+            LOADED = hasattr(mx.nd, "gs_ef_topk")
+            REASON = "" if LOADED else f"{path} registered no compression operators"
+        except Exception as e:  # noqa: BLE001 - any load failure means: fall back
+            text = str(e).strip()
+            REASON = f"{path} did not load ({text.splitlines()[0] if text else type(e).__name__})"
+    if not LOADED:
+        sys.stderr.write("gluon_suite.distributed: compiled compression kernels unavailable, "
+                         f"using MXNet's operators: {REASON}\n")
+
+
+_load()
+
+
+def check_size(n, itemsize=4, what="buffer"):
+    """ValueError, in one line, when ``n`` elements of ``itemsize`` bytes exceed 2^31 bytes."""
+    nbytes = int(n) * int(itemsize)
+    if nbytes > MAX_BYTES:
+        raise ValueError(f"compression kernels: a {what} of {nbytes} bytes is larger than 2^31 bytes; "
+                         "MXNet's operators handle it")
+    return nbytes
+
+
+def usable(*arrays):
+    """Whether the compiled kernels can run on these arrays: loaded, CPU context, float32, at most
+    2^31 bytes each."""
+    if not LOADED:
+        return False
+    for a in arrays:
+        if a is None:
+            continue
+        if a.context.device_type != "cpu" or a.dtype != np.float32 or a.size * 4 > MAX_BYTES:
+            return False
+    return True
+
+
+def _flat(x):
+    return x.reshape((-1,))
+
+
+def topk(x, k, index_dtype="int32"):
+    """(values, indices) of the ``k`` largest magnitudes of ``x`` (flattened), ascending indices."""
+    check_size(x.size, 4, "tensor")
+    return mx.nd.gs_topk(_flat(x), k=str(int(k)), index=index_dtype)
+
+
+_PLACEHOLDERS = {}
+
+
+def _placeholder(ctx):
+    """The one-element stand-in for an absent gradient."""
+    key = str(ctx)
+    if key not in _PLACEHOLDERS:
+        _PLACEHOLDERS[key] = mx.nd.zeros((1,), ctx=ctx)
+    return _PLACEHOLDERS[key]
+
+
+def ef_topk(g, r, k, index_dtype="int32"):
+    """Error feedback with top-k in one call: v = g + r (or r itself when ``g`` is None), (values,
+    indices) of its top-k, and r <- v with those entries zeroed, in place. Returns (values,
+    indices)."""
+    check_size(r.size, 4, "residual")
+    rf = _flat(r)
+    k = int(k)
+    vals = mx.nd.empty((k,), ctx=r.context)
+    idx = mx.nd.empty((k,), ctx=r.context, dtype=index_dtype)
+    gf = _flat(g) if g is not None else _placeholder(r.context)
+    mx.nd.gs_ef_topk(gf, rf, k=str(k), index=index_dtype, gradient="1" if g is not None else "0",
+                     out=[vals, idx, rf])
+    return vals, idx
+
+
+def sign_pack(x):
+    """(bits uint8 of x >= 0, most significant first; scale (1,) = mean |x|)."""
+    check_size(x.size, 4, "tensor")
+    return mx.nd.gs_sign_pack(_flat(x))
+
+
+def sign_unpack_add(target, bits, scales, alpha=1.0):
+    """target += alpha * sum over rows w of scales[w] * (+-1 of row w's bits), in place; ``bits``
+    holds the rows' bytes one after another (ceil(n/8) each)."""
+    t = _flat(target)
+    mx.nd.gs_sign_unpack_add(t, _flat(bits), _flat(scales), alpha=repr(float(alpha)), out=t)
+    return target
+
+
+def cast_fp16(x):
+    """(float16 of x in x's shape, finite (1,) float32: 1.0 when every float16 value is finite)."""
+    check_size(x.size, 4, "tensor")
+    y, finite = mx.nd.gs_cast_fp16(_flat(x))
+    return y.reshape(x.shape), finite
+
+
+def scatter_add(target, values, indices, alpha=1.0, segments=1):
+    """target[indices] += alpha * values in place; indices distinct within each of ``segments``
+    equal parts (one worker's top-k each), the parts added one after another."""
+    t = _flat(target)
+    mx.nd.gs_scatter_add(t, _flat(values), _flat(indices), alpha=repr(float(alpha)),
+                         segments=str(int(segments)), out=t)
+    return target
+
+
+def block_gather(x, blocks, total):
+    """The elements of ``blocks`` ((m, 4) int32/int64: origin, rows, row length, row stride) of
+    the flat ``x``, block after block, ``total`` in all."""
+    check_size(x.size, 4, "bucket")
+    return mx.nd.gs_block_gather(_flat(x), blocks, total=str(int(total)))
+
+
+def block_add(target, values, blocks, alpha=1.0):
+    """Each block of the flat ``target`` += alpha * its part of ``values``, in place (blocks must
+    not overlap)."""
+    t = _flat(target)
+    mx.nd.gs_block_add(t, _flat(values), blocks, alpha=repr(float(alpha)), out=t)
+    return target
