@@ -30,6 +30,15 @@ strata span the bucket (its rule is per coordinate: each coordinate is still kep
 about 1/r), and GRBS with ``structure='flat'`` takes one contiguous slab of the flat vector. Nothing is copied back to the host: selection, bit packing and
 decompression are MXNet operators, and the host's work per step does not depend on a tensor's size
 (GRBS and random-k draw O(1) numbers per tensor on the host).
+
+Compiled path (``native.py``): on a CPU float32 tensor, with the compression kernels built, top-k
+(selection and decompression), sign (bits and scale in one pass, and their decompression) and
+fp16 (the cast and a finiteness flag in one pass, ``Payload.finite``) run compiled operators;
+anything else, or without the library, runs the MXNet operators below, which stay the reference.
+The compiled top-k takes, among equal magnitudes at the k-th place, the lowest indices, and sends
+its indices in ascending order (MXNet's ``topk`` sends them by magnitude); C(v) is the same set.
+``compress_feedback`` is error feedback in one call: with top-k on the compiled path, the sum
+g + r, the selection and the new residual are one operator.
 """
 import dataclasses
 import math
@@ -37,6 +46,7 @@ import math
 import mxnet as mx
 import numpy as np
 
+from . import native
 from .bitpack import mean_abs, pack_signs, unpack_signs
 from .registry import COMPRESSORS, CompressorOptions, make_compressor, register_compressor
 
@@ -52,6 +62,8 @@ class Payload:
     covers. ``add_to`` is called with this worker's own tensors (to form ``C(v)``) and with the
     averaged or gathered tensors of all workers.
     """
+
+    finite = None   # fp16 on the compiled path: (1,) float32, 1.0 when every sent value is finite
 
     def __init__(self, tensors, add_to, summable=True, dense=False):
         self.tensors = tensors
@@ -158,6 +170,20 @@ class Compressor:
     def _compress(self, v, key, step):
         return dense_payload(v)
 
+    def compresses(self, v, step, dense=False):
+        """Whether ``compress`` would apply this compressor's own ``_compress`` to a one-tensor
+        ``v`` (not the dense identity of warm-up, ``min_size`` or a forced dense bucket)."""
+        return not (dense or step < self.warmup_steps or v.size < self.min_size)
+
+    def compress_feedback(self, g, r, key, step, dense=False, layout=None):
+        """Error feedback in one call: r <- g + r (``g`` None: r as it is), the ``Payload`` of
+        that sum v, and r <- v - C(v), in place. Returns the payload."""
+        if g is not None:
+            r += g.reshape(r.shape)
+        pl = self.compress(r, key, step, dense=dense, layout=layout)
+        pl.add_to(r, pl.tensors, -1.0)
+        return pl
+
     def rng(self, key, step):
         """The generator shared by all workers for tensor ``key`` at ``step``."""
         return np.random.Generator(np.random.Philox(key=[self.seed, step * 1_000_003 + key]))
@@ -215,6 +241,11 @@ class FP16Compressor(Compressor):
         return FP16Compressor(**self._common())
 
     def _compress(self, v, key, step):
+        if native.usable(v):
+            half, finite = native.cast_fp16(v)
+            pl = Payload([half], _dense_add, dense=True)
+            pl.finite = finite
+            return pl
         return Payload([v.astype("float16")], _dense_add, dense=True)
 
 
@@ -232,16 +263,35 @@ class TopKCompressor(Compressor):
         """Top-k for the residual at ``ratio2`` (default R1/H, at least 1)."""
         return TopKCompressor(max(1.0, self.ratio / period) if ratio2 is None else ratio2, **self._common())
 
+    def _k(self, n):
+        return max(1, min(n, int(round(n / (2.0 * self.ratio)))))
+
+    def compress_feedback(self, g, r, key, step, dense=False, layout=None):
+        """Error feedback with top-k; on the compiled path one operator: v = g + r, its top-k
+        and r <- v with the selected entries zeroed."""
+        if not (self.compresses(r, step, dense) and r.size and native.usable(g, r)):
+            return super().compress_feedback(g, r, key, step, dense=dense, layout=layout)
+        vals, idx = native.ef_topk(g, r, self._k(r.size))
+        return self._payload(r.size, vals, idx)
+
     def _compress(self, v, key, step):
         n = v.size
-        k = max(1, min(n, int(round(n / (2.0 * self.ratio)))))
         flat = v.reshape((-1,))
-        idx = mx.nd.topk(mx.nd.abs(flat), k=k, ret_typ="indices", dtype="int32")
+        if native.usable(flat) and n:
+            vals, idx = native.topk(flat, self._k(n))
+            return self._payload(n, vals, idx)
+        idx = mx.nd.topk(mx.nd.abs(flat), k=self._k(n), ret_typ="indices", dtype="int32")
         vals = mx.nd.take(flat, idx)
+        return self._payload(n, vals, idx)
 
+    @staticmethod
+    def _payload(n, vals, idx):
         def add_to(target, tensors, alpha):
             # one worker's indices are distinct: read, add and write back only those k entries
             vv, ii = tensors
+            if native.usable(target, vv):
+                native.scatter_add(target, vv, ii, alpha)
+                return
             where = ii.astype("int64").reshape((1, -1))
             out = target.reshape((-1,))
             t = vv if alpha == 1.0 else alpha * vv
@@ -252,6 +302,9 @@ class TopKCompressor(Compressor):
         def add_gathered(target, gathered, workers, alpha):
             # every worker's (value, index) pairs at once; duplicate indices are summed
             vv, ii = gathered
+            if native.usable(target, vv):
+                native.scatter_add(target, vv, ii, alpha, segments=workers)
+                return
             t = vv if alpha == 1.0 else alpha * vv
             dense = mx.nd._internal._backward_gather_nd(t, ii.astype("int64").reshape((1, -1)), shape=(n,))
             _dense_add(target, [dense.reshape(target.shape)], 1.0)
@@ -279,18 +332,27 @@ class SignCompressor(Compressor):
     def _compress(self, v, key, step):
         n = v.size
         x = v.reshape((-1,))
-        if x.dtype != np.float32:
-            x = x.astype("float32")
-        scale = mean_abs(x).reshape((1,))
-        bits = pack_signs(v)
+        if native.usable(x):
+            bits, scale = native.sign_pack(x)
+        else:
+            if x.dtype != np.float32:
+                x = x.astype("float32")
+            scale = mean_abs(x).reshape((1,))
+            bits = pack_signs(v)
 
         def add_to(target, tensors, alpha):
             b, s = tensors
+            if native.usable(target, s):
+                native.sign_unpack_add(target, b, s, alpha)
+                return
             dense = unpack_signs(b, n).reshape(target.shape)
             _dense_add(target, [mx.nd.broadcast_mul(dense, (s * alpha).reshape((1,) * dense.ndim))], 1.0)
 
         def add_gathered(target, gathered, workers, alpha):
             b, s = gathered
+            if native.usable(target, s):
+                native.sign_unpack_add(target, b, s, alpha)
+                return
             signs = unpack_signs(b.reshape((workers, -1)), n)          # (workers, n)
             dense = mx.nd.dot((s * alpha).reshape((1, workers)), signs)  # sum_w alpha * s_w * sign_w
             _dense_add(target, [dense.reshape(target.shape)], 1.0)

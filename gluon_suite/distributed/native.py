@@ -104,9 +104,16 @@ def _flat(x):
     return x.reshape((-1,))
 
 
+def _empty(ctx, dtype="float32"):
+    # MXNet's legacy shapes read a 0 as unknown: empty buffers never reach an operator
+    return mx.nd.empty((0,), ctx=ctx, dtype=dtype)
+
+
 def topk(x, k, index_dtype="int32"):
     """(values, indices) of the ``k`` largest magnitudes of ``x`` (flattened), ascending indices."""
     check_size(x.size, 4, "tensor")
+    if int(k) == 0 or x.size == 0:
+        return _empty(x.context), _empty(x.context, index_dtype)
     return mx.nd.gs_topk(_flat(x), k=str(int(k)), index=index_dtype)
 
 
@@ -126,8 +133,12 @@ def ef_topk(g, r, k, index_dtype="int32"):
     indices) of its top-k, and r <- v with those entries zeroed, in place. Returns (values,
     indices)."""
     check_size(r.size, 4, "residual")
-    rf = _flat(r)
     k = int(k)
+    if k == 0 or r.size == 0:
+        if g is not None and r.size:
+            r += g.reshape(r.shape)
+        return _empty(r.context), _empty(r.context, index_dtype)
+    rf = _flat(r)
     vals = mx.nd.empty((k,), ctx=r.context)
     idx = mx.nd.empty((k,), ctx=r.context, dtype=index_dtype)
     gf = _flat(g) if g is not None else _placeholder(r.context)
@@ -139,12 +150,16 @@ def ef_topk(g, r, k, index_dtype="int32"):
 def sign_pack(x):
     """(bits uint8 of x >= 0, most significant first; scale (1,) = mean |x|)."""
     check_size(x.size, 4, "tensor")
+    if x.size == 0:
+        return _empty(x.context, "uint8"), mx.nd.zeros((1,), ctx=x.context)
     return mx.nd.gs_sign_pack(_flat(x))
 
 
 def sign_unpack_add(target, bits, scales, alpha=1.0):
     """target += alpha * sum over rows w of scales[w] * (+-1 of row w's bits), in place; ``bits``
     holds the rows' bytes one after another (ceil(n/8) each)."""
+    if target.size == 0 or scales.size == 0:
+        return target
     t = _flat(target)
     mx.nd.gs_sign_unpack_add(t, _flat(bits), _flat(scales), alpha=repr(float(alpha)), out=t)
     return target
@@ -153,6 +168,8 @@ def sign_unpack_add(target, bits, scales, alpha=1.0):
 def cast_fp16(x):
     """(float16 of x in x's shape, finite (1,) float32: 1.0 when every float16 value is finite)."""
     check_size(x.size, 4, "tensor")
+    if x.size == 0:
+        return mx.nd.empty(x.shape, ctx=x.context, dtype="float16"), mx.nd.ones((1,), ctx=x.context)
     y, finite = mx.nd.gs_cast_fp16(_flat(x))
     return y.reshape(x.shape), finite
 
@@ -160,6 +177,8 @@ def cast_fp16(x):
 def scatter_add(target, values, indices, alpha=1.0, segments=1):
     """target[indices] += alpha * values in place; indices distinct within each of ``segments``
     equal parts (one worker's top-k each), the parts added one after another."""
+    if target.size == 0 or values.size == 0:
+        return target
     t = _flat(target)
     mx.nd.gs_scatter_add(t, _flat(values), _flat(indices), alpha=repr(float(alpha)),
                          segments=str(int(segments)), out=t)
@@ -170,12 +189,16 @@ def block_gather(x, blocks, total):
     """The elements of ``blocks`` ((m, 4) int32/int64: origin, rows, row length, row stride) of
     the flat ``x``, block after block, ``total`` in all."""
     check_size(x.size, 4, "bucket")
+    if int(total) == 0 or x.size == 0 or blocks.size == 0:
+        return _empty(x.context)
     return mx.nd.gs_block_gather(_flat(x), blocks, total=str(int(total)))
 
 
 def block_add(target, values, blocks, alpha=1.0):
     """Each block of the flat ``target`` += alpha * its part of ``values``, in place (blocks must
     not overlap)."""
+    if target.size == 0 or values.size == 0:
+        return target
     t = _flat(target)
     mx.nd.gs_block_add(t, _flat(values), blocks, alpha=repr(float(alpha)), out=t)
     return target
