@@ -396,7 +396,7 @@ bool Runs(const MXTensor& blocks, int64_t n, int64_t* total, std::vector<Task>* 
   int64_t dst = 0;
   for (int64_t j = 0; j < m; ++j) {
     const int64_t origin = b[4 * j], rows = b[4 * j + 1], len = b[4 * j + 2], stride = b[4 * j + 3];
-    if (rows < 0 || len < 0 || origin < 0 || (rows > 0 && len > 0 && origin + (rows - 1) * stride + len > n)) {
+    if (rows < 0 || len < 0 || origin < 0 || stride < 0 || (rows > 0 && len > 0 && origin + (rows - 1) * stride + len > n)) {
       MX_ERROR_MSG << "block " << j << " (origin " << origin << ", " << rows << " x " << len << ", stride " << stride
                    << ") reaches past the buffer of " << n << " elements";
       return false;
