@@ -24,6 +24,9 @@
 // Operators whose output replaces an input (ef's r', the adds' t) are called with that input as
 // their output (MXNet's out=); given another output array they copy the input into it first.
 #include <omp.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -338,6 +341,28 @@ inline uint16_t ToHalf(float f) {
   return static_cast<uint16_t>(sign | (a >> 13));
 }
 
+// The same conversion eight at a time with the F16C instructions (IEEE rounding to nearest even,
+// as ToHalf), where the processor has them; the compile flags do not assume them.
+#if defined(__x86_64__)
+__attribute__((target("avx,f16c"))) void CastF16C(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), h);
+  }
+  for (; i < n; ++i) y[i] = ToHalf(x[i]);
+}
+bool HasF16C() {
+  static const bool has = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  return has;
+}
+#else
+void CastF16C(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = ToHalf(x[i]);
+}
+bool HasF16C() { return false; }
+#endif
+
 MXReturnValue CastForward(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out,
                           const OpResource& res) {
   const float* x = Data<float>(in->at(0));
@@ -345,15 +370,18 @@ MXReturnValue CastForward(const Attrs& attrs, std::vector<MXTensor>* in, std::ve
   if (TooLarge(n, 4, "gs_cast_fp16")) return MX_FAIL;
   uint16_t* y = reinterpret_cast<uint16_t*>(out->at(0).data_ptr);
   const int64_t C = Chunks(n);
+  const bool f16c = HasF16C();
   int bad = 0;
 #pragma omp parallel for schedule(static) reduction(| : bad)
   for (int64_t c = 0; c < C; ++c) {
-    unsigned inf = 0;
-    for (int64_t i = c * kChunk, end = std::min(n, (c + 1) * kChunk); i < end; ++i) {
-      const uint16_t h = ToHalf(x[i]);
-      y[i] = h;
-      inf |= (h & 0x7c00u) == 0x7c00u;
+    const int64_t begin = c * kChunk, end = std::min(n, (c + 1) * kChunk);
+    if (f16c) {
+      CastF16C(x + begin, y + begin, end - begin);
+    } else {
+      for (int64_t i = begin; i < end; ++i) y[i] = ToHalf(x[i]);
     }
+    unsigned inf = 0;   // the chunk is still in cache: its finiteness costs no memory pass
+    for (int64_t i = begin; i < end; ++i) inf |= (y[i] & 0x7c00u) == 0x7c00u;
     bad |= static_cast<int>(inf);
   }
   Data<float>(out->at(1))[0] = bad ? 0.f : 1.f;
