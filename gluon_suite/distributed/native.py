@@ -165,12 +165,13 @@ def sign_unpack_add(target, bits, scales, alpha=1.0):
     return target
 
 
-def cast_fp16(x):
-    """(float16 of x in x's shape, finite (1,) float32: 1.0 when every float16 value is finite)."""
+def cast_fp16(x, f16c=True):
+    """(float16 of x in x's shape, finite (1,) float32: 1.0 when every float16 value is finite);
+    ``f16c=False`` keeps to the portable conversion where the processor has F16C (for tests)."""
     check_size(x.size, 4, "tensor")
     if x.size == 0:
         return mx.nd.empty(x.shape, ctx=x.context, dtype="float16"), mx.nd.ones((1,), ctx=x.context)
-    y, finite = mx.nd.gs_cast_fp16(_flat(x))
+    y, finite = mx.nd.gs_cast_fp16(_flat(x), f16c="1" if f16c else "0")
     return y.reshape(x.shape), finite
 
 

@@ -138,16 +138,20 @@ def test_sign_pack_and_unpack_against_float64(n, ctx):
 
 @needs_library
 @pytest.mark.parametrize("ctx", CTXS, ids=str)
+@pytest.mark.parametrize("f16c", [True, False], ids=["f16c", "portable"])
 @pytest.mark.parametrize("n", SIZES)
-def test_float16_cast_and_its_finite_flag_against_float64(n, ctx):
+def test_float16_cast_and_its_finite_flag_against_float64(n, f16c, ctx):
     x = (data(n, "normal") * np.float32(3e4)).astype(np.float32)
     edge = np.array([65504, 65519.99, 65520, 6.0e-8, 2.9802322e-08, 2.9802326e-08, 1e-45, -0.0, 6.1e-05],
                     np.float32)
     cases = [x, np.concatenate([x, edge[:2]]), np.concatenate([x, edge]), np.concatenate([x, [np.nan]]),
-             np.concatenate([x, [-np.inf]])]
+             np.concatenate([x, [-np.inf]]), np.concatenate([edge, x])]
+    if n == SIZES[-1]:   # every exponent and rounding case: random bit patterns, NaNs and infs among them
+        cases.append(np.random.RandomState(1).randint(0, 2 ** 32, size=n, dtype=np.uint64).astype(np.uint32)
+                     .view(np.float32))
     for c in cases:
         c = c.astype(np.float32)
-        y, finite = native.cast_fp16(mx.nd.array(c, ctx=ctx))
+        y, finite = native.cast_fp16(mx.nd.array(c, ctx=ctx), f16c)
         want = c.astype(np.float64).astype(np.float16)
         got = y.asnumpy()
         same = (got.view(np.uint16) == want.view(np.uint16)) | (np.isnan(got) & np.isnan(want))

@@ -10,7 +10,8 @@
 //   gs_sign_pack(x)                   -> bits (ceil(n/8) uint8), scale (1): bit = x >= 0, most
 //                                        significant first; scale = mean |x|
 //   gs_sign_unpack_add(t, bits, s; n, alpha) -> t + alpha * sum_w s_w * (+-1 of row w's bits)
-//   gs_cast_fp16(x)                   -> y (float16), finite (1): 1 when every y is finite
+//   gs_cast_fp16(x; f16c)             -> y (float16), finite (1): 1 when every y is finite
+//                                        (f16c=0: never the F16C instructions, for tests)
 //   gs_scatter_add(t, vals, idx; alpha, segments) -> t with t[idx] += alpha * vals; indices are
 //                                        distinct within each of `segments` equal parts
 //   gs_block_gather(x, blocks; total) -> the blocks' elements, block after block
@@ -370,7 +371,7 @@ MXReturnValue CastForward(const Attrs& attrs, std::vector<MXTensor>* in, std::ve
   if (TooLarge(n, 4, "gs_cast_fp16")) return MX_FAIL;
   uint16_t* y = reinterpret_cast<uint16_t*>(out->at(0).data_ptr);
   const int64_t C = Chunks(n);
-  const bool f16c = HasF16C();
+  const bool f16c = HasF16C() && Get(attrs, "f16c", "1") == "1";   // f16c=0: the portable code
   int bad = 0;
 #pragma omp parallel for schedule(static) reduction(| : bad)
   for (int64_t c = 0; c < C; ++c) {
