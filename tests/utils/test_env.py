@@ -34,6 +34,7 @@ VALID = [
     ("GLUON_SUITE_REPO", "https://host/zoo/", "https://host/zoo/"), ("GLUON_SUITE_REPO", "file:///srv", "file:///srv"),
     ("GLUON_SUITE_GRAPH_KERNELS", None, None), ("GLUON_SUITE_GRAPH_KERNELS", "", None),
     ("GLUON_SUITE_GRAPH_KERNELS", "off", "off"), ("GLUON_SUITE_GRAPH_KERNELS", "None", "off"),
+    ("GLUON_SUITE_COMM_KERNELS", None, None), ("GLUON_SUITE_COMM_KERNELS", "off", "off"),
     ("OMP_NUM_THREADS", None, None), ("OMP_NUM_THREADS", "4", 4), ("OMP_NUM_THREADS", "4,2", 4),
     ("MXNET_HOME", "/srv/mxnet", "/srv/mxnet"), ("HOROVOD_ELASTIC", None, None),
 ]
@@ -58,6 +59,7 @@ INVALID = [
     ("GLUON_SUITE_MALLOC", "jemalloc", ["is not on or off"]),
     ("GLUON_SUITE_REPO", "host:8000/zoo", ["is not a URL", "http://"]),
     ("GLUON_SUITE_GRAPH_KERNELS", "/no/such/libkernels.so", ["names no file", "make kernels", "off"]),
+    ("GLUON_SUITE_COMM_KERNELS", "/no/such/libcomm.so", ["names no file", "make kernels", "off"]),
     ("OMP_NUM_THREADS", "0", ["must be a whole number >= 1"]),
     ("OMP_NUM_THREADS", "four", ["must be a whole number >= 1"]),
 ]
