@@ -147,11 +147,12 @@ class ErrorFeedbackSGD(Algorithm):
             ws = b.weights()
             e += wb
             e -= b.gather_weights("after")               # p_i = u_i + e_i, kept in e
-            es = b.shaped(e)
-            pl = self.compressor.compress(es, b.key, step, dense=b.small, layout=b)
-            work.append((b, ws, wb, es, pl, sync_payload(self.comm, pl, f"ef.b{b.key}")))
-        for b, ws, wb, es, pl, ex in work:
-            pl.add_to(es, pl.tensors, -1.0)          # e_i = p_i - C(p_i)
+            # the payload of p_i and e_i <- p_i - C(p_i) in one call (one operator for top-k on
+            # the compiled path); the payload's tensors are its own, so e may change before they
+            # are sent
+            pl = self.compressor.compress_feedback(None, b.shaped(e), b.key, step, dense=b.small, layout=b)
+            work.append((b, ws, wb, sync_payload(self.comm, pl, f"ef.b{b.key}")))
+        for b, ws, wb, ex in work:
             ex.add_to(b.shaped(wb), -1.0)            # x = x_before - mean(C(p))
             b.scatter(wb, ws)
 

@@ -57,7 +57,9 @@ __all__ = ["Payload", "Compressor", "NoCompression", "ZeroCompressor", "FP16Comp
 class Payload:
     """What one worker sends for one tensor, and how to add a decompressed payload to a tensor.
 
-    ``tensors`` are the NDArrays on the wire; ``add_to(target, tensors, alpha)`` performs
+    ``tensors`` are the NDArrays on the wire, the payload's own arrays (never views of the
+    compressed tensor: error feedback updates that tensor in place, ``compress_feedback``, before
+    they are sent); ``add_to(target, tensors, alpha)`` performs
     ``target += alpha * decompress(tensors)`` in place, touching only the coordinates the payload
     covers. ``add_to`` is called with this worker's own tensors (to form ``C(v)``) and with the
     averaged or gathered tensors of all workers.
@@ -177,7 +179,8 @@ class Compressor:
 
     def compress_feedback(self, g, r, key, step, dense=False, layout=None):
         """Error feedback in one call: r <- g + r (``g`` None: r as it is), the ``Payload`` of
-        that sum v, and r <- v - C(v), in place. Returns the payload."""
+        that sum v, and r <- v - C(v), in place. Returns the payload (its tensors are its own, so
+        r's new value does not reach them)."""
         if g is not None:
             r += g.reshape(r.shape)
         pl = self.compress(r, key, step, dense=dense, layout=layout)
