@@ -48,6 +48,8 @@ from .data import build_datasets
 # the configuration, evaluation and publishing, importable from here as before the split
 from .evaluation import (EvaluationOptions, evaluate_model, evaluation_settings, publish_run,  # noqa: F401
                          top1_accuracy)
+from .recipe_gluoncv import (check_labels, device_spec, load_resume_files, mixup_alpha, model_kwargs,
+                             rec_datasets, save_periodic, tee)
 from .recipe_config import (DEFAULTS, ClassificationConfig, optimizer_names, sha1_prefix,  # noqa: F401
                             warmup_value)
 
@@ -153,7 +155,7 @@ def _train(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ct
     record (log.jsonl, summary.csv), ``best.params`` on a new best, the checkpoint (every rank its
     own, or one copy by whoever is rank 0 in an elastic run) and, at the end, ``publish``."""
     out = cfg["out"]
-    smooth, alpha = float(cfg["label_smoothing"]), float(cfg["mixup"])
+    smooth, alpha = float(cfg["label_smoothing"]), mixup_alpha(cfg)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=not (smooth or alpha))
     grad_bytes = sum(int(np.prod(p.shape)) * 4 for p in net.collect_params().values() if p.grad_req != "null")
     run = RunFolder(out, cfg["resume"], trainer.communicator, elastic=bool(cfg["elastic"]),
@@ -167,6 +169,8 @@ def _train(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ct
             state.sizes = state.sizes + [[state.step, comm.size]]
         _seed(cfg["seed"], state.step, comm.rank)
         x, y = batch
+        if cfg.use_rec:
+            check_labels(y, classes, cfg)
         mix = alpha if state.epoch < int(cfg["epochs"]) - int(cfg["mixup_off_epochs"]) else 0
         loss_sum, correct = _forward_backward(net, loss_fn, x, y, classes, smooth, mix, ctx, dtype)
         wire, sync = comm.stats.total_wire, trainer.sync_seconds
@@ -185,6 +189,7 @@ def _train(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ct
                 if comm.rank == 0:
                     with atomic_path(os.path.join(out, "best.params")) as tmp:
                         net.save_parameters(tmp)
+        save_periodic(cfg, net, trainer, end.epoch, comm.rank)   # --save-frequency
         tot, mine = end.totals, end.sums
         train_time, wire = mine["time_s"], mine.get("wire", 0.0)
         rec = {"epoch": end.epoch, "train_loss": tot["loss"] / max(tot["seen"], 1),
@@ -236,11 +241,14 @@ def train_classification(config, comm=None, log=print, ctx=None):
         from ..distributed import get_communicator
         comm = get_communicator()
     cfg = ClassificationConfig.from_dict(config).checked(comm, log)
-    found, dtype = resolve_devices(cfg["gpus"], cfg["dtype"], cpu_float16=True)
+    if cfg.logging_file and comm.rank == 0:
+        log = tee(log, cfg.logging_file)
+    found, dtype = resolve_devices(device_spec(cfg), cfg["dtype"], cpu_float16=True)
     ctx = list(ctx or found)
     per_worker = cfg.per_worker_batch(comm, len(ctx))
     rank, size = comm.rank, comm.size
-    train, test, classes, channels = build_datasets(cfg["dataset"], cfg["data_dir"], cfg["image_size"])
+    train, test, classes, channels = rec_datasets(cfg) if cfg.use_rec else \
+        build_datasets(cfg["dataset"], cfg["data_dir"], cfg["image_size"])
     if len(train) < per_worker * size:
         raise UserError(f"batch {per_worker} x {size} workers exceeds the {len(train)} training "
                         "images; use a smaller batch")
@@ -252,15 +260,12 @@ def train_classification(config, comm=None, log=print, ctx=None):
             f"global batch {per_worker * size}; {cfg['algorithm']} / {cfg['compressor']}")
 
     _seed(cfg["seed"], -1, 0)  # identical initial weights everywhere (rank 0's are broadcast anyway)
-    kwargs = {"classes": classes}
-    if resolve(cfg["model"]).name.endswith(("_cifar", "_digits")):
-        kwargs.update(in_channels=channels, last_gamma=bool(cfg["last_gamma"]))
-    net = get_model(cfg["model"], **kwargs)
+    net = get_model(cfg["model"], **model_kwargs(cfg, classes, channels, log if rank == 0 else None))
     net.initialize(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2), ctx=ctx)
     net(mx.nd.array(train[0][0], ctx=ctx[0]).expand_dims(0))  # finish deferred initialisation
     if cfg["use_pretrained"]:   # GluonCV's fine-tuning: pretrained features, the fresh head kept
-        from ..model_zoo.finetune import start_from_pretrained
-        got = start_from_pretrained(net, resolve(cfg["model"]).name, classes, cfg["pretrained_root"],
+        from .recipe_gluoncv import start_from_gluoncv
+        got = start_from_gluoncv(net, resolve(cfg["model"]).name, classes, cfg["pretrained_root"],
                                     cfg["pretrained_tag"])
         if rank == 0:
             log(f"pretrained: {len(got['loaded'])} parameters from {got['path']} ({got['how']}); new "
@@ -285,5 +290,7 @@ def train_classification(config, comm=None, log=print, ctx=None):
     trainer = DistributedTrainer(
         net.collect_params(), cfg["optimizer"], opt_params, algorithm=cfg.algorithm_object(), communicator=comm,
         profile_comm=bool(cfg["profile_comm"]))
-    net.hybridize(static_alloc=True)
+    load_resume_files(cfg, net, trainer, ctx)   # GluonCV's --resume-params / --resume-states
+    if cfg.mode == "hybrid":   # GluonCV's --mode: hybrid (the default) or imperative
+        net.hybridize(static_alloc=True)
     return _train(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ctx, dtype)

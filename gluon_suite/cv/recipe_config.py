@@ -54,6 +54,31 @@ def _true_or_false(value):
     return value
 
 
+class CommaList(argparse.Action):
+    """A list flag that also reads GluonCV's comma-separated spelling: ``--lr-decay-epoch 40,60`` is
+    ``--lr-milestones 40 60`` (the configuration checks each value)."""
+
+    def __init__(self, option_strings, dest, nargs=None, **kwargs):
+        super().__init__(option_strings, dest, nargs="*", **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, [part.strip() for v in values for part in str(v).split(",") if part.strip()])
+
+
+def log_file(text):
+    """A type: a plain-text log file to append to, in a folder that exists."""
+    path = os.path.expanduser(str(text))
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"{text} is not a file in an existing folder; give a file name such as "
+                                         "train.log (its folder must exist)")
+    return path
+
+
+REC_FLAGS = ("rec_train", "rec_train_idx", "rec_val", "rec_val_idx")
+GLUONCV_REC = "~/.mxnet/datasets/imagenet/rec"   # where GluonCV's train_imagenet.py looks by default
+
+
 @dataclasses.dataclass
 class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticOptions, SecondCompressorOptions,
                            CompressionOptions, RunOptions):
@@ -65,14 +90,16 @@ class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticO
     YAML_EXTRA: ClassVar[dict] = {"no_wd": _true_or_false}
     FLAG_GROUPS: ClassVar[dict] = {   # the script's --help, by topic
         "model and data": ("model", "dataset", "data_dir", "image_size", "use_pretrained", "pretrained_root",
-                           "pretrained_tag"),
+                           "pretrained_tag", "use_se", "use_rec") + REC_FLAGS,
         "optimisation": ("epochs", "batch_size", "global_batch_size", "optimizer", "lr", "momentum", "wd", "lr_mode",
-                         "warmup_epochs", "lr_milestones", "lr_decay", "label_smoothing", "mixup", "mixup_off_epochs",
+                         "warmup_epochs", "lr_milestones", "lr_decay", "label_smoothing", "mixup", "mixup_alpha",
+                         "mixup_off_epochs",
                          "wd_on_bn_bias", "last_gamma"),
         "distributed": ("algorithm", "compressor", "ratio", "period", "compressor2", "ratio2", "min_size",
                         "averaged_bn_batches", "averaged_bn", "compress_warmup", "profile_comm", "link_mbit"),
-        "devices": ("gpus", "dtype"),
-        "run": ("seed", "out", "resume", "num_workers", "progress", "stop_after_epochs"),
+        "devices": ("gpus", "num_gpus", "dtype"),
+        "run": ("seed", "out", "resume", "resume_params", "resume_states", "save_frequency", "num_workers", "mode",
+                "logging_file", "progress", "stop_after_epochs"),
     }
     out: str = option("runs/classification", output_dir, aliases=("--save-dir",),
                       help="run folder: log.jsonl, summary.csv, checkpoints, config.json")
@@ -82,7 +109,16 @@ class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticO
     data_dir: str = option(None, existing_path, help="local path of the data set (not needed for digits, mnist5k)")
     image_size: int = option(None, positive_int, aliases=("--input-size",),
                              help="input side in pixels (unset: the data set's own)")
-    last_gamma: bool = option(False, help="zero-init each block's last BN gamma")
+    last_gamma: bool = option(False, help="zero-init each residual block's last BN gamma (GluonCV's last_gamma)")
+    use_se: bool = option(False, aliases=("--use_se",),
+                          help="GluonCV's SE switch, where the model takes it (the installed GluonCV's names fix it: "
+                          "pick the se_ name)")
+    use_rec: bool = option(False, help="read RecordIO image files (--rec-train/--rec-val, GluonCV's defaults under "
+                           f"{GLUONCV_REC}) instead of --dataset")
+    rec_train: str = option(None, existing_path, metavar="REC", help="training images (.rec) for --use-rec")
+    rec_train_idx: str = option(None, existing_path, metavar="IDX", help="its index (default: beside the .rec)")
+    rec_val: str = option(None, existing_path, metavar="REC", help="validation images (.rec) for --use-rec")
+    rec_val_idx: str = option(None, existing_path, metavar="IDX", help="its index (default: beside the .rec)")
     use_pretrained: bool = option(False, help="start from GluonCV's weights for --model (GluonCV's store format, "
                                   "sha1-checked) with a new output layer for the data's classes")
     pretrained_root: str = option(None, existing_dir, metavar="DIR",
@@ -105,20 +141,35 @@ class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticO
     lr_mode: str = option("cosine", choices=("cosine", "step"), help="the rate's decay after the warm-up")
     warmup_epochs: object = option("auto", warmup_value,
                                    help="linear warm-up in epochs, or auto (default): CSER's grows with its ratio")
-    lr_milestones: list = option([], nonneg_float, many=True, nargs="*", help="epochs of the step decay")
+    lr_milestones: list = option([], nonneg_float, many=True, aliases=("--lr-decay-epoch",), action=CommaList,
+                                 flag_type=str, help="epochs of the step decay (GluonCV's spelling: 40,60)")
     lr_decay: float = option(0.1, float_range(0, 1, low_open=True, what="a decay factor"),
                              help="factor of the step decay at each milestone")
     label_smoothing: float = option(0.0, float_range(0, 1, high_open=True, what="a fraction"), nargs="?", const=0.1,
                                     help="label smoothing epsilon (bare flag: 0.1, as GluonCV's)")
     mixup: float = option(0.0, nonneg_float, nargs="?", const=0.2,
                           help="Beta(alpha, alpha) of mixup; 0 is off (bare flag: 0.2, GluonCV's alpha)")
-    mixup_off_epochs: int = option(0, nonneg_int, help="last epochs trained without mixup")
+    mixup_alpha: float = option(None, positive_float, help="GluonCV's: the alpha of --mixup when mixup is on "
+                                "(--mixup --mixup-alpha 0.4 is --mixup 0.4)")
+    mixup_off_epochs: int = option(0, nonneg_int, aliases=("--mixup-off-epoch",),
+                                   help="last epochs trained without mixup")
     wd_on_bn_bias: bool = option(True, flag="--wd-on-bn-bias", negative="--no-wd",
                                  help="weight decay on every parameter, BN/LN and biases included (the default, as "
                                  "GluonCV's)",
                                  negative_help="GluonCV's flag: no weight decay on BN/LN gamma and beta and on biases")
     # run and distributed extras
-    num_workers: int = option(0, nonneg_int, help="data-loading processes")
+    num_workers: int = option(0, nonneg_int, aliases=("-j", "--num-data-workers"), help="data-loading processes")
+    num_gpus: int = option(None, nonneg_int, metavar="N",
+                           help="GluonCV's: train on GPUs 0..N-1 (0: the CPU), as --gpus 0,...,N-1")
+    mode: str = option("hybrid", choices=("hybrid", "imperative", "symbolic"),
+                       help="hybrid: hybridize the network (GluonCV's fast mode); imperative: run it as Python")
+    logging_file: str = option(None, log_file, metavar="FILE", help="also append every logged line to FILE")
+    resume_params: str = option(None, existing_path, metavar="FILE",
+                                help="start from these parameters (net.save_parameters; --save-frequency writes them)")
+    resume_states: str = option(None, existing_path, metavar="FILE",
+                                help="and from these trainer states (written beside them by --save-frequency)")
+    save_frequency: int = option(0, nonneg_int, metavar="N",
+                                 help="every N epochs also keep OUT/MODEL-EPOCH.params and .states (0: off)")
     progress: bool = option(True, negative="--no-progress", negative_help="no progress bar")
     profile_comm: bool = option(False, help="measure synchronisation time: logs sync_s and the measured scaling "
                                 "factor")
@@ -142,9 +193,11 @@ class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticO
         return data
 
     def check(self, comm):
-        resolve_devices(self.gpus, self.dtype, cpu_float16=True)  # a GPU this machine lacks, float16 on the CPU
+        from .recipe_gluoncv import check_gluoncv_flags, device_spec
+        check_gluoncv_flags(self)   # --mode, --num-gpus, --use-rec, --last-gamma, --use-se, --resume-params
+        resolve_devices(device_spec(self), self.dtype, cpu_float16=True)  # a GPU this machine lacks, float16 on the CPU
         from .data.pipeline import EMBEDDED
-        if self.dataset not in EMBEDDED and not self.data_dir:
+        if self.dataset not in EMBEDDED and not self.data_dir and not self.use_rec:
             raise UserError(f"dataset {self.dataset} reads from a local path: give --data-dir (or data_dir in "
                             "the config)")
         if self.global_batch_size and self.global_batch_size % comm.size:

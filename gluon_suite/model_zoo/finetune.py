@@ -46,6 +46,17 @@ def with_gluoncv_weights():
     return [n for n in list_models() if resolve(n).weights == "gluoncv" and gluoncv_sha1(n)]
 
 
+def _some(names, shown=4):
+    """A few of ``names`` for a message, GluonCV's CIFAR networks first (small images, as the
+    recipe's own data sets) and numbers in their order (resnet20 before resnet110), with how many
+    more there are."""
+    def key(n):
+        return (not n.startswith("cifar_"), [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", n)])
+    names = sorted(names, key=key)
+    more = f" and {len(names) - shown} more: gluon-suite zoo list" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 def gluoncv_file_name(name, tag=None):
     """The file name GluonCV's store gives ``name``'s weights: ``{name}-{sha1[:8]}.params`` from its
     table, or ``{name}-{tag}.params`` for weights of one's own named by ``tag`` (a SHA-1 prefix)."""
@@ -53,7 +64,7 @@ def gluoncv_file_name(name, tag=None):
         sha = gluoncv_sha1(name)
         if sha is None:
             raise ZooError(f"--use-pretrained: GluonCV publishes no weights for '{name}'; pick a model with "
-                           f"GluonCV weights ({', '.join(with_gluoncv_weights())}), or name a file of your own "
+                           f"GluonCV weights ({_some(with_gluoncv_weights())}), or name a file of your own "
                            f"with --pretrained-tag (the first hex digits of its sha1: {name}-HEX.params)")
         return f"{name}-{sha[:8]}.params"
     return f"{name}-{tag}.params"

@@ -107,9 +107,13 @@ TAG_SEP = "."
 def split_tag(name):
     """``(entry, key)`` for a model name that may carry a checkpoint tag, timm-style
     (``resnest14_digits.mine``: the registered model ``resnest14_digits``, the checkpoint record
-    ``resnest14_digits.mine``); ``key`` is the entry's name when there is no tag."""
+    ``resnest14_digits.mine``); ``key`` is the entry's name when there is no tag. A registered name
+    is never read as a tag (``mobilenet1.0``); ``mobilenet1.0.mine`` is its tag ``mine``."""
     text = str(name)
-    base, sep, tag = text.partition(TAG_SEP)
+    _load_domains()
+    if text.lower() in _REGISTRY or text.lower() in _DEPRECATED:   # GluonCV's names hold dots (mobilenet1.0)
+        return resolve(text), None
+    base, sep, tag = text.rpartition(TAG_SEP)   # a tag has no dot: the name is what comes before the last
     if not sep:
         return resolve(text), None
     if not tag or not all(c.isalnum() or c in "_-" for c in tag):

@@ -141,8 +141,11 @@ def build_parser(config_class, description=None, config=None, defaults=False, pa
     """The argparse parser of ``config_class``'s flags (``add_flags``) with their defaults named in
     the help (``describe_defaults``). ``config``: the help of a ``--config FILE`` flag (YAML
     defaults), None for a script without one. Without ``defaults`` the flags are parsed with
-    ``argument_default=SUPPRESS``, so that only those given reach the configuration."""
-    parser = parser_class(description=description, **({} if defaults else {"argument_default": argparse.SUPPRESS}))
+    ``argument_default=SUPPRESS``, so that only those given reach the configuration. Flags are never
+    abbreviated (``allow_abbrev=False``): ``--mod`` is an unknown flag, not ``--model`` or ``--mode``."""
+    # no abbreviations: a prefix of one flag must never be read as another (GluonCV's --mode as --model)
+    parser = parser_class(description=description, allow_abbrev=False,
+                          **({} if defaults else {"argument_default": argparse.SUPPRESS}))
     if config:
         parser.add_argument("--config", help=config)
     add_flags(parser, config_class, defaults=defaults)

@@ -81,11 +81,11 @@ def build_datasets(dataset, data_dir=None, image_size=None):
             out.append(gluon.data.ArrayDataset(nd.array(x, dtype="uint8"), y.astype(np.float32)))
         classes, channels = (10 if dataset == "cifar10" else 100), 3
     else:
-        from .folders import folder_dataset, record_dataset
+        from .folders import folder_dataset, record_dataset, record_labels
         size = image_size or 224
         if dataset == "rec":
             out = [record_dataset(os.path.join(data_dir, f"{s}.rec")) for s in ("train", "val")]
-            classes = int(max(out[0][i][1] for i in range(len(out[0])))) + 1
+            classes = int(max(record_labels(out[0]))) + 1
         else:
             out = [folder_dataset(os.path.join(data_dir, s)) for s in ("train", "val")]
             classes = len(out[0].synsets)

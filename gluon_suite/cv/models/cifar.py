@@ -82,13 +82,6 @@ def _make(name, layers, use_splat, defaults):
 for _name, _row in _VARIANTS.items():
     globals()[_name] = _make(_name, *_row)
 
-# GluonCV's own CIFAR ResNets (with GluonCV's CIFAR-10 weights)
-for _name in ("cifar_resnet20_v1", "cifar_resnet56_v1"):
-    def _gcv(_n=_name, **kwargs):
-        from gluoncv.model_zoo import get_model as gcv_get_model
-        return gcv_get_model(_n, pretrained=False, **kwargs)
-    _gcv.__name__ = _name
-    _gcv.__doc__ = f"GluonCV's {_name} (CIFAR-10)"
-    globals()[_name] = register_model(_name, task="classification", weights="gluoncv")(_gcv)
-
-__all__ = list(_VARIANTS) + ["cifar_resnet20_v1", "cifar_resnet56_v1", "CifarResNeSt"]
+# GluonCV's own CIFAR networks (cifar_resnet20_v1 ...) are registered with GluonCV's other
+# classifiers (imagenet.py)
+__all__ = list(_VARIANTS) + ["CifarResNeSt"]
