@@ -1,7 +1,10 @@
 """The compressors whose workers share their randomness (``compression.py`` has the contract and
 the others): GRBS, CSER's globally-randomised blockwise sparsifier, and stratified random-k. Every
 worker draws the same selection from a counter-based generator seeded with ``(seed, step, key)``,
-so the payloads are summable with a plain allreduce."""
+so the payloads are summable with a plain allreduce. GRBS's slabs are gathered and added back by
+the compiled block kernels (``native.block_gather``/``block_add``, one call per bucket) on CPU
+float32 tensors when they are loaded, by MXNet's slice, take and scatter operators otherwise; both
+move the same elements in the same order."""
 import dataclasses
 import math
 
@@ -9,6 +12,7 @@ import mxnet as mx
 import numpy as np
 
 from ..utils.runconfig import option
+from . import native
 from .compression import _EMPTY, Compressor, NoCompression, Payload, dense_payload
 from .registry import CompressorOptions, register_compressor
 
@@ -97,10 +101,15 @@ class GRBSCompressor(Compressor):
         if reg is None:
             return _EMPTY
         begin, end = reg
+        if native.usable(v):
+            block = tuple(e - b for b, e in zip(begin, end)) + tuple(v.shape[len(begin):])
+            return self._block_payload(v, [_block_row(tuple(v.shape), begin, end, 0)], block)
 
         def add_to(target, tensors, alpha):
             # direct slice/slice-assign operators: NDArray __getitem__/__setitem__ cost ~5x more
             t = tensors[0] if alpha == 1.0 else alpha * tensors[0]
+            if t.dtype != target.dtype:
+                t = t.astype(target.dtype)
             cur = mx.nd.slice(target, begin=begin, end=end)
             mx.nd._internal._slice_assign(target, cur + t, begin=begin, end=end, out=target)
 
@@ -128,21 +137,27 @@ class GRBSCompressor(Compressor):
         members, flattened and concatenated, are the one payload tensor. The blocks' positions in
         the flat vector form one index vector, built on the device from cached per-shape offset
         patterns (one addition per selected member), so that extracting the payload and adding a
-        decompressed one are a few operators per bucket whatever the number of members."""
-        parts = []
+        decompressed one are a few operators per bucket whatever the number of members. On a CPU
+        float32 bucket with the compiled kernels loaded, the blocks are instead described by one
+        (origin, rows, row length, row stride) row each and the payload is one ``gs_block_gather``
+        and its decompression one ``gs_block_add`` (``_block_payload``)."""
+        chosen = []
         for j, (shape, key) in enumerate(zip(layout.shapes, layout.indices)):
             shape = tuple(shape) or (1,)
             reg = self.region(shape, key, step)
-            if reg is None:
-                continue
-            begin, end = reg
+            if reg is not None:
+                chosen.append((shape, reg[0], reg[1], int(layout.offsets[j])))
+        if not chosen:
+            return _EMPTY
+        if native.usable(v):
+            return self._block_payload(v, [_block_row(*c) for c in chosen])
+        parts = []
+        for shape, begin, end, offset in chosen:
             block = tuple(e - b for b, e in zip(begin, end)) + shape[len(begin):]
             strides = np.cumprod((shape[1:] + (1,))[::-1])[::-1]
-            origin = int(layout.offsets[j]) + sum(int(b) * int(st) for b, st in zip(begin, strides))
+            origin = offset + sum(int(b) * int(st) for b, st in zip(begin, strides))
             pat = self._block_pattern(shape, block, v.context)
             parts.append(pat + origin if origin else pat)   # exact: offsets stay far below 2**53
-        if not parts:
-            return _EMPTY
         idx = parts[0] if len(parts) == 1 else mx.nd.concat(*parts, dim=0)
         payload = mx.nd.take(v, idx)
         nd_idx = idx.reshape((1, -1))
@@ -156,6 +171,53 @@ class GRBSCompressor(Compressor):
                                             shape=target.shape, out=target)
 
         return Payload([payload], add_to)
+
+
+    @staticmethod
+    def _block_payload(v, rows, shape=None):
+        """The compiled path (CPU float32): the slabs ``rows`` ((origin, rows, row length, row
+        stride) in ``v``'s flat order) gathered by one ``gs_block_gather`` into the payload (of
+        ``shape``, or flat), and added back by one ``gs_block_add``: the same elements in the
+        same order as MXNet's path, the same float32 additions."""
+        blocks = mx.nd.array(np.array(rows, dtype=np.int64), ctx=v.context, dtype="int64")
+        total = sum(r[1] * r[2] for r in rows)
+        payload = native.block_gather(v, blocks, total)
+        if shape is not None:
+            payload = payload.reshape(shape)
+        where = []
+
+        def add_to(target, tensors, alpha):
+            t = tensors[0]
+            if native.usable(target, t):
+                native.block_add(target, t, blocks, alpha)
+                return
+            if not where:   # another dtype or device: the blocks' flat positions, with MXNet
+                where.append(mx.nd.array(_positions(rows), ctx=target.context, dtype="int64").reshape((1, -1)))
+            t = t.reshape((-1,)) if alpha == 1.0 else alpha * t.reshape((-1,))
+            if t.dtype != target.dtype:
+                t = t.astype(target.dtype)
+            flat = target.reshape((-1,))
+            mx.nd._internal._scatter_set_nd(lhs=flat, rhs=mx.nd.gather_nd(flat, where[0]) + t, indices=where[0],
+                                            shape=flat.shape, out=flat)
+
+        return Payload([payload], add_to)
+
+
+def _block_row(shape, begin, end, offset):
+    """The slab ``begin``..``end`` (first one or two axes) of a C-order tensor of ``shape`` that
+    starts at ``offset`` of a flat vector, as (origin, rows, row length, row stride): axis 0's
+    rows, each a contiguous run over axis 1's range and the trailing axes."""
+    inner = int(np.prod(shape[len(begin):], dtype=np.int64))
+    if len(begin) == 1:
+        return (offset + begin[0] * inner, 1, (end[0] - begin[0]) * inner, 0)
+    d1 = int(shape[1])
+    return (offset + (begin[0] * d1 + begin[1]) * inner, end[0] - begin[0], (end[1] - begin[1]) * inner, d1 * inner)
+
+
+def _positions(rows):
+    """The flat positions the block rows cover, in payload order (the host-side fallback)."""
+    out = [np.arange(o + r * st, o + r * st + n) for o, rs, n, st in rows for r in range(rs)]
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
 
 
 @register_compressor("randomk")

@@ -1,6 +1,6 @@
 """No host round trip on the hot path: inside ``trainer.step()`` no algorithm or compressor copies
 a tensor to the host (``asnumpy``, ``asscalar``) or uploads a host array the size of a tensor
-(``mx.nd.array``: only look-up tables, built once, may be uploaded), for
+(``mx.nd.array``: only look-up tables, built once, and a few numbers per tensor may be uploaded), for
 every algorithm x compressor, on one context and on two."""
 import contextlib
 
@@ -110,8 +110,10 @@ def test_step_makes_no_host_copy(cfg, ctx):
             mx.nd.waitall()
     assert calls == []
     # once the look-up tables exist (built in the first steps: warm-up, first reset), a step
-    # uploads at most a few numbers per bucket
-    assert max(late_uploads, default=0) <= 16
+    # uploads at most a few numbers per bucket, or per member of a bucket: GRBS on the compiled
+    # block kernels uploads its slabs' (origin, rows, row length, row stride), 4 per member
+    members = max(len(b.members) for b in tr.algorithm.buckets)
+    assert max(late_uploads, default=0) <= max(16, 4 * members)
     # the largest tensor has 64 x 288 = 18,432 elements: nothing near that size goes up; random-k's
     # table of k uniforms for a bucket (all parameters / the smallest ratio) and the sign table
     # (2,048) may, once
