@@ -21,6 +21,7 @@ from ..utils.runconfig import RecipeConfig, RunOptions, option
 from ..utils.validate import (choice_of, existing_dir, existing_path, float_range, fraction, nonneg_float,
                               nonneg_int, output_dir, positive_float, positive_int)
 from .data.pipeline import DATASETS
+from .recipe_gluoncv import GLUONCV_REC, REC_FLAGS, check_gluoncv_flags, device_spec
 
 
 def warmup_value(value):
@@ -75,8 +76,6 @@ def log_file(text):
     return path
 
 
-REC_FLAGS = ("rec_train", "rec_train_idx", "rec_val", "rec_val_idx")
-GLUONCV_REC = "~/.mxnet/datasets/imagenet/rec"   # where GluonCV's train_imagenet.py looks by default
 
 
 @dataclasses.dataclass
@@ -193,7 +192,6 @@ class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticO
         return data
 
     def check(self, comm):
-        from .recipe_gluoncv import check_gluoncv_flags, device_spec
         check_gluoncv_flags(self)   # --mode, --num-gpus, --use-rec, --last-gamma, --use-se, --resume-params
         resolve_devices(device_spec(self), self.dtype, cpu_float16=True)  # a GPU this machine lacks, float16 on the CPU
         from .data.pipeline import EMBEDDED

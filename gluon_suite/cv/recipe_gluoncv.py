@@ -8,7 +8,9 @@ before any work, what cannot apply; the other functions are the recipe's steps f
 import os
 
 from ..utils import UserError
-from .recipe_config import GLUONCV_REC, REC_FLAGS
+
+REC_FLAGS = ("rec_train", "rec_train_idx", "rec_val", "rec_val_idx")
+GLUONCV_REC = "~/.mxnet/datasets/imagenet/rec"   # where GluonCV's train_imagenet.py looks by default
 
 SYMBOLIC = ("--mode symbolic does not apply here: GluonCV's symbolic mode trains an exported symbol with "
             "mx.mod.Module, the recipe trains Gluon blocks; use --mode hybrid (the same compiled graph, the "
