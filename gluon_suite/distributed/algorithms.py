@@ -94,6 +94,7 @@ class SyncSGD(Algorithm):
 
     def reduce_gradients(self, step):
         comm = self.comm
+        self.finite_flags = {}
         if self.compressor.identity:
             if comm.size > 1:
                 if len(self.buckets) <= MAX_SEPARATE_BUCKETS:
@@ -109,6 +110,11 @@ class SyncSGD(Algorithm):
         for b in self.buckets:
             g = b.shaped(b.grad)
             pl = self.compressor.compress(g, b.key, step, dense=b.small, layout=b)
+            if pl.finite is not None and pl.dense and comm.size == 1:
+                # the reduced gradient is this payload cast back: the cast's finiteness flag is
+                # its verdict. Not with several workers: their float16 sum can overflow where no
+                # worker's payload did
+                self.finite_flags[b.key] = pl.finite
             work.append((g, sync_payload(comm, pl, f"sync.b{b.key}")))
         for g, ex in work:
             if ex.payload.dense and ex.arrays:  # every coordinate: write, no zero + add

@@ -79,6 +79,7 @@ class Algorithm:
     keeps_inherited_compressor = True
     candidate_kinds = ()
     wants_optimizer_average = False
+    finite_flags = None   # {bucket key: (1,) float32 flag} of the last reduction (take_finite_flags)
 
     @classmethod
     def from_options(cls, opts):
@@ -105,6 +106,15 @@ class Algorithm:
         this algorithm can work so. One that changes the weights after the update cannot (the next
         step would undo it); one that chooses may narrow its choices and say yes."""
         return not (self.needs_update or self.local_models)
+
+    def take_finite_flags(self):
+        """What the last ``reduce_gradients`` learnt in passing of its reduced gradients:
+        ``{bucket key: (1,) float32 NDArray}``, 1.0 when every value of that bucket's gradient is
+        finite (sync's float16 cast on the compiled path, in a job of one worker). Taken once: a
+        second call, or one after the update, returns {}; the loss scaler checks the buckets
+        without a flag itself."""
+        flags, self.finite_flags = self.finite_flags or {}, None
+        return flags
 
     def restore(self, config):
         """A checkpoint's ``config()`` of this algorithm, before its state arrays are loaded."""

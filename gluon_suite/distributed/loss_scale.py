@@ -16,7 +16,10 @@ Usage (the caller scales the loss, the scaler does the rest)::
     scaler.step(trainer, batch_size)      # False when the step was skipped
 
 The overflow check reads one number back to the host per step, after the gradients are reduced
-and outside ``trainer.step()``. Every worker takes the same decision: with ``sync`` the reduced
+and outside ``trainer.step()``. Where the reduction already knows a bucket's verdict (``sync``
+with ``fp16`` on the compiled kernels in a one-worker job: the float16 cast computes a finiteness
+flag in the same pass, ``Payload.finite``), that flag is used and the bucket's gradients are not
+read again; every other gradient is checked with ``multi_all_finite``. Every worker takes the same decision: with ``sync`` the reduced
 gradients are identical everywhere; with any other algorithm the workers' verdicts are summed with
 one scalar allreduce.
 """
@@ -55,10 +58,15 @@ class DynamicLossScaler:
     def all_finite(self, trainer):
         """Whether every gradient the trainer will apply (its primary copies) is finite, on
         every worker."""
-        grads = trainer.primary_grads()
-        if not grads:
+        algo = trainer.algorithm
+        flags = algo.take_finite_flags()
+        covered = [p for b in algo.buckets if b.key in flags for _, p in b.members]
+        grads = trainer.primary_grads(exclude=covered)
+        if not grads and not flags:
             return True
-        flag = mx.nd.ones((1,), ctx=grads[0].context)
+        flag = mx.nd.ones((1,), ctx=grads[0].context if grads else next(iter(flags.values())).context)
+        for f in flags.values():   # the reduction's verdicts: 1.0 or 0.0 each
+            flag *= f.as_in_context(flag.context)
         for i in range(0, len(grads), _CHUNK):
             part = [g.as_in_context(flag.context) for g in grads[i:i + _CHUNK]]
             mx.nd.multi_all_finite(*part, num_arrays=len(part), init_output=False, out=flag)

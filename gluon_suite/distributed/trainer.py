@@ -144,13 +144,17 @@ class DistributedTrainer(gluon.Trainer):
                 upd.states[i] = opt.create_state_multi_precision(i, p.data())
                 upd.states_synced[i] = True
 
-    def primary_grads(self):
-        """The gradients the update applies: each trainable parameter's first-context copy."""
-        return [p.list_grad()[0] for p in self._params if p.grad_req != "null" and p._grad is not None]
+    def primary_grads(self, exclude=()):
+        """The gradients the update applies: each trainable parameter's first-context copy (but
+        those of the Parameters in ``exclude``)."""
+        skip = {id(p) for p in exclude}
+        return [p.list_grad()[0] for p in self._params
+                if p.grad_req != "null" and p._grad is not None and id(p) not in skip]
 
     def discard_gradients(self):
         """Skip this step's update (e.g. a loss scaler's overflow): the gradients are marked
         consumed, so the next backward writes fresh ones and ``step`` does not call them stale."""
+        self._algo.finite_flags = None
         for p in self._params:
             for d in (p.list_data() if p._data is not None else []):
                 d._fresh_grad = False
@@ -221,6 +225,7 @@ class DistributedTrainer(gluon.Trainer):
                 self._average_optimizer_states()
         for b in self._algo.buckets:   # every other copy <- the primary's weights
             b.broadcast_weights()
+        self._algo.finite_flags = None   # the reduction's verdicts belong to gradients now used
         self._step_count += 1
 
     def _average_optimizer_states(self):
