@@ -215,6 +215,8 @@ EXAMPLES = {
         long(subs=[("--num_steps 300", "--num_steps 2")]),
     "docs/nlp.md: .venv/bin/python scripts/nlp/finetune_squad.py --model bert_2_128_2_lee --pretrained \\":
         long(subs=[("--out runs/squad-windows", "--out runs/squad-windows --epochs 1")]),
+    "docs/nlp.md: .venv/bin/python scripts/nlp/finetune_classification.py --model bert_2_128_2_lee --pretrained \\":
+        fast(),
     "docs/nlp.md: .venv/bin/python scripts/nlp/finetune_classification.py --init runs/bert": long(
         before=PRETRAINED_BERT,
         subs=[("--label-column label\n", "--label-column label --epochs 1\n"),

@@ -16,11 +16,13 @@ def _cmd_samples(args):
     from ..cv.data.canvases import write_coco, write_voc
     from ..cv.samples import write_image_folder
     from ..graph.samples import write_linqs, write_reddit, write_tu
+    from ..nlp.glue_samples import write_glue_tasks
     from ..nlp.samples import write_glue_pairs, write_squad
     out = args.out
     try:
         write_squad(os.path.join(out, "squad"))
         write_glue_pairs(os.path.join(out, "glue"))
+        write_glue_tasks(os.path.join(out, "glue"))
         write_linqs(os.path.join(out, "cora"))
         write_tu(os.path.join(out, "tu"))
         write_reddit(os.path.join(out, "reddit"))
@@ -30,7 +32,8 @@ def _cmd_samples(args):
     except OSError as exc:
         raise UserError(f"cannot write the samples under {out}: {exc.strerror or exc}") from None
     for sub, what in (("squad", "train-v1.1.json, dev-v1.1.json (SQuAD v1.1)"),
-                      ("glue", "train.tsv, dev.tsv (GLUE-style: label, sentence1, sentence2)"),
+                      ("glue", "train.tsv, dev.tsv (GLUE-style: label, sentence1, sentence2); CoLA/, SST-2/, "
+                               "MRPC/, STS-B/, QQP/, MNLI/, QNLI/, RTE/, WNLI/ (each task's GLUE layout, synthetic)"),
                       ("cora", "cora.content, cora.cites (LINQS citation graph)"),
                       ("tu", "SHAPES_*.txt (TU graph classification)"),
                       ("reddit", "reddit_graph.npz, reddit_data.npz (Reddit's arrays)"),

@@ -17,7 +17,7 @@ from mxnet import gluon
 from ..distributed import loss_scale
 from ..distributed.options import ElasticOptions
 from ..model_zoo.registry import model_name
-from ..utils.devices import DeviceOptions, float16_network
+from ..utils.devices import GPUS_HELP, DeviceOptions, _gpus_value, float16_network, gpus_flag
 from ..utils.errors import UserError
 from ..utils.runconfig import RecipeConfig, option
 from ..utils.validate import (choice_of, existing_dir, int_at_least, nonneg_int, output_dir, positive_float,
@@ -28,7 +28,12 @@ from .tasks import (BertClassifier, BertQA, accuracy, binary_f1, encode_pairs, e
 
 # ---- configuration -------------------------------------------------------------------------------------
 def optimizer_names():
-    """The optimizer names MXNet knows (lans and adaalter are registered by gluon_suite.optim)."""
+    """The optimizer names MXNet knows (lans and adaalter are registered by gluon_suite.optim;
+    GluonNLP's bertadam by gluonnlp.optimizer, where GluonNLP is installed)."""
+    try:
+        import gluonnlp.optimizer  # noqa: F401  (registers bertadam)
+    except ImportError:
+        pass
     return mx.optimizer.Optimizer.opt_registry
 
 
@@ -81,10 +86,43 @@ class ClassifierConfig(FinetuneConfig):
     SCRIPT: ClassVar[str] = "scripts/nlp/finetune_classification.py"
     out: str = option("runs/finetune_classification", output_dir, aliases=("--output_dir",),
                       help="run folder: per-epoch checkpoints, log.jsonl and config.json")
+    train: str = option(None, utf8_file, help="training file (or --task_name with --data-dir)")
+    dev: str = option(None, utf8_file, help="development file, evaluated after every epoch")
+    gpus: str = option(None, _gpus_value, flag_type=gpus_flag, aliases=("--gpu",), help=GPUS_HELP)
     text_columns: list = option(["sentence"], many=True, help="the text's column, or two for a sentence pair")
     label_column: str = option("label", help="the label's column")
+    task_name: str = option(None, aliases=("--task_name",), help="a GLUE task (CoLA, SST-2, MRPC, STS-B, QQP, "
+                            "MNLI, QNLI, RTE, WNLI) read in its own layout from --data-dir, with its metrics")
+    data_dir: str = option(None, existing_dir, aliases=("--data_dir",),
+                           help="the GLUE task's folder (or a GLUE folder holding it), with --task_name")
+    bert_model: str = option(None, aliases=("--bert_model",), help="GluonNLP's flag: refused (use --model)")
+    bert_dataset: str = option(None, aliases=("--bert_dataset",), help="GluonNLP's flag: refused (use --model)")
+
+    def check(self, comm):
+        if self.bert_model or self.bert_dataset:
+            raise UserError("--bert_model/--bert_dataset do not apply: loading GluonNLP's pretrained parameter "
+                            "files is not supported yet; start from --init FOLDER or --model NAME --pretrained")
+        if self.task_name:
+            from .glue import task_files, task_of
+            if not self.data_dir:
+                raise UserError(f"--task_name {self.task_name} reads its files from --data-dir; give the "
+                                "folder of its GLUE files (gluon-suite samples writes data/glue/<task>)")
+            task = task_of(self.task_name)
+            train, devs = task_files(task, self.data_dir)
+            if self.train not in (None, train) or self.dev not in (None, next(iter(devs.values()))):
+                raise UserError("--task_name reads train and dev from --data-dir; drop --train/--dev")
+            object.__setattr__(self, "task_name", task.name)
+            object.__setattr__(self, "train", train)
+            object.__setattr__(self, "dev", next(iter(devs.values())))
+        elif self.data_dir:
+            raise UserError("--data-dir goes with --task_name (a GLUE task); give --task_name or --train/--dev")
+        super().check(comm)
 
     def check_data(self):
+        if self.task_name:
+            from .glue import glue_data, task_of
+            glue_data(task_of(self.task_name), self.data_dir)
+            return
         if len(self.text_columns) > 2:
             raise UserError(f"--text-columns takes one or two columns (a sentence or a pair), got "
                             f"{len(self.text_columns)}; name at most two")
@@ -178,7 +216,7 @@ def _zoo_backbone(model, max_length, dropout, use_pooler):
     return net, vocab, {"model": name, "max_length": limit}
 
 
-def _train_loop(cfg, net, arrays, loss_of, comm, log, eval_fn, ctx=None):
+def _train_loop(cfg, net, arrays, loss_of, comm, log, eval_fn, ctx=None, best=None):
     """Data-parallel fine-tuning for ``cfg.epochs`` epochs on the shared loop
     (``distributed.loop.fit``), evaluating after each; with ``cfg.elastic`` under Horovod Elastic,
     the same loop. The schedule (warm-up over the first
@@ -189,7 +227,8 @@ def _train_loop(cfg, net, arrays, loss_of, comm, log, eval_fn, ctx=None):
     reseeded). ``ctx``: the worker's contexts (default: the current one); each batch is split over
     them. ``dtype`` float16: the network is cast (``loss_of`` computes its loss in float32), the
     optimizer keeps float32 master weights and a dynamic loss scale guards the float16 gradients
-    (its state is kept with the rest: committed, checkpointed, restored)."""
+    (its state is kept with the rest: committed, checkpointed, restored). ``best``: the metric
+    whose highest value so far each record names (``best_epoch``, ``best_<metric>``)."""
     from ..distributed import DistributedTrainer
     from ..distributed.loop import RunFolder, fit
     from ..distributed.sampler import VIRTUAL_STEPS, EpochSampler, over_epochs
@@ -211,9 +250,9 @@ def _train_loop(cfg, net, arrays, loss_of, comm, log, eval_fn, ctx=None):
     params = net.collect_params()
     loss_of([mx.nd.array(a[:1], dtype=a.dtype).as_in_context(ctx[0]) for a in arrays])  # deferred shapes
     exclude_from_weight_decay(params)
-    # weight decay only where it is decoupled from the adaptive scaling (LANS, LAMB): with Adam an
+    # weight decay only where it is decoupled from the adaptive scaling (LANS, LAMB, BERTAdam): with Adam an
     # L2 term is normalised like a gradient and shrinks small weights by about lr every step
-    wd = 0.01 if optimizer in ("lans", "lamb") else 0.0
+    wd = 0.01 if optimizer in ("lans", "lamb", "bertadam") else 0.0
     opt_params, scaler = loss_scale.for_dtype({"lr_scheduler": sched, "wd": wd}, dtype)
     trainer = DistributedTrainer(params, optimizer, opt_params, communicator=comm, prefix="finetune.")
     run = RunFolder(out, cfg.resume, comm, elastic=elastic, required=("epoch", "history")) if out else None
@@ -240,6 +279,9 @@ def _train_loop(cfg, net, arrays, loss_of, comm, log, eval_fn, ctx=None):
             metrics = eval_fn()
         rec = {"epoch": end.epoch, "train_loss": end.totals["loss"] / max(end.totals["seen"], 1), **metrics,
                "workers": end.comm.size}
+        if best:
+            top = max([*end.state.history, rec], key=lambda r: r[best])
+            rec.update(best_metric=best, best_epoch=top["epoch"], **{f"best_{best}": top[best]})
         if scaler:
             rec.update(loss_scale=end.state.loss_scale, loss_scale_skipped=end.state.loss_scale_skipped)
         if end.comm.rank == 0:
@@ -263,6 +305,9 @@ def finetune_classification(config, comm=None, log=print, ctx=None):
     max_len, dtype = cfg.max_len, cfg.dtype
     backbone, vocab, _ = load_backbone(cfg.init, model=cfg.model, max_length=max_len, pretrained=cfg.pretrained)
     tok = tokenizer(vocab)
+    if cfg.task_name:
+        from .glue import finetune_glue
+        return finetune_glue(cfg, backbone, tok, vocab, comm, log, ctx, _train_loop)
     columns = tuple(cfg.text_columns)
     tr_texts, tr_y, names = read_tsv(cfg.train, columns, cfg.label_column)
     dv_texts, dv_y, _ = read_tsv(cfg.dev, columns, cfg.label_column, labels=names)

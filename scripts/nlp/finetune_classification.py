@@ -3,6 +3,7 @@
 
     python scripts/nlp/finetune_classification.py --init runs/bert --train train.tsv --dev dev.tsv \\
         --text-columns sentence1 sentence2 --label-column label
+    python scripts/nlp/finetune_classification.py --init runs/bert --task_name STS-B --data-dir glue_data/STS-B
 """
 import sys
 
