@@ -104,6 +104,7 @@ EXAMPLES = {
     "docs/cv.md: from gluon_suite.cv.data import canvas_dataset": fast(
         check=lambda out: "(128, 128, 3)" in out and "(128, 128)" in out),
     "docs/cv.md: .venv/bin/python scripts/cv/evaluate.py --model ssd_128_resnet18_canvas --pretrained": long(),
+    "docs/cv.md: .venv/bin/python scripts/cv/evaluate.py --model fpn_resnet18_canvas --pretrained": long(),
     "docs/cv.md: from gluon_suite.model_zoo import get_model\nfrom gluon_suite.cv.data import canvas_dataset": fast(
         check=lambda out: out.count("[") >= 3),
     # docs/benchmarks.md

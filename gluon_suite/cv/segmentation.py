@@ -41,7 +41,7 @@ class SegmentationConfig(DenseConfig):
     FLAG_GROUPS: ClassVar[dict] = {
         "model and data": ("model", "backbone", "aux", "aux_weight", "dataset", "data_dir", "num_classes",
                            "train_split", "val_split", "canvases", "val_canvases", "canvas_size", "canvas_seed", "base_size",
-                           "crop_size", "augment", "class_weight"),
+                           "crop_size", "augment", "class_weight", "prior_correction"),
         **SHARED_GROUPS,
     }
     out: str = option("runs/segmentation", output_dir, aliases=("--checkname",), help="run folder: log.jsonl, summary.csv, "
@@ -65,6 +65,10 @@ class SegmentationConfig(DenseConfig):
                                "(GluonCV's plain pixel average) or median-frequency (each class weighted by the median "
                                "class frequency over its own, counted on the training masks; the loss is the weighted "
                                "mean, so rare classes such as thin foreground are not drowned by the background)")
+    prior_correction: bool = option(True, negative="--no-prior-correction", help="with --class-weight: add "
+                                    "-log(w) to each class's score (kept in the zoo models' score_offset), so the "
+                                    "model predicts as if trained without the weights (logit adjustment)",
+                                    negative_help="keep the weighted training's scores")
     lr_mode: str = option("cosine", choices=("step", "cosine"), help="the rate's decay after the warm-up (GluonCV's "
                           "segmentation uses poly; cosine is the nearest schedule here)")
 
@@ -215,7 +219,27 @@ def median_frequency_weights(masks, nclass, ignore=255):
     return np.where(present, np.median(freq[present]) / np.where(present, freq, 1.0), 1.0)
 
 
-def evaluate_segmenter(net, val, comm, nclass, crop, batch, ctx, dtype):
+def class_weighting(cfg, net, train, nclass, ctx, comm, log):
+    """``(weights, offset, inside)`` of ``--class-weight`` (None, None, False without weights): the
+    class weights (NDArray), the prior correction's offset -log(w) (``--prior-correction``; None
+    without it) and whether the network adds it itself (the zoo's ``SmallFPN`` has a constant
+    ``score_offset``, set here, so its checkpoints give corrected scores; for GluonCV's models the
+    evaluation adds it)."""
+    if cfg.class_weight != "median-frequency":
+        return None, None, False
+    w = median_frequency_weights((train[i][1] for i in range(len(train))), nclass)
+    if comm.rank == 0:
+        log("class weights (median frequency): " + " ".join(f"{v:.3g}" for v in w))
+    if not cfg.prior_correction:
+        return mx.nd.array(w, ctx=ctx[0]), None, False
+    offset = mx.nd.array(-np.log(w), ctx=ctx[0])
+    param = getattr(net, "score_offset", None)
+    if param is not None:
+        param.set_data(offset)
+    return mx.nd.array(w, ctx=ctx[0]), offset, param is not None
+
+
+def evaluate_segmenter(net, val, comm, nclass, crop, batch, ctx, dtype, offset=None):
     """mIoU and pixel accuracy of ``net`` on ``val``, each worker taking a shard (rank::size), the
     confusion matrices summed over the workers (``metrics.SegmentationMetric``)."""
     from .metrics import SegmentationMetric
@@ -225,6 +249,9 @@ def evaluate_segmenter(net, val, comm, nclass, crop, batch, ctx, dtype):
     loader = gluon.data.DataLoader(Transformed(val, _Augment(crop, crop, train=False)), batch_size=batch, sampler=idx)
     for x, y in loader:
         scores = scores_of(net(x.as_in_context(ctx[0]).astype(dtype, copy=False)))
+        if offset is not None:   # the prior correction of a network without its own offset
+            scores = mx.nd.broadcast_add(scores.astype("float32", copy=False),
+                                         offset.as_in_context(scores.context).reshape((1, -1, 1, 1)))
         metric.update(y.as_in_context(scores.context), scores.astype("float32", copy=False))
     return metric.result(comm)
 
@@ -250,22 +277,20 @@ def train_segmentation(config, comm=None, log=print, ctx=None):
     _seed(cfg.seed, -1, 0)
     net = build_segmenter(cfg, nclass)
     prepare_net(net, ctx, dtype, mx.nd.zeros((1, 3, crop, crop)))
+    class_w, offset, inside = class_weighting(cfg, net, train, nclass, ctx, comm, log)
     sampler, trainer = build_trainer(cfg, net, comm, per_worker, len(train), dtype)
     net.hybridize(static_alloc=True)
     aux = bool(cfg.aux) and cfg.model not in list_models()
     weights = (1.0, float(cfg.aux_weight)) if aux else (1.0,)
 
-    class_w = None
-    if cfg.class_weight == "median-frequency":
-        class_w = median_frequency_weights((train[i][1] for i in range(len(train))), nclass)
-        if comm.rank == 0:
-            log("class weights (median frequency): " + " ".join(f"{w:.3g}" for w in class_w))
-        class_w = mx.nd.array(class_w, ctx=ctx[0])
-
     def criterion(*outs_and_target):
         *outs, target = outs_and_target
         cw = None if class_w is None else class_w.as_in_context(target.context)
+        if inside:   # the network adds the offset: the loss is the weighted one on the scores without it
+            off = offset.as_in_context(target.context).reshape((1, -1, 1, 1))
+            outs = [mx.nd.broadcast_sub(o, off) for o in outs]
         return sum(w * pixel_loss(o, target, weights=cw) for w, o in zip(weights, outs))
+
     train_t = Transformed(train, _Augment(base, crop, train=True, mirror=cfg.augment == "gluoncv"))
 
     def step(state, batch, step_size):
@@ -292,7 +317,8 @@ def train_segmentation(config, comm=None, log=print, ctx=None):
         return batches
 
     def evaluate(c):
-        return evaluate_segmenter(net, val, c, nclass, crop, int(cfg.test_batch_size), ctx, dtype)
+        return evaluate_segmenter(net, val, c, nclass, crop, int(cfg.test_batch_size), ctx, dtype,
+                                  offset=None if inside else offset)
 
     return run_dense(cfg, comm, net, trainer, sampler, train_t, per_worker, step, evaluate, "miou", log, None,
                      bn_batches, metric_label="mIoU")

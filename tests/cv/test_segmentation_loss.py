@@ -53,3 +53,37 @@ def test_median_frequency_weights_by_hand():
     got = median_frequency_weights([a, mx.nd.array(b, dtype="int32")], 4)
     np.testing.assert_allclose(got, want, rtol=1e-12)
     assert got[1] == 1.0             # the median class weighs 1
+
+
+def test_prior_correction_sets_the_offset_and_trains_on_the_uncorrected_scores():
+    """--prior-correction: the zoo FPN's score_offset becomes -log(w) of the training masks, its
+    scores are the head's plus that offset, and the recipe's loss on (scores - offset) equals the
+    weighted loss of a network without the offset (the same weights)."""
+    from types import SimpleNamespace
+
+    from gluon_suite.cv.segmentation import class_weighting
+    from gluon_suite.distributed import LocalCommunicator
+    from gluon_suite.model_zoo import get_model
+    masks = [np.array([[0, 0, 0, 1], [0, 0, 2, 2]]), np.array([[0, 1, 1, 1], [0, 0, 0, 0]])]
+    train = [(None, m) for m in masks]
+    # by hand: class 0 10 of 16, class 1 4 of 16, class 2 2 of 8 pixels; median 0.25
+    want = np.array([0.25 / (10 / 16), 1.0, 1.0])
+    net = get_model("fpn_resnet18_canvas", classes=3)
+    net.initialize()
+    x = mx.nd.array(np.random.RandomState(0).rand(2, 3, 32, 32))
+    before = net(x).asnumpy()
+    cfg = SimpleNamespace(class_weight="median-frequency", prior_correction=True)
+    w, offset, inside = class_weighting(cfg, net, train, 3, [mx.cpu()], LocalCommunicator(), lambda *_: None)
+    assert inside
+    np.testing.assert_allclose(w.asnumpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(net.score_offset.data().asnumpy(), -np.log(want), rtol=1e-6)
+    after = net(x).asnumpy()
+    np.testing.assert_allclose(after - before, np.broadcast_to(-np.log(want)[None, :, None, None], after.shape),
+                               atol=1e-5)
+    cfg_off = SimpleNamespace(class_weight="median-frequency", prior_correction=False)
+    fresh = get_model("fpn_resnet18_canvas", classes=3)
+    fresh.initialize()
+    _, none_offset, none_inside = class_weighting(cfg_off, fresh, train, 3, [mx.cpu()], LocalCommunicator(),
+                                                  lambda *_: None)
+    assert none_offset is None and not none_inside
+    assert np.all(fresh.score_offset.data().asnumpy() == 0)

@@ -92,7 +92,8 @@ class SmallFPN(nn.HybridBlock):
     """A light semantic FPN: the backbone's stages 1-4 (strides 4 to 32), each projected to
     ``width`` channels by a 1x1 convolution and added top-down (the coarser map upsampled by 2), a
     3x3 convolution with BatchNorm and ReLU on the stride-4 sum, dropout and a 1x1 convolution to
-    the classes; the scores are resized bilinearly to the input's height and width. The stride-4
+    the classes, plus a constant per-class offset (``score_offset``, zero unless set); the scores
+    are resized bilinearly to the input's height and width. The stride-4
     path keeps thin structures (a digit's strokes) that a stride-8 FCN head blurs, at a fraction of a
     dilated backbone's cost."""
 
@@ -109,8 +110,13 @@ class SmallFPN(nn.HybridBlock):
             self.head = nn.HybridSequential()
             self.head.add(nn.Conv2D(width, 3, padding=1, use_bias=False), nn.BatchNorm(), nn.Activation("relu"),
                           nn.Dropout(dropout), nn.Conv2D(nclass, 1))
+            # a constant added to each class's score (not trained): 0, or -log(w_c) after training with
+            # class weights w (the segmentation recipe's --prior-correction), so the scores are those of
+            # the unweighted objective
+            self.score_offset = self.params.get("score_offset", shape=(nclass,), init="zeros", grad_req="null",
+                                                differentiable=False)
 
-    def hybrid_forward(self, F, x):
+    def hybrid_forward(self, F, x, score_offset):
         c1 = self.layer1(self.maxpool(self.relu(self.bn1(self.conv1(x)))))
         c2 = self.layer2(c1)
         c3 = self.layer3(c2)
@@ -118,7 +124,8 @@ class SmallFPN(nn.HybridBlock):
         y = self.lateral[3](c4)
         for lateral, c in ((self.lateral[2], c3), (self.lateral[1], c2), (self.lateral[0], c1)):
             y = F.UpSampling(y, scale=2, sample_type="nearest") + lateral(c)
-        return F.contrib.BilinearResize2D(self.head(y), like=x, mode="like")
+        scores = F.broadcast_add(self.head(y), F.reshape(score_offset, (1, -1, 1, 1)))
+        return F.contrib.BilinearResize2D(scores, like=x, mode="like")
 
 
 @register_model("fpn_resnet18_canvas", task="segmentation")
