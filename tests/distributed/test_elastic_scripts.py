@@ -104,6 +104,7 @@ def digits_job(folder, kill_after_first_epoch):
     return said, lines(run / "log.jsonl"), json.load(open(run / "result.json"))
 
 
+@pytest.mark.long   # make test's time budget; the long tier runs it
 def test_a_lost_worker_is_replaced_from_the_spare_host(tmp_path):
     # a worker SIGKILLed after the first epoch: the survivor goes back to its last commit, a new
     # worker starts on the spare host, and the job ends as if nothing had happened: every epoch
@@ -237,6 +238,7 @@ def test_train_node_classification_elastic(discovery, tmp_path, extra):
     assert (tmp_path / "model.params").exists()
 
 
+@pytest.mark.long   # make test's time budget; the long tier runs it
 def test_train_graph_classification_elastic(discovery, tmp_path):
     elastic(discovery, "graph/train_graph_classification.py", "--epochs", "20", "--out", str(tmp_path))
     log = lines(tmp_path / "log.jsonl")
@@ -244,6 +246,7 @@ def test_train_graph_classification_elastic(discovery, tmp_path):
     assert log[-1]["test_acc"] >= 0.7 and (tmp_path / "model.params").exists()
 
 
+@pytest.mark.long   # make test's time budget; the long tier runs it
 def test_float16_bert_elastic(pretrained, tmp_path):
     """--dtype float16 under an elastic launch (emulated on the CPU): the loss scale is elastic
     state, logged every step; pretraining learns and its checkpoint fine-tunes in float16 too."""
@@ -266,6 +269,7 @@ def test_float16_bert_elastic(pretrained, tmp_path):
     assert stdout.count("dev_accuracy") == 2 and stdout.count("loss_scale 1024") == 2
 
 
+@pytest.mark.long   # make test's time budget; the long tier runs it
 def test_finetune_classification_is_the_same_fixed_size_and_elastic(pretrained, tmp_path):
     """Fine-tuning runs one loop: the same 2-worker job with horovodrun and under an elastic launch
     that never resizes logs the same epochs and ends with the same checkpoint."""

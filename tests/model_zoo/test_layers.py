@@ -96,6 +96,7 @@ def evaluate(*args, env):
     return float(re.search(r"test accuracy ([\d.]+)", p.stdout).group(1)), p
 
 
+@pytest.mark.long   # make test's time budget; the long tier runs it
 def test_local_publish_under_a_shipped_name_is_visible_explicit_and_reversible(home):
     env = home["env"]
     # publishing under the shipped name without a choice: into the store only, and it says so

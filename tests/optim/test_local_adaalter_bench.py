@@ -96,6 +96,7 @@ class Ctx:
         self.notes[k] = v
 
 
+@pytest.mark.long   # make test's time budget; the long tier runs it
 @pytest.mark.horovod
 def test_a_tiny_run_gives_paired_seeds_against_synchronous_adaalter(tmp_path, monkeypatch):
     monkeypatch.setattr(bench, "CORPUS", bench.CORPUS)       # evidence sets the protocol's corpus
