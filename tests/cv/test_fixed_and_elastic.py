@@ -27,6 +27,7 @@ def run(launcher, out, elastic):
     return json.load(open(out / "result.json")), [json.loads(line) for line in open(out / "log.jsonl")]
 
 
+@pytest.mark.long   # make test's time budget; the long tier runs it
 def test_float16_two_device_job_is_the_same_fixed_size_and_elastic(discovery, tmp_path):  # noqa: F811
     fixed, flog = run([HOROVODRUN, "-np", "2", "-H", "localhost:2", "--gloo"], tmp_path / "fixed", False)
     elastic, elog = run(launcher(discovery[1]), tmp_path / "elastic", True)

@@ -81,6 +81,7 @@ def _hosts(tmp_path, n):
     return script(tmp_path, "discover.sh", f"cat {tmp_path / 'hosts.txt'}\n")
 
 
+@pytest.mark.long   # make test's time budget; the long tier runs it
 @pytest.mark.horovod
 def test_fewer_than_min_np_left_stops_with_one_line(tmp_path):
     disc = _hosts(tmp_path, 3)
@@ -94,6 +95,7 @@ def test_fewer_than_min_np_left_stops_with_one_line(tmp_path):
     assert "fewer than --min-np 3 workers were left for 5 s" in msg
 
 
+@pytest.mark.long   # make test's time budget; the long tier runs it
 @pytest.mark.horovod
 def test_malformed_discovery_output_mid_run_is_reported_and_ignored(tmp_path):
     hosts = tmp_path / "hosts.txt"
