@@ -32,6 +32,7 @@ import mxnet as mx
 import numpy as np
 
 from ..utils.env import env
+from ..utils.native_lib import load_library
 
 _PKG = os.path.dirname(os.path.abspath(__file__))
 _ROOT = os.path.dirname(os.path.dirname(_PKG))
@@ -43,34 +44,12 @@ LOADED = False          # whether the compiled operators are registered with MXN
 REASON = ""             # why not, when they are not
 
 
-def _stale(path):
-    """Whether a source file is newer than the library (a checkout without sources never is)."""
-    if not os.path.isdir(_SOURCES):
-        return False
-    built = os.path.getmtime(path)
-    return any(os.path.getmtime(os.path.join(_SOURCES, f)) > built for f in os.listdir(_SOURCES))
-
-
 def _load():
     global LOADED, REASON
     setting = env("GLUON_SUITE_COMM_KERNELS")   # None (the built library), "off" or an existing file
-    if setting == "off":
-        REASON = "turned off by GLUON_SUITE_COMM_KERNELS"
-        return
-    path = setting or DEFAULT_PATH
-    if not os.path.exists(path):
-        REASON = f"{path} not found (run `make kernels`)"
-    elif not setting and _stale(path):
-        REASON = f"{path} is older than its sources (run `make kernels`)"
-    else:
-        try:
-            mx.library.load(path, False)
-            LOADED = hasattr(mx.nd, "gs_ef_topk")
-            REASON = "" if LOADED else f"{path} registered no compression operators"
-        except Exception as e:  # noqa: BLE001 - any load failure means: fall back
-            text = str(e).strip()
-            REASON = f"{path} did not load ({text.splitlines()[0] if text else type(e).__name__})"
-    if not LOADED:
+    LOADED, REASON, notify = load_library(setting, "GLUON_SUITE_COMM_KERNELS", DEFAULT_PATH, _SOURCES,
+                                          "gs_ef_topk", "compression")
+    if notify:
         sys.stderr.write("gluon_suite.distributed: compiled compression kernels unavailable, "
                          f"using MXNet's operators: {REASON}\n")
 

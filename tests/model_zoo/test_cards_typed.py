@@ -133,8 +133,7 @@ def test_cli_publish_of_a_shipped_card_into_another_store_leaves_the_repository_
     card = os.path.join(REPO, "model_zoo", "resnest14_digits.json")
     shipped = load_card(card)["checkpoint"]["file_name"]
     ckpt = os.path.join(REPO, "model_zoo", "store", shipped)
-    if not os.path.isfile(ckpt):
-        pytest.skip(f"the shipped checkpoint {shipped} is not in this checkout")
+    assert os.path.isfile(ckpt), f"the shipped checkpoint {shipped} is missing from model_zoo/store"
     before = _sha(card)
     env = dict(os.environ, GLUON_SUITE_HOME=str(tmp_path / "home"), GLUON_SUITE_QUIET="1")
     p = subprocess.run([sys.executable, "-m", "gluon_suite.cli", "zoo", "publish", ckpt, "--name", "resnest14_digits",
