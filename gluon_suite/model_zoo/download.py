@@ -1,16 +1,26 @@
 """Downloads into the checkpoint cache and their verification: streamed, hashed while they arrive,
-retried with back-off, renamed into place only when complete and (with a record) verified; a
-``.verified`` stamp (size, mtime, hash) spares re-hashing a cached file on every use.
+retried with back-off, fsynced and renamed into place only when complete and (with a record)
+verified; a ``.verified`` stamp (size, mtime, hash) spares re-hashing a cached file on every use.
 
 Files are fetched from ``$GLUON_SUITE_REPO`` when set (a mirror: ``http(s)://`` or ``file://``),
 else from the record's URL. Transient failures (timeouts, broken connections, HTTP 5xx/429) are
-retried; the rest, and running out of retries, raise ``DownloadError`` (exit 1: the request was
-fine, the transfer was not). Archives are extracted only after every member path is checked to
-stay inside the target folder.
+retried, and so is a response of the wrong length or hash (a proxy or a server cut short); the
+rest, and running out of retries, raise ``DownloadError`` (exit 1: the request was fine, the
+transfer was not) in one line naming the URL and the last thing that was wrong. Archives are
+extracted only after every member path is checked to stay inside the target folder.
+
+Many processes on one machine (the workers of one job) share a cache: ``cache_lock`` is an
+``fcntl.flock`` on ``.locks/NAME.lock`` in the cache folder, held by the one process that
+downloads while the others wait. The kernel drops the lock when its holder dies, so a killed
+download never leaves a lock behind, and ``clear_partials`` removes the temporary file it left.
 """
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
+import re
+import shutil
 import sys
 import tarfile
 import time
@@ -22,6 +32,9 @@ from ..utils.env import env
 from .records import DownloadError, ZooError
 
 _CHUNK = 1 << 20
+_DAMAGED = "the store's copy is damaged: republish it or use another mirror"
+_NETWORK = ("check the network or GLUON_SUITE_REPO, or set GLUON_SUITE_OFFLINE=1 and put the file in the "
+            "cache by hand")
 
 
 # ---- hashing ------------------------------------------------------------------------------------
@@ -95,8 +108,9 @@ def _progress(total, desc):
                 mininterval=0.5)
 
 
-def _stream(url, dest, model):
-    """Stream ``url`` into the open file ``dest``; raise DownloadError (permanent) or ``_Retry``."""
+def _stream(url, dest, model, size=None):
+    """Stream ``url`` into the open file ``dest``; raise DownloadError (permanent) or ``_Retry``.
+    ``size``: the expected length; a response that announces another one is not read."""
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme == "file":
         src = urllib.parse.unquote(parsed.path)
@@ -124,6 +138,9 @@ def _stream(url, dest, model):
             # urllib3's own read: the fewest copies of the public ways to stream a body; a
             # gzip/deflate-encoded response is decoded, so the file it carries is what is hashed
             encoded = r.headers.get("content-encoding", "identity").lower() not in ("", "identity")
+            if size is not None and total is not None and not encoded and total != size:
+                raise _Retry(f"{url} is truncated or wrong (the server announced {total} bytes, expected "
+                             f"{size})", _DAMAGED)
             with _progress(total, os.path.basename(parsed.path)) as bar:
                 while True:
                     chunk = r.raw.read(_CHUNK, decode_content=encoded)
@@ -177,48 +194,102 @@ class _HashingWriter:
 
 
 class _Retry(Exception):
-    """A transient failure: worth trying again."""
+    """A failure worth trying again: its message says what went wrong, ``hint`` what to do when
+    the retries run out."""
+
+    def __init__(self, message, hint=_NETWORK):
+        super().__init__(message)
+        self.hint = hint
 
 
 def download(url, path, model, expect=None):
     """Download ``url`` to ``path`` atomically, retrying transient failures with back-off; with
-    ``expect`` (a record) the size and hash are checked before the rename."""
+    ``expect`` (a record) the announced length, the size and the hash are checked before the file
+    is synced and renamed, and a mismatch is retried like a broken connection."""
     retries = env("GLUON_SUITE_RETRIES")
     backoff = env("GLUON_SUITE_BACKOFF")
+    size = expect.get("size") if expect else None
     last = None
     for attempt in range(retries + 1):
         if attempt:
             time.sleep(backoff * 2 ** (attempt - 1))
         try:
-            # no fsync: a cached file is checked (size, stamp, hash) before every use
-            with atomic_path(path, durable=False) as tmp:
+            with atomic_path(path) as tmp:
                 with open(tmp, "wb", buffering=0) as f:
                     w = _HashingWriter(f, _algo(expect) if expect else "sha256")
                     try:
-                        _stream(url, w, model)
+                        _stream(url, w, model, size)
                     finally:
                         digest = w.hexdigest()  # the helper thread is done before the file closes
                 if expect is not None:
-                    _check_download(w.n, digest, expect, url, model)
+                    wrong = _mismatch(w.n, digest, expect, url)
+                    if wrong:
+                        raise _Retry(wrong, _DAMAGED)
             if expect is not None:
                 _write_stamp(path, expect)
             return path
         except _Retry as exc:
-            last = str(exc)
+            last = exc
     raise DownloadError(f"model '{model}': download of {url} failed after {retries + 1} attempts: {last}; "
-                   "check the network or GLUON_SUITE_REPO, or set GLUON_SUITE_OFFLINE=1 and put the file "
-                   "in the cache by hand")
+                        f"{last.hint}")
+
+
+def _mismatch(size, got, record, url):
+    """What is wrong with a downloaded file of ``size`` bytes and digest ``got``, or None when it
+    matches its record."""
+    if record.get("size") is not None and size != record["size"]:
+        return f"{url} is truncated or wrong ({size} bytes, expected {record['size']})"
+    algo = _algo(record)
+    if got != record[algo]:
+        return f"{url} has {algo} {got[:12]}..., expected {record[algo][:12]}...; the file does not match its record"
+    return None
 
 
 def _check_download(size, got, record, url, model):
-    """Compare a downloaded file's ``size`` and digest ``got`` with its record."""
-    if record.get("size") is not None and size != record["size"]:
-        raise DownloadError(f"model '{model}': {url} is truncated or wrong ({size} bytes, expected "
-                       f"{record['size']}); the store's copy is damaged: republish it or use another mirror")
-    algo = _algo(record)
-    if got != record[algo]:
-        raise DownloadError(f"model '{model}': {url} has {algo} {got[:12]}..., expected {record[algo][:12]}...; "
-                       "the file does not match its record: republish it or use another mirror")
+    """Compare a downloaded file's ``size`` and digest ``got`` with its record (DownloadError)."""
+    wrong = _mismatch(size, got, record, url)
+    if wrong:
+        raise DownloadError(f"model '{model}': {wrong}; {_DAMAGED}")
+
+
+# ---- many processes, one cache ----------------------------------------------------------------------
+@contextlib.contextmanager
+def cache_lock(path):
+    """Hold the inter-process lock of the cache file ``path``: an exclusive ``flock`` on
+    ``.locks/<name>.lock`` in its folder, waited for as long as another process holds it. The lock
+    file stays after release: deleting it while another process waits on it would let two
+    processes each hold "the" lock. A holder that dies releases it (the kernel closes its file)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    locks = os.path.join(folder, ".locks")
+    os.makedirs(locks, exist_ok=True)
+    fd = os.open(os.path.join(locks, name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the only descriptor releases the lock
+
+
+def clear_partials(path, stamp_age=60.0):
+    """Remove what a killed download of ``path`` left beside it: its temporary files
+    (``.tmp-<name>.XXXXXXXX``) and extraction folders (``.extract-<name>.XXXXXXXX``); a stamp's
+    temporary file only when older than ``stamp_age`` seconds, as a process that verifies the file
+    without the lock may be writing one. Call it holding ``cache_lock(path)``."""
+    folder, name = os.path.split(os.path.abspath(path))
+    pattern = re.compile(r"\.(tmp|extract)-" + re.escape(name) + r"(\.verified)?\.[a-z0-9_]{8}")
+    now = time.time()
+    for entry in os.listdir(folder):
+        m = pattern.fullmatch(entry)
+        if not m:
+            continue
+        full = os.path.join(folder, entry)
+        with contextlib.suppress(OSError):
+            if m.group(2) and now - os.lstat(full).st_mtime < stamp_age:
+                continue
+            if os.path.isdir(full) and not os.path.islink(full):
+                shutil.rmtree(full)
+            else:
+                os.unlink(full)
 
 
 def safe_extract(archive, member, dest_dir, url, model):

@@ -5,18 +5,19 @@ verification live in ``download.py``; this module puts them together. Its names 
 two other modules that callers used from here) stay importable from ``gluon_suite.model_zoo.store``.
 
 Guarantees: the file is streamed to a temporary file, its size and hash are checked, and only then
-is it renamed into the cache; a file lock makes many processes on one machine download once; a
-corrupt or truncated cached file is detected and fetched again; with ``GLUON_SUITE_OFFLINE=1`` the
-network is never touched and a missing file is an error naming where to put it. Every error
-is one line naming the model, the URL and what to do.
+is it synced and renamed into the cache; a file lock makes many processes on one machine download
+once (the others wait, then hash the finished file), and what a killed download left is removed; a
+corrupt or truncated cached file is detected and fetched again, once, under the lock; with
+``GLUON_SUITE_OFFLINE=1`` the network is never touched and a missing file is an error naming where
+to put it. Every error is one line naming the model, the URL and what to do.
 """
 import os
 import shutil
 import tempfile
 
 from ..utils.env import env
-from .download import (_algo, _check_download, _is_valid, _stamp_path, _write_stamp, download,  # noqa: F401
-                       file_hash, safe_extract)
+from .download import (_algo, _check_download, _is_valid, _stamp_path, _write_stamp, cache_lock,  # noqa: F401
+                       clear_partials, download, file_hash, safe_extract)
 from .records import (CATALOGUE, LOCAL, SHIPPED, DownloadError, ZooError, add_record, cache_root,  # noqa: F401
                       has_pretrained, home, layered_records, load_records, local_records, offline, record_for,
                       remove_record, shipped_records, store_records, url_of, user_records_path)
@@ -37,17 +38,14 @@ def make_cache(root=None):
 # ---- fetching ------------------------------------------------------------------------------------
 def fetch(record, root=None):
     """Return the local path of the record's verified file, downloading it when needed."""
-    from filelock import FileLock
     model = record["model"]
     root = make_cache(root)
     path = os.path.join(root, record["file_name"])
     if _is_valid(path, record):
         return path
-    # lock files live apart from checkpoints (they stay after release: deleting one under a waiting
-    # process would let two processes hold "the" lock)
-    os.makedirs(os.path.join(root, ".locks"), exist_ok=True)
-    with FileLock(os.path.join(root, ".locks", record["file_name"] + ".lock")):
-        if _is_valid(path, record):          # another process fetched it while we waited
+    with cache_lock(path):
+        # whoever held the lock may have fetched it: hash what is there, whatever its stamp says
+        if _is_valid(path, record, full=True):
             return path
         url = url_of(record)
         # offline means no network, not no local files: a store on this machine (file://, or the
@@ -56,6 +54,7 @@ def fetch(record, root=None):
             raise ZooError(f"model '{model}': {record['file_name']} is not in the cache and "
                            f"GLUON_SUITE_OFFLINE=1; copy the file to {path} (sha256/sha1 is checked) or "
                            "unset GLUON_SUITE_OFFLINE")
+        clear_partials(path)
         for stale in (path, _stamp_path(path)):
             if os.path.exists(stale):
                 os.unlink(stale)
@@ -63,11 +62,13 @@ def fetch(record, root=None):
         if not archive:
             download(url, path, model, expect=record)
         else:
-            with tempfile.TemporaryDirectory(dir=root, prefix=".extract-") as tmp:
+            with tempfile.TemporaryDirectory(dir=root, prefix=f".extract-{record['file_name']}.") as tmp:
                 arc = download(url, os.path.join(tmp, "archive"), model)
                 out = safe_extract(arc, record.get("member", record["file_name"]),
                                    os.path.join(tmp, "x"), url, model)
                 _check_download(os.path.getsize(out), file_hash(out, _algo(record)), record, url, model)
+                with open(out, "rb") as f:
+                    os.fsync(f.fileno())
                 os.replace(out, path)
                 _write_stamp(path, record)
     return path
