@@ -33,7 +33,6 @@ setup(
         "tqdm",
         "matplotlib",
         "pyyaml",
-        "filelock",
         "pycocotools==2.0.8",
     ],
     # packages whose installed files hold data sets (MNIST-5k, gensim's English corpora)
