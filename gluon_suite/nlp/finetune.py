@@ -17,13 +17,15 @@ from mxnet import gluon
 from ..distributed import loss_scale
 from ..distributed.options import ElasticOptions
 from ..model_zoo.registry import model_name
-from ..utils.devices import GPUS_HELP, DeviceOptions, _gpus_value, float16_network, gpus_flag
+from ..utils.devices import DeviceOptions, float16_network
 from ..utils.errors import UserError
 from ..utils.runconfig import RecipeConfig, option
 from ..utils.validate import (choice_of, existing_dir, int_at_least, nonneg_int, output_dir, positive_float,
                               positive_int, run_folder, utf8_file)
 from .tasks import (BertClassifier, BertQA, accuracy, binary_f1, encode_pairs, encode_squad, predict_squad,
                     read_squad, read_tsv, squad_metrics)
+from . import gluonnlp_flags as gnlp
+from .backbone import load_backbone  # noqa: F401  (the recipes' start, importable from here)
 
 
 # ---- configuration -------------------------------------------------------------------------------------
@@ -38,10 +40,11 @@ def optimizer_names():
 
 
 @dataclasses.dataclass
-class FinetuneConfig(RecipeConfig, DeviceOptions, ElasticOptions):
+class FinetuneConfig(RecipeConfig, gnlp.FinetuneGluonNLP, DeviceOptions, ElasticOptions):
     """What both fine-tuning recipes share (the flags of their scripts, with ``_`` for ``-``): the
-    data files, the backbone (a pretraining output folder ``init``, or ``model`` with
-    ``pretrained``), the optimisation and the run folder (``out``; None: no checkpoints)."""
+    data files, the backbone (a pretraining output folder ``init``, ``model`` with ``pretrained``, or
+    GluonNLP's files: ``gluonnlp_flags``), the optimisation and the run folder (``out``; None: no
+    checkpoints)."""
     STATE_KEYS: ClassVar[tuple] = ("epoch", "history")
     CHECKPOINT_FILES: ClassVar[tuple] = ("last.rank0.params", "last.rank0.states")
     train: str = option(None, utf8_file, required=True, help="training file")
@@ -66,8 +69,10 @@ class FinetuneConfig(RecipeConfig, DeviceOptions, ElasticOptions):
     def check(self, comm):
         if not self.train or not self.dev:
             raise UserError("fine-tuning needs train and dev files: give --train and --dev")
-        if bool(self.init) == bool(self.pretrained) or (self.model and not self.pretrained):
-            raise UserError("start from either --init FOLDER or --model NAME --pretrained")
+        if not self.check_gluonnlp() and (bool(self.init) == bool(self.pretrained) or
+                                          (self.model and not self.pretrained)):
+            raise UserError("start from either --init FOLDER, --model NAME --pretrained or GluonNLP's files "
+                            "(--bert_model/--bert_dataset/--pretrained-dir)")
         self.check_data()
         if self.init:
             from .inputs import check_init_folder
@@ -81,33 +86,27 @@ class FinetuneConfig(RecipeConfig, DeviceOptions, ElasticOptions):
 
 
 @dataclasses.dataclass
-class ClassifierConfig(FinetuneConfig):
+class ClassifierConfig(FinetuneConfig, gnlp.ClassifierGluonNLP):
     """``finetune_classification``'s configuration: GLUE-style TSV files."""
     SCRIPT: ClassVar[str] = "scripts/nlp/finetune_classification.py"
     out: str = option("runs/finetune_classification", output_dir, aliases=("--output_dir",),
                       help="run folder: per-epoch checkpoints, log.jsonl and config.json")
     train: str = option(None, utf8_file, help="training file (or --task_name with --data-dir)")
     dev: str = option(None, utf8_file, help="development file, evaluated after every epoch")
-    gpus: str = option(None, _gpus_value, flag_type=gpus_flag, aliases=("--gpu",), help=GPUS_HELP)
     text_columns: list = option(["sentence"], many=True, help="the text's column, or two for a sentence pair")
     label_column: str = option("label", help="the label's column")
     task_name: str = option(None, aliases=("--task_name",), help="a GLUE task (CoLA, SST-2, MRPC, STS-B, QQP, "
                             "MNLI, QNLI, RTE, WNLI) read in its own layout from --data-dir, with its metrics")
     data_dir: str = option(None, existing_dir, aliases=("--data_dir",),
                            help="the GLUE task's folder (or a GLUE folder holding it), with --task_name")
-    bert_model: str = option(None, aliases=("--bert_model",), help="GluonNLP's flag: refused (use --model)")
-    bert_dataset: str = option(None, aliases=("--bert_dataset",), help="GluonNLP's flag: refused (use --model)")
 
     def check(self, comm):
-        if self.bert_model or self.bert_dataset:
-            raise UserError("--bert_model/--bert_dataset do not apply: loading GluonNLP's pretrained parameter "
-                            "files is not supported yet; start from --init FOLDER or --model NAME --pretrained")
         if self.task_name:
             from .glue import task_files, task_of
             if not self.data_dir:
                 raise UserError(f"--task_name {self.task_name} reads its files from --data-dir; give the "
                                 "folder of its GLUE files (gluon-suite samples writes data/glue/<task>)")
-            task = task_of(self.task_name)
+            task = task_of(gnlp.gluonnlp_task(self.task_name))
             train, devs = task_files(task, self.data_dir)
             if self.train not in (None, train) or self.dev not in (None, next(iter(devs.values()))):
                 raise UserError("--task_name reads train and dev from --data-dir; drop --train/--dev")
@@ -164,64 +163,16 @@ def _start(config_class, config, comm, log):
 
 
 # ---- training ------------------------------------------------------------------------------------------
-def load_backbone(init, model=None, max_length=None, dropout=0.1, use_pooler=True, pretrained=False):
-    """A BERT backbone (pooler, no pretraining heads) and its vocabulary: from a pretraining output
-    folder ``init`` (``config.json``, ``vocab.txt``, ``ckpt.rank0.params``), or with
-    ``pretrained=True`` from the zoo checkpoint of ``model`` and the vocabulary published beside
-    it (``MODEL:vocab``), downloaded, verified and cached like any checkpoint."""
-    import os
-
-    from ..model_zoo import get_model
-    from .text import load_vocab
-    if pretrained:
-        return _zoo_backbone(model, max_length, dropout, use_pooler)
-    if not init or not os.path.isdir(init):
-        raise UserError(f"--init must be a pretraining output folder (with config.json, vocab.txt and "
-                        f"ckpt.rank0.params); got {init!r}")
-    for f in ("config.json", "vocab.txt", "ckpt.rank0.params"):
-        if not os.path.exists(os.path.join(init, f)):
-            raise UserError(f"{init} lacks {f}: is it a finished pretraining run?")
-    with open(os.path.join(init, "config.json"), encoding="utf-8") as f:
-        cfg = json.load(f)
-    vocab = load_vocab(os.path.join(init, "vocab.txt"))
-    max_len = int(cfg.get("max_length") or max(int(p["seq_len"]) for p in cfg["phases"]))
-    if max_length and max_length > max_len:
-        raise UserError(f"--max-len {max_length} exceeds the {max_len} positions the model in {init} "
-                        "was pretrained with")
-    net = get_model(model or cfg["model"], vocab_size=len(vocab), max_length=max_len,
-                    dropout=dropout, use_pooler=use_pooler, use_decoder=False, use_classifier=False)
-    net.load_parameters(os.path.join(init, "ckpt.rank0.params"), ignore_extra=True, cast_dtype=True,
-                        dtype_source="current")   # a float16 pretraining run loads into float32
-    return net, vocab, cfg
-
-
-def _zoo_backbone(model, max_length, dropout, use_pooler):
-    from ..model_zoo import get_model
-    from ..model_zoo.registry import resolve
-    from ..model_zoo.store import checkpoint_path, load_records
-    from .text import load_vocab
-    if not model:
-        raise UserError("--pretrained needs --model, a pretrained zoo BERT (gluon-suite zoo list 'bert*' "
-                        "--pretrained)")
-    name = resolve(model).name
-    if f"{name}:vocab" not in load_records():
-        raise UserError(f"{name} has no published vocabulary, so it cannot be fine-tuned from the zoo; "
-                        "choose a model listed by gluon-suite zoo list 'bert*' --pretrained, or use --init")
-    vocab = load_vocab(checkpoint_path(f"{name}:vocab"))
-    net = get_model(name, dropout=dropout, use_pooler=use_pooler, use_decoder=False, use_classifier=False)
-    limit = net.encoder._max_length
-    if max_length and max_length > limit:
-        raise UserError(f"--max-len {max_length} exceeds the {limit} positions {name} was pretrained with")
-    net.load_parameters(checkpoint_path(name), ignore_extra=True, cast_dtype=True, dtype_source="current")
-    return net, vocab, {"model": name, "max_length": limit}
-
-
 def _train_loop(cfg, net, arrays, loss_of, comm, log, eval_fn, ctx=None, best=None):
     """Data-parallel fine-tuning for ``cfg.epochs`` epochs on the shared loop
     (``distributed.loop.fit``), evaluating after each; with ``cfg.elastic`` under Horovod Elastic,
-    the same loop. The schedule (warm-up over the first
-    tenth, then linear decay) runs over epochs and is scaled by the global batch against ``batch x
-    ref_workers`` (default: the starting count), ramping over ``ramp_steps`` steps on a resize.
+    the same loop. The schedule (warm-up over the first ``warmup_ratio`` of the steps, then linear
+    decay) runs over epochs and is scaled by the global batch against ``batch x ref_workers``
+    (default: the starting count), ramping over ``ramp_steps`` steps on a resize. A step takes
+    ``accumulate`` micro-batches of ``batch_size`` per worker, their gradients summed; ``epsilon``
+    goes to the optimizer; ``log_interval`` prints the training loss every so many steps;
+    ``early_stop`` ends the run when the watched dev metric (``best``, else the first) has not
+    matched its best for that many epochs (GluonNLP's flags, ``gluonnlp_flags``).
     With ``out``, every epoch ends with a resumable checkpoint and a ``log.jsonl`` line, and
     ``resume`` ('none', 'auto' or a run folder) continues a stopped run exactly (steps are
     reseeded). ``ctx``: the worker's contexts (default: the current one); each batch is split over
@@ -234,7 +185,7 @@ def _train_loop(cfg, net, arrays, loss_of, comm, log, eval_fn, ctx=None, best=No
     from ..distributed.sampler import VIRTUAL_STEPS, EpochSampler, over_epochs
     from ..optim import ElasticRamp, WarmupConstantDecay, exclude_from_weight_decay
     epochs, batch, lr, optimizer, seed = cfg.epochs, cfg.batch_size, cfg.lr, cfg.optimizer, cfg.seed
-    dtype, out, elastic = cfg.dtype, cfg.out, cfg.elastic
+    dtype, out, elastic, acc = cfg.dtype, cfg.out, cfg.elastic, cfg.accumulate
     ctx = list(ctx or [mx.current_context()])
     if batch < len(ctx):
         raise UserError(f"--batch-size {batch} is smaller than the {len(ctx)} devices it is split "
@@ -244,35 +195,54 @@ def _train_loop(cfg, net, arrays, loss_of, comm, log, eval_fn, ctx=None, best=No
     n = len(arrays[0])
     sampler = EpochSampler(n, seed=seed)
     total = epochs * VIRTUAL_STEPS
-    sched = ElasticRamp(over_epochs(WarmupConstantDecay(lr, total, max(1, total // 10), 0), sampler),
+    sched = ElasticRamp(over_epochs(WarmupConstantDecay(lr, total, round(total * cfg.warmup_ratio), 0), sampler),
                         ref_batch=batch * (cfg.ref_workers or comm.size), ramp_steps=cfg.ramp_steps,
                         global_batch=batch * comm.size)
     params = net.collect_params()
     loss_of([mx.nd.array(a[:1], dtype=a.dtype).as_in_context(ctx[0]) for a in arrays])  # deferred shapes
     exclude_from_weight_decay(params)
+    if acc > 1:   # the micro-batches' gradients are summed until the step
+        for p in params.values():
+            if p.grad_req != "null":
+                p.grad_req = "add"
     # weight decay only where it is decoupled from the adaptive scaling (LANS, LAMB, BERTAdam): with Adam an
     # L2 term is normalised like a gradient and shrinks small weights by about lr every step
     wd = 0.01 if optimizer in ("lans", "lamb", "bertadam") else 0.0
-    opt_params, scaler = loss_scale.for_dtype({"lr_scheduler": sched, "wd": wd}, dtype)
+    eps = {} if cfg.epsilon is None else {"epsilon": cfg.epsilon}
+    opt_params, scaler = loss_scale.for_dtype({"lr_scheduler": sched, "wd": wd, **eps}, dtype)
     trainer = DistributedTrainer(params, optimizer, opt_params, communicator=comm, prefix="finetune.")
     run = RunFolder(out, cfg.resume, comm, elastic=elastic, required=("epoch", "history")) if out else None
 
+    every = gnlp.IntervalLog(cfg.log_interval, log) if cfg.log_interval else None
+    patience = cfg.get("early_stop")
+
     def step(state, idx, step_size):
+        if patience and state.history and \
+                gnlp.patience_left(state.history, gnlp.dev_key(state.history[0], best), patience) <= 0:
+            raise gnlp.EarlyStop(state.history, gnlp.dev_key(state.history[0], best))
         mx.random.seed((seed * 131 + state.step * 7 + trainer.communicator.rank) % 2 ** 31)
-        batch_arrays = [mx.nd.array(a[idx], dtype=a.dtype) for a in arrays]
-        parts = zip(*[gluon.utils.split_and_load(b, ctx, even_split=False) for b in batch_arrays])
         if scaler:   # the scale is state: committed, restored and synced with the rest
             scaler.load_counters(state)
-        with mx.autograd.record():
-            losses = [loss_of(list(part)) for part in parts]
-            scaled = [loss * scaler.scale for loss in losses] if scaler else losses
-        mx.autograd.backward(scaled)
+        losses = []
+        for chunk in gnlp.micro_batches(idx, acc):
+            batch_arrays = [mx.nd.array(a[chunk], dtype=a.dtype) for a in arrays]
+            parts = zip(*[gluon.utils.split_and_load(b, ctx[:len(chunk)], even_split=False) for b in batch_arrays])
+            with mx.autograd.record():
+                part = [loss_of(list(p)) for p in parts]
+                scaled = [loss * scaler.scale for loss in part] if scaler else part
+            mx.autograd.backward(scaled)
+            losses += part
         if scaler:
             scaler.step(trainer, step_size)
             scaler.store_counters(state)
         else:
             trainer.step(step_size)
-        return {"loss": sum(loss.sum().as_in_context(mx.cpu()) for loss in losses), "seen": len(idx)}
+        if acc > 1:
+            params.zero_grad()
+        loss = sum(loss.sum().as_in_context(mx.cpu()) for loss in losses)
+        if every:
+            every.add(state.epoch + 1, state.step + 1, loss, len(idx))
+        return {"loss": loss, "seen": len(idx)}
 
     def end_epoch(end):
         with trainer.averaged():
@@ -288,9 +258,13 @@ def _train_loop(cfg, net, arrays, loss_of, comm, log, eval_fn, ctx=None, best=No
             log(" ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in rec.items()))
         return rec
 
-    state = fit(run, net, trainer, sampler, batch, epochs, step, end_epoch, stats=("loss", "seen"),
-                elastic=elastic, commit_every=cfg.commit_every, log=log,
-                counters=scaler.counters() if scaler else None)
+    try:
+        state = fit(run, net, trainer, sampler, batch * acc, epochs, step, end_epoch, stats=("loss", "seen"),
+                    elastic=elastic, commit_every=cfg.commit_every, log=log,
+                    counters=scaler.counters() if scaler else None)
+    except gnlp.EarlyStop as stop:
+        log(f"{stop} ({patience}): stopped after epoch {stop.history[-1]['epoch']} of {epochs}")
+        return stop.history
     return state.history
 
 
@@ -303,8 +277,9 @@ def finetune_classification(config, comm=None, log=print, ctx=None):
     from .text import tokenizer
     cfg, comm = _start(ClassifierConfig, config, comm, log)
     max_len, dtype = cfg.max_len, cfg.dtype
-    backbone, vocab, _ = load_backbone(cfg.init, model=cfg.model, max_length=max_len, pretrained=cfg.pretrained)
-    tok = tokenizer(vocab)
+    backbone, vocab, start = load_backbone(cfg.init, model=cfg.model, max_length=max_len, pretrained=cfg.pretrained,
+                                           gluonnlp=cfg.gluonnlp_backbone())
+    tok = tokenizer(vocab, lower=start.get("lower", True))
     if cfg.task_name:
         from .glue import finetune_glue
         return finetune_glue(cfg, backbone, tok, vocab, comm, log, ctx, _train_loop)
@@ -344,9 +319,9 @@ def finetune_squad(config, comm=None, log=print, ctx=None):
     from .text import tokenizer
     cfg, comm = _start(SquadConfig, config, comm, log)
     max_len, max_query, doc_stride, dtype = cfg.max_len, cfg.max_query_length, cfg.doc_stride, cfg.dtype
-    backbone, vocab, _ = load_backbone(cfg.init, model=cfg.model, max_length=max_len, use_pooler=False,
-                                       pretrained=cfg.pretrained)
-    tok = tokenizer(vocab)
+    backbone, vocab, start = load_backbone(cfg.init, model=cfg.model, max_length=max_len, use_pooler=False,
+                                           pretrained=cfg.pretrained, gluonnlp=cfg.gluonnlp_backbone())
+    tok = tokenizer(vocab, lower=start.get("lower", True))
     tr_ex, dv_ex = read_squad(cfg.train), read_squad(cfg.dev)
     ids, types, vlen, s, e, _ = encode_squad(tr_ex, tok, vocab, max_len, max_query, doc_stride)
     dv = encode_squad(dv_ex, tok, vocab, max_len, max_query, doc_stride)

@@ -36,6 +36,7 @@ from ..utils.validate import (choice_of, existing_file, float_range, int_at_leas
 from ..utils.fileio import atomic_write
 from .pretraining_data import create_instances
 from .corpora import load_corpus
+from .gluonnlp_flags import PretrainGluonNLP, data_eval_instances, text_documents
 from .text import build_vocab, embedded_corpus, load_vocab, tokenizer
 # the phases, the loss and the shards are re-exported: scripts and users import them from here
 from .pretrain_loss import STATS, BertPretrainLoss
@@ -87,7 +88,7 @@ def parse_phase(text):
 
 
 @dataclasses.dataclass
-class PretrainConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticOptions, CompressionOptions):
+class PretrainConfig(RecipeConfig, PretrainGluonNLP, PublishOptions, DeviceOptions, ElasticOptions, CompressionOptions):
     """``pretrain_bert``'s configuration: the script's flags with ``_`` for ``-``, and ``phases``,
     each a mapping of ``PHASE_KEYS`` (``check_phase``)."""
     SCRIPT: ClassVar[str] = "scripts/nlp/pretrain_bert.py"
@@ -124,6 +125,7 @@ class PretrainConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticOptions
                           "a folder of .npz; eval_shards: held-out instances evaluated at the phase's end)")
 
     def check(self, comm):
+        self.check_gluonnlp()   # GluonNLP's --data/--data_eval/--raw/--comm_backend
         if self.corpus != WIKIPEDIA:
             given = [f for f, v in (("--data-path", self.data_path), ("--max-pages", self.max_pages)) if v]
             if given:
@@ -155,7 +157,10 @@ def corpus_documents(cfg):
     """The documents (lists of sentences) that ``cfg`` pretrains on, and a record of the corpus for
     ``config.json`` (None but for a dump). ``--corpus wikipedia``: the train split of the dump's
     articles (``WikipediaCorpus``, split by ``seed``; the valid and test articles are left out), one
-    document per page, so that a next sentence comes from its own page and a random one from another."""
+    document per page, so that a next sentence comes from its own page and a random one from another.
+    GluonNLP's ``--data`` (with ``--raw``): the documents of the text files its patterns match."""
+    if cfg.get("data"):
+        return text_documents(cfg["data"], "--data"), None
     if cfg["corpus"] == WIKIPEDIA:
         from .wikipedia import WikipediaCorpus, gensim_wiki_dump_path
         corpus = WikipediaCorpus(cfg["data_path"] or gensim_wiki_dump_path(), seed=int(cfg["seed"]),
@@ -262,7 +267,7 @@ def _publish(cfg, run, history, comm, log):
 def _dataset_name(cfg):
     if cfg["corpus"] == WIKIPEDIA:
         return f"wikipedia ({os.path.basename(cfg['data_path']) if cfg['data_path'] else 'gensim enwiki excerpt'})"
-    return cfg["corpus"] or "embedded CPython documentation text"
+    return cfg["corpus"] or cfg.get("data") or "embedded CPython documentation text"
 
 
 def _phase(cfg, run, pi, ph, net, loss_fn, docs, vocab, comm, log, ctx, scaler, start):
@@ -283,7 +288,7 @@ def _phase(cfg, run, pi, ph, net, loss_fn, docs, vocab, comm, log, ctx, scaler, 
     else:
         data = create_instances(docs, vocab, L, seed=seed + 1000 * pi, max_predictions=ph.get("max_predictions"))
     held = read_shards(ph["eval_shards"], L, len(vocab), f"phase {pi + 1}'s eval_shards") if ph.get("eval_shards") \
-        else None
+        else data_eval_instances(cfg, vocab, L, pi, ph.get("max_predictions"))   # GluonNLP's --data_eval, or None
     n = len(data["nsp_labels"])
     if n < glob:
         raise UserError(f"phase {pi + 1}: global batch {glob} exceeds the {n} instances of the corpus "

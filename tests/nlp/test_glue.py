@@ -1,7 +1,7 @@
 """GLUE by task name: each task's reader on the sample folders `gluon-suite samples` writes (row
 counts, a row checked by hand), bad rows as one line naming file and line, the metrics against
-values worked out by hand, each task fine-tuning through the script with its own metric logged,
-and GluonNLP's published MRPC command (tests/data/gluonnlp_finetune_classifier_mrpc.txt)."""
+values worked out by hand, and each task fine-tuning through the script with its own metric logged
+(GluonNLP's published GLUE commands: tests/nlp/test_gluonnlp_commands.py)."""
 import json
 import math
 import os
@@ -16,7 +16,6 @@ from gluon_suite.utils import UserError
 
 from ..conftest import REPO, load_script
 
-COMMAND = os.path.join(REPO, "tests", "data", "gluonnlp_finetune_classifier_mrpc.txt")
 
 
 @pytest.fixture(scope="module")
@@ -148,45 +147,6 @@ def test_each_task_trains_and_logs_its_metric(glue, offline_zoo, tmp_path, name)
     low = -1.0 if name in ("CoLA", "STS-B") else 0.0
     assert all(low <= r[k] <= 1.0 for r in hist for k in metrics)
     assert hist[-1]["train_loss"] < hist[0]["train_loss"] or name != "STS-B"   # the regression learns fastest
-
-
-def published(glue_dir):
-    argv = []
-    with open(COMMAND, encoding="utf-8") as f:
-        for line in f:
-            if line.strip() and not line.startswith("#"):
-                argv += line.replace("{GLUE_DIR}", glue_dir).split()
-    return argv
-
-
-def test_gluonnlp_mrpc_command_parses_with_gluonnlps_meaning(glue):
-    from gluon_suite.nlp.finetune import ClassifierConfig
-    script = load_script("scripts/nlp/finetune_classification.py")
-    argv = published(glue)
-    cut = argv.index("--bert_model")
-    parser = script.build_parser()
-    cfg = ClassifierConfig.from_sources(vars(parser.parse_args(argv[:cut])), parser)
-    assert (cfg.task_name, cfg.batch_size, cfg.optimizer, cfg.epochs, cfg.gpus, cfg.lr) == \
-        ("MRPC", 32, "bertadam", 3, "0", 2e-5)
-    assert cfg.data_dir == os.path.join(glue, "MRPC")
-    # the backbone flags GluonNLP defaults to are refused in one line saying why
-    argv[argv.index("--gpu") + 1] = "-1"          # the CPU here
-    with pytest.raises(UserError) as err:
-        script.main(argv + ["--out", os.path.join(glue, "never")])
-    assert not os.path.exists(os.path.join(glue, "never"))
-    assert "--bert_model/--bert_dataset do not apply" in str(err.value) and "\n" not in str(err.value)
-
-
-def test_gluonnlp_mrpc_command_runs_a_short_epoch(glue, offline_zoo, tmp_path):
-    script = load_script("scripts/nlp/finetune_classification.py")
-    argv = published(glue)
-    argv = argv[:argv.index("--bert_model")]
-    argv[argv.index("--gpu") + 1] = "-1"          # the CPU here
-    argv[argv.index("--epochs") + 1] = "1"
-    assert script.main(argv + ["--model", "bert_2_128_2_lee", "--pretrained", "--max_len", "32",
-                               "--out", str(tmp_path / "run")]) == 0
-    rec = json.loads((tmp_path / "run" / "log.jsonl").read_text().splitlines()[-1])
-    assert {"dev_accuracy", "dev_f1"} <= set(rec) and rec["best_metric"] == "dev_accuracy"
 
 
 @pytest.mark.parametrize("flags,message", [
