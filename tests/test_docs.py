@@ -175,6 +175,7 @@ EXAMPLES = {
               ("--batch-size 32", "--batch-size 32 --epochs 1"), ("--epochs 30", "--epochs 2"),
               ("--data-dir data/cora", "--data-dir data/cora --epochs 3")]),
     "docs/graph.md: import mxnet as mx\nimport numpy as np\nimport gluon_suite.graph as dgl": fast(),
+    "docs/graph.md: import mxnet as mx\nfrom mxnet import autograd, gluon\nimport gluon_suite.graph as dgl": fast(),
     "docs/graph.md: .venv/bin/gluon-suite bench run graph_models":
         skip("a benchmark: the graph protocols' full runs against DGL and PyG in their own environments "
              "(make bench-deps), about 20 minutes on a 1M-edge graph; CI runs each with --quick"),

@@ -1,10 +1,11 @@
 """Graphs: a DGL-compatible graph library on MXNet 1.9 (``import gluon_suite.graph as dgl``): the
-graph object on any context with int32 or int64 ids, one-relation heterographs (bipartite
-graphs), message passing with fused built-ins (on all edges, or on some with ``pull`` and
-``send_and_recv``), edge softmax, transforms, subgraphs and in-place mutation, batching with
-readouts, blocks and neighbour sampling for mini-batch training, saving and loading graphs
-(``save_graphs``/``load_graphs``, the package's own format), data loaders and GNN layers
-(``gluon_suite.graph.nn``). Every error about bad input is a ``GraphError``, also named
+graph object on any context with int32 or int64 ids, heterographs (one relation: a bipartite graph;
+several: ``HeteroGraph`` with per-type features, relation slices, ``multi_update_all``,
+``to_homogeneous``/``to_heterogeneous``), message passing with fused built-ins (on all edges, or on
+some with ``pull`` and ``send_and_recv``), edge softmax, transforms, subgraphs and in-place
+mutation, batching with readouts, blocks and neighbour sampling for mini-batch training, saving and
+loading graphs (``save_graphs``/``load_graphs``, the package's own format), data loaders and GNN
+layers (``gluon_suite.graph.nn``). Every error about bad input is a ``GraphError``, also named
 ``DGLError``.
 
 Importing it sets glibc's malloc for MXNet's way of allocating (``gluon_suite.malloc``;
@@ -39,7 +40,8 @@ from .base import ALL, EID, NID, DGLError, EdgeBatch, GraphError, NodeBatch
 from .batch import batch, unbatch
 from .block import Block, to_block
 from .digraph import DGLGraph, Graph, from_networkx, from_scipy, graph
-from .heterograph import BipartiteGraph, create_block, heterograph
+from .hetero_convert import ETYPE, NTYPE, metapath_reachable_graph, to_heterogeneous, to_homogeneous
+from .heterograph import BipartiteGraph, HeteroGraph, create_block, heterograph
 from .io import load_graphs, save_graphs
 from .mutation import add_edges, add_nodes, rand_graph, remove_edges, remove_nodes
 from .nn.conv.propagation import laplacian_lambda_max
@@ -53,7 +55,8 @@ from .sampling import seed
 from .subgraph import edge_subgraph, in_subgraph, khop_adj, khop_graph, line_graph, node_subgraph, out_subgraph
 from .transform import add_self_loop, remove_self_loop, reverse, to_bidirected
 
-__all__ = ["graph", "Graph", "DGLGraph", "Block", "BipartiteGraph", "heterograph", "create_block", "GraphError",
+__all__ = ["graph", "Graph", "DGLGraph", "Block", "BipartiteGraph", "HeteroGraph", "heterograph", "create_block",
+           "to_homogeneous", "to_heterogeneous", "metapath_reachable_graph", "NTYPE", "ETYPE", "GraphError",
            "DGLError", "EdgeBatch", "NodeBatch", "ALL", "NID", "EID", "from_scipy", "from_networkx", "rand_graph",
            "add_nodes", "add_edges", "remove_edges", "remove_nodes", "add_self_loop", "remove_self_loop",
            "to_bidirected", "reverse", "node_subgraph", "edge_subgraph", "in_subgraph", "out_subgraph", "khop_adj",

@@ -37,7 +37,7 @@ def test_dglerror_is_the_graph_error_and_catches_errors_from_every_corner(tmp_pa
     sites = [lambda: dgl.graph(([0, 9], [1, 2]), num_nodes=3),                     # edge index out of range
              lambda: g.ndata.__setitem__("y", np.ones((N + 1, 2))),                  # wrong number of rows
              lambda: g.edge_ids(5, 0),                                               # no such edge
-             lambda: dgl.heterograph({("a", "r", "b"): ([0], [0]), ("b", "s", "a"): ([0], [0])}),
+             lambda: dgl.heterograph({("a", "r", "b"): ([0], [0]), ("b", "r", "a"): ([0], [0])}).num_edges("r"),
              lambda: dgl.load_graphs(str(junk)),                                     # not a graph file
              lambda: dgl.topk_nodes(g, "x", 2, sortby=3),                            # no such column
              lambda: GraphConv(3, 2)(g, g.ndata["x"]),                               # node 5 has no in-edge

@@ -1,7 +1,7 @@
 """One-relation heterographs: ``heterograph({('_U', '_E', '_V'): (u, v)})`` bipartite graphs with
 ``srcdata``/``dstdata`` and the layers on them (against float64 NumPy products with the
-rectangular adjacency), one node type giving an ordinary graph, and the error for several
-relations."""
+rectangular adjacency), one node type giving an ordinary graph, and several relations giving a
+``HeteroGraph`` (tested in test_heterograph_multi.py)."""
 import mxnet as mx
 import numpy as np
 import pytest
@@ -66,11 +66,14 @@ def test_one_node_type_gives_an_ordinary_graph_with_its_names():
     assert dgl.add_self_loop(g).canonical_etypes == [("user", "follows", "user")]
 
 
-def test_several_relations_are_a_clear_error():
-    with pytest.raises(UserError, match="one edge type"):
-        dgl.heterograph({("user", "follows", "user"): (U, U), ("user", "rates", "item"): (U, V)})
-    with pytest.raises(UserError, match="multi-relation"):
-        dgl.heterograph({("_U", "_E", "_V"): (U, V)}, num_nodes_dict={"_U": 5, "_V": 4, "game": 2})
+def test_several_relations_or_an_extra_node_type_give_a_heterograph():
+    g = dgl.heterograph({("user", "follows", "user"): (U, U), ("user", "rates", "item"): (U, V)})
+    assert isinstance(g, dgl.HeteroGraph) and g.canonical_etypes == [("user", "follows", "user"),
+                                                                     ("user", "rates", "item")]
+    g = dgl.heterograph({("_U", "_E", "_V"): (U, V)}, num_nodes_dict={"_U": 5, "_V": 4, "game": 2})
+    assert isinstance(g, dgl.HeteroGraph) and g.num_nodes("game") == 2 and g.num_edges() == len(U)
+    with pytest.raises(UserError, match="given twice"):
+        dgl.heterograph({"r": (U, U), ("_N", "r", "_N"): (U, U)})
 
 
 def test_message_passing_reads_srcdata_and_writes_dstdata():

@@ -61,6 +61,6 @@ def test_new_layers_take_dgls_keyword_arguments(name):
 
 
 def test_layers_listed_as_not_provided_are_absent():
-    text = bullet("- Multi-relation heterographs")
-    assert "`HeteroGraphConv`" in text
-    assert not hasattr(nn, "HeteroGraphConv")
+    text = bullet("- Heterographs beyond")
+    assert "`HeteroEmbedding`" in text and "`HeteroLinear`" in text
+    assert not hasattr(nn, "HeteroEmbedding") and not hasattr(nn, "HeteroLinear")
