@@ -42,7 +42,7 @@ $(STAMP): setup.py constraints.txt Makefile
 	$(PIP) install -q -c constraints.txt "$(MXNET_NAME)==1.9.1" numpy
 	$(PIP) install -q -c constraints.txt gluoncv gluonnlp scikit-learn networkx requests tqdm \
 		matplotlib pyyaml filelock pytest pytest-timeout cloudpickle psutil packaging mlxtend gensim \
-		pycocotools
+		pycocotools mxboard
 	@# Horovod is compiled against the installed MXNet once per machine; the wheel is cached
 	@if ! ls $(WHEELS)/horovod-0.28.1-*.whl >/dev/null 2>&1; then \
 		echo "building Horovod 0.28.1 with MXNet + Gloo$(if $(findstring NCCL,$(HOROVOD_ENV)), + NCCL) for $(VARIANT) (about 2 minutes, once per machine)"; \

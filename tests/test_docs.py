@@ -147,6 +147,8 @@ EXAMPLES = {
     "docs/getting_started.md: .venv/bin/python scripts/cv/train_digits.py --epochs 8 --out runs/digits":
         long(subs=[("--epochs 8 --out runs/digits\n", "--epochs 1 --out runs/digits\n"),
                    ("--epochs 8 --out runs/digits2", "--epochs 1 --out runs/digits2")]),
+    "docs/getting_started.md: .venv/bin/python scripts/cv/train_digits.py --epochs 8 --out runs/digits --tensorboard":
+        long(subs=[("--epochs 8", "--epochs 1")]),
     # docs/gpus.md
     "docs/gpus.md: make setup CUDA=117": skip("needs an NVIDIA driver and GPU"),
     "docs/gpus.md: .venv/bin/python scripts/cv/train_classification.py --model resnest14_digits --gpus 0,1 --batch-size 16 --dtype float16":

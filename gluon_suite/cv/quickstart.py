@@ -20,7 +20,7 @@ from ..distributed.loop import Interruption, train_loop, world_totals, write_rec
 from ..distributed.options import CompressionOptions, ElasticOptions, SecondCompressorOptions
 from ..distributed.sampler import EpochSampler
 from ..optim import ElasticRamp
-from ..utils import UserError, seed_everything
+from ..utils import UserError, seed_everything, tensorboard
 from ..utils.devices import DeviceOptions, emulate_float16_kernels, resolve_devices
 from ..utils.runconfig import RecipeConfig, option
 from ..utils.validate import fraction, nonneg_float, nonneg_int, output_dir, positive_float, positive_int
@@ -145,12 +145,13 @@ def train_digits(config=None, comm=None, log=print, ctx=None):
         state.history = state.history + [rec]
         if c.rank == 0:   # the rank now (an elastic job's may have changed)
             write_records(log_path, state.history)
+            board.add(rec, state.step, c)
             log(f"epoch {rec['epoch']:3d}  loss {rec['train_loss']:.4f}  train acc {rec['train_acc']:.4f}"
                 f"  test acc {rec['test_acc']:.4f}  ({rec['time_s']:.1f} s)")
 
     if comm.rank == 0 and os.path.exists(log_path):
         os.unlink(log_path)
-    with no_ckpt:
+    with no_ckpt, tensorboard.EventLog(tensorboard.current()) as board:
         state = train_loop(net, trainer, sampler, batch_size, epochs, step, end_epoch, commit_every=cfg.commit_every,
                            counters={"history": [], "lrs": [], "train_wire": 0.0}, elastic=cfg.elastic,
                            show_progress=cfg.progress)

@@ -30,7 +30,7 @@ import time
 
 import mxnet as mx
 
-from ..utils import progress
+from ..utils import progress, tensorboard
 from .interruption import Interruption  # noqa: F401  (part of this module's interface)
 from .runfolder import NoFolder, RunFolder, resume_folder, write_records  # noqa: F401  (likewise)
 from .sampler import EpochSampler
@@ -217,7 +217,9 @@ def fit(run, net, trainer, sampler, batch_size, epochs, step, end_epoch=None, st
     accuracy; committed with the state and written into every checkpoint). ``step(state, batch,
     step_size)`` is the recipe's global step (returning sums, ``stats`` among them). Records: each
     one is appended to the history and rank 0 rewrites ``log.jsonl`` (with ``summary``, also
-    ``summary.csv``) from the history (only the records ``logged(rec)`` accepts, when given).
+    ``summary.csv``) from the history (only the records ``logged(rec)`` accepts, when given); those
+    records also go, with the global step, into the TensorBoard folder of ``--tensorboard``
+    (``utils.tensorboard``; a stage into its own subfolder), closed when the run ends or stops.
 
     - Per epoch (the default): ``end_epoch(EpochEnd)`` evaluates and returns the epoch's record (or
       None: nothing to record this epoch); every epoch ends with a checkpoint (``state.json``:
@@ -271,6 +273,8 @@ def fit(run, net, trainer, sampler, batch_size, epochs, step, end_epoch=None, st
         if rec is not None:
             state.history = state.history + [rec]
             run.write_log(shown(state.history), comm)
+            if logged is None or logged(rec):
+                board.add(rec, state.step, comm)
             if summary:
                 run.summary(state.history, comm)
 
@@ -326,7 +330,8 @@ def fit(run, net, trainer, sampler, batch_size, epochs, step, end_epoch=None, st
         clock[0] = time.time()
 
     desc = f"{stage[0]} {stage[1] + 1}" if stage else None
-    with run:
+    board = tensorboard.EventLog(tensorboard.current(), stage)
+    with run, board:
         return train_loop(net, trainer, sampler, batch_size, last, train_step, end, commit_every=commit_every,
                           max_steps=max_steps, counters={**kept, "history": history}, start=position,
                           elastic=elastic, show_progress=show_progress, load=load,

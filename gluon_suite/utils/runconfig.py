@@ -24,6 +24,7 @@ from typing import ClassVar
 
 from .errors import UserError
 from .flags import flag_name
+from .tensorboard import use as use_tensorboard
 from .validate import choice_of, nonneg_int, output_dir, positive_int, run_folder, suggest
 
 
@@ -91,6 +92,10 @@ class RecipeConfig:
     STATE_KEYS: ClassVar[tuple] = ("epoch",)   # what a resumable run folder's state.json holds
     CHECKPOINT_FILES: ClassVar[tuple] = ()     # and the files beside it
     RESUME_MODEL: ClassVar[bool] = True        # a resumed run folder must be of the same ``model``
+    # every recipe's: the logged scalars as TensorBoard event files too (``utils.tensorboard``)
+    tensorboard: str = option(None, output_dir, metavar="DIR", group="run",
+                              help="also write the scalars the log holds (loss, metrics, lr, throughput, wire "
+                                   "bytes) as TensorBoard event files into DIR (rank 0; needs mxboard)")
 
     # ---- building ------------------------------------------------------------------------------
     @classmethod
@@ -209,8 +214,10 @@ class RecipeConfig:
     def checked(self, comm, log=print):
         """The configuration a run uses, checked once before any work: the recipe's cross-checks,
         the run folder to resume from, the elastic launch, and the compression settled against
-        the worker count (``settle_compression``; its notes are logged by rank 0)."""
+        the worker count (``settle_compression``; its notes are logged by rank 0); the run's
+        TensorBoard folder is set (``utils.tensorboard.use``)."""
         self.check(comm)
+        use_tensorboard(self.tensorboard)   # mxboard missing: one line now, not at the first record
         if "resume" in self:
             self.check_resume()
         if self.get("elastic"):

@@ -40,9 +40,9 @@ def test_defaults_then_yaml_then_flags(tmp_path):
     args = vars(p.parse_args(["--config", str(path), "--lr", "0.25"]))
     cfg = ToyConfig.from_sources(args, p)
     # hand-merged: epochs and layers from the file, lr from the flag, the rest defaults
-    assert cfg.to_dict() == {"seed": 0, "out": "runs/toy", "resume": "none", "stop_after_epochs": None,
-                             "publish": None, "publish_name": None, "publish_url": None, "publish_tag": None,
-                             "publish_replace": False, "card": None,
+    assert cfg.to_dict() == {"tensorboard": None, "seed": 0, "out": "runs/toy", "resume": "none",
+                             "stop_after_epochs": None, "publish": None, "publish_name": None, "publish_url": None,
+                             "publish_tag": None, "publish_replace": False, "card": None,
                              "epochs": 7, "lr": 0.25, "layers": [8, 2, 1], "shuffle": True}
     assert cfg.flags == {"lr"}
     assert cfg["epochs"] == cfg.epochs == 7 and "lr" in cfg and cfg.get("nothing", 1) == 1
