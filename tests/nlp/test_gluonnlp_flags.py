@@ -1,7 +1,10 @@
 """GluonNLP's spellings carry over to the BERT scripts (--num_steps, --total_batch_size,
 --batch_size, --lr/--learning_rate, --max_seq_length, --doc_stride, ...): each alias parses to the
 same value as our spelling. A phase's batch is per worker (batch_size) or global (total_batch_size,
-as GluonNLP's): global = per-worker x workers x accumulate, with the arithmetic worked out by hand."""
+as GluonNLP's): global = per-worker x workers x accumulate, with the arithmetic worked out by hand.
+GluonNLP's fine-tuning flags in the training loop: --accumulate sums micro-batches like one larger
+batch, --early_stop counts GluonNLP's patience, --warmup_ratio, --epsilon and --log_interval reach the
+run (rates and losses worked out by hand)."""
 import json
 import os
 import subprocess
@@ -9,7 +12,7 @@ import sys
 
 import pytest
 
-from gluon_suite.distributed import LocalCommunicator
+from gluon_suite.distributed import DistributedTrainer, LocalCommunicator
 from gluon_suite.nlp.pretrain import phase_batches, pretrain_bert
 from gluon_suite.utils import UserError
 
@@ -134,3 +137,96 @@ def test_total_batch_size_over_two_horovod_workers(tmp_path):
     assert "global batch 8 = 2 per worker x 2 workers x 2 accumulation" in p.stdout, p.stdout[-2000:]
     lines = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [r["global_batch"] for r in lines] == [8, 8]
+
+
+# ---- GluonNLP's fine-tuning flags in the training loop (gluon_suite.nlp.gluonnlp_flags) ----------------
+def test_patience_counts_as_gluonnlps_early_stop():
+    from gluon_suite.nlp.gluonnlp_flags import patience_left
+    recs = [{"m": v} for v in (0.5, 0.6, 0.4, 0.3, 0.7)]
+    # by hand, patience 2: 0.5 best (2), 0.6 best (2), 0.4 worse (1), 0.3 worse (0: stop), 0.7 best (2)
+    assert [patience_left(recs[:k], "m", 2) for k in range(1, 6)] == [2, 2, 1, 0, 2]
+    assert patience_left([{"m": 0.5}, {"m": 0.4}, {"m": 0.5}], "m", 2) == 2   # as good as the best resets it
+
+
+def test_interval_log_prints_the_mean_loss_per_example():
+    import mxnet as mx
+
+    from gluon_suite.nlp.gluonnlp_flags import IntervalLog, micro_batches
+    lines = []
+    every = IntervalLog(2, lines.append)
+    every.add(1, 1, mx.nd.array([3.0]), 2)
+    every.add(1, 2, mx.nd.array([5.0]), 2)      # (3 + 5) / (2 + 2) = 2
+    every.add(1, 3, mx.nd.array([1.0]), 4)
+    assert lines == ["epoch 1 step 2: train loss 2.0000 (mean of the last 2 steps)"]
+    assert [list(c) for c in micro_batches([0, 1, 2, 3, 4, 5, 6], 3)] == [[0, 1, 2], [3, 4], [5, 6]]
+
+
+TRAINER = DistributedTrainer   # the real class (a test wraps it)
+
+
+def _loop(monkeypatch, metrics=None, **over):
+    """``_train_loop`` on a linear model (16 examples, squared loss): the final weights, the history,
+    the log and the trainer the loop built."""
+    import mxnet as mx
+    import numpy as np
+    from mxnet import gluon
+
+    import gluon_suite.distributed as dist
+    from gluon_suite.nlp.finetune import ClassifierConfig, _train_loop
+    made, real = [], TRAINER
+
+    def trainer(*args, **kwargs):   # the real trainer, its learning rate noted at each update
+        made.append(real(*args, **kwargs))
+        step, made[-1].rates = made[-1].step, []
+
+        def noted(size):
+            step(size)
+            made[-1].rates.append(made[-1].optimizer._get_lrs([0])[0])
+        made[-1].step = noted
+        return made[-1]
+    monkeypatch.setattr(dist, "DistributedTrainer", trainer)
+    cfg = ClassifierConfig.from_dict({"train": README, "dev": README, "init": REPO, "epochs": 2, "batch_size": 8,
+                                      "optimizer": "sgd", "lr": 0.1, "warmup_ratio": 0.0, **over})
+    rs = np.random.RandomState(0)
+    x = rs.randn(16, 3).astype(np.float32)
+    y = (x @ np.array([1.0, -2.0, 0.5]) + 0.3).astype(np.float32)
+    net = gluon.nn.Dense(1, in_units=3)
+    net.initialize(mx.init.Constant(0.1))
+    l2 = gluon.loss.L2Loss()
+    scripted = iter(metrics or [])
+    logs = []
+    hist = _train_loop(cfg, net, (x, y), lambda b: l2(net(b[0])[:, 0], b[1]), LocalCommunicator(), logs.append,
+                       lambda: {"dev_accuracy": next(scripted, 0.0)})
+    return net.weight.data().asnumpy(), hist, logs, made[0]
+
+
+def test_accumulate_sums_micro_batches_like_one_larger_batch(monkeypatch):
+    import numpy as np
+    one, _, _, t1 = _loop(monkeypatch, batch_size=8)
+    two, _, _, t2 = _loop(monkeypatch, batch_size=4, accumulate=2)   # 2 micro-batches of 4 per step
+    assert t1.optimizer.num_update == t2.optimizer.num_update == 4   # 16 examples / 8 per step x 2 epochs
+    np.testing.assert_allclose(two, one, rtol=1e-5, atol=1e-6)
+    last, _, _, _ = _loop(monkeypatch, batch_size=4)                  # steps of 4: not the same weights
+    assert np.abs(last - one).max() > 1e-3
+
+
+def test_early_stop_ends_after_patience_epochs_without_the_best(monkeypatch):
+    # dev accuracy 0.5, 0.6, 0.4, 0.3, 0.7 with patience 2: by hand the run stops after epoch 4
+    _, hist, logs, _ = _loop(monkeypatch, [0.5, 0.6, 0.4, 0.3, 0.7], epochs=5, early_stop=2)
+    assert [r["dev_accuracy"] for r in hist] == [0.5, 0.6, 0.4, 0.3]
+    assert any("stopped after epoch 4 of 5" in m for m in logs)
+    _, hist, _, _ = _loop(monkeypatch, [0.5, 0.6, 0.4, 0.3, 0.7], epochs=5)
+    assert len(hist) == 5
+
+
+def test_epsilon_warmup_ratio_and_log_interval_reach_the_run(monkeypatch):
+    import numpy as np
+    _, _, logs, trainer = _loop(monkeypatch, optimizer="adam", epsilon=1e-6, warmup_ratio=0.5, log_interval=2)
+    assert trainer.optimizer.epsilon == 1e-6
+    # the rate at the fractions 0, 1/4, 2/4, 3/4 of the run (noted after each of the 4 updates), by hand:
+    # warm-up over the first half, 0.1 f / 0.5, then 0.1 (1 - (f - 0.5) / 0.5); the schedule moves in
+    # thousandths of an epoch (VIRTUAL_STEPS), hence the tolerance
+    np.testing.assert_allclose(trainer.rates, [0.0, 0.05, 0.1, 0.05], atol=5e-4)
+    _, _, _, trainer = _loop(monkeypatch, optimizer="adam")   # no warm-up: 0.1 (1 - f)
+    np.testing.assert_allclose(trainer.rates, [0.1, 0.075, 0.05, 0.025], atol=5e-4)
+    assert [m.split(":")[0] for m in logs if "train loss" in m] == ["epoch 1 step 2", "epoch 2 step 4"]
