@@ -219,6 +219,9 @@ EXAMPLES = {
         long(subs=[("--num_steps 300", "--num_steps 2")]),
     "docs/nlp.md: .venv/bin/python scripts/nlp/finetune_squad.py --model bert_2_128_2_lee --pretrained \\":
         long(subs=[("--out runs/squad-windows", "--out runs/squad-windows --epochs 1")]),
+    "docs/nlp.md: .venv/bin/python scripts/nlp/finetune_squad.py --model bert_2_128_2_lee --pretrained --version_2 \\":
+        fast(subs=[("--epochs 8", "--epochs 1")],
+             check=lambda out: "unanswerable: 80 training, 20 dev questions" in out and "dev_NoAns_exact" in out),
     "docs/nlp.md: .venv/bin/python scripts/nlp/finetune_classification.py --model bert_2_128_2_lee --pretrained \\":
         fast(),
     "docs/nlp.md: .venv/bin/python scripts/nlp/finetune_classification.py --init runs/bert": long(

@@ -7,7 +7,6 @@ the shared loop (``distributed.loop.fit``), fixed-size or under Horovod Elastic 
 resumable checkpoints in ``out``, SIGINT/SIGTERM handled.
 """
 import dataclasses
-import json
 from typing import ClassVar
 
 import mxnet as mx
@@ -20,10 +19,10 @@ from ..model_zoo.registry import model_name
 from ..utils.devices import DeviceOptions, float16_network
 from ..utils.errors import UserError
 from ..utils.runconfig import RecipeConfig, option
-from ..utils.validate import (choice_of, existing_dir, int_at_least, nonneg_int, output_dir, positive_float,
-                              positive_int, run_folder, utf8_file)
-from .tasks import (BertClassifier, BertQA, accuracy, binary_f1, encode_pairs, encode_squad, predict_squad,
-                    read_squad, read_tsv, squad_metrics)
+from ..utils.validate import (choice_of, existing_dir, float_range, int_at_least, nonneg_int, output_dir,
+                              positive_float, positive_int, run_folder, utf8_file)
+from .squad import encode_squad, read_squad
+from .tasks import BertClassifier, BertQA, accuracy, binary_f1, encode_pairs, read_tsv
 from . import gluonnlp_flags as gnlp
 from .backbone import load_backbone  # noqa: F401  (the recipes' start, importable from here)
 
@@ -131,7 +130,8 @@ class ClassifierConfig(FinetuneConfig, gnlp.ClassifierGluonNLP):
 
 @dataclasses.dataclass
 class SquadConfig(FinetuneConfig):
-    """``finetune_squad``'s configuration: SQuAD v1.1 files, windows of long contexts."""
+    """``finetune_squad``'s configuration: SQuAD v1.1 files (or v2.0 with ``version_2``), windows of
+    long contexts, the n-best answers and SQuAD 2.0's null-answer threshold."""
     SCRIPT: ClassVar[str] = "scripts/nlp/finetune_squad.py"
     FLAG_HELP: ClassVar[dict] = {"batch_size": "windows per worker and step, split over its --gpus"}
     out: str = option("runs/finetune_squad", output_dir, aliases=("--output_dir",),
@@ -142,12 +142,21 @@ class SquadConfig(FinetuneConfig):
                                    help="question tokens kept, the rest cut off")
     doc_stride: int = option(32, positive_int, aliases=("--doc_stride",),
                              help="a context longer than its window is split into windows this many tokens apart")
+    version_2: bool = option(False, aliases=("--version_2",),
+                             help="SQuAD 2.0: questions may be unanswerable (is_impossible); the answer is \"\" "
+                             "when the null score beats the best span's by more than --null-score-diff-threshold")
+    n_best_size: int = option(20, positive_int, aliases=("--n_best_size",),
+                              help="answers per question in nbest_predictions.json")
+    max_answer_length: int = option(30, positive_int, aliases=("--max_answer_length",),
+                                    help="the longest answer span predicted, in tokens")
+    null_score_diff_threshold: float = option(0.0, float_range(), aliases=("--null_score_diff_threshold",),
+                                              help="with --version-2: predict no answer when null score - best "
+                                              "span score exceeds this")
 
     def check_data(self):
-        from .tasks import check_squad_lengths
+        from .squad import check_squad_files, check_squad_lengths
         check_squad_lengths(self.max_len, self.max_query_length, self.doc_stride)
-        from .inputs import check_squad_files
-        check_squad_files(self.train, self.dev)
+        check_squad_files(self.train, self.dev, self.version_2)
 
 
 def _start(config_class, config, comm, log):
@@ -310,11 +319,15 @@ def finetune_classification(config, comm=None, log=print, ctx=None):
 
 
 def finetune_squad(config, comm=None, log=print, ctx=None):
-    """Fine-tune a pretrained backbone for extractive QA on SQuAD v1.1 files (``config``: a
-    ``SquadConfig`` or a mapping of its keys); returns the per-epoch history (train loss, dev exact
-    match and F1, in percent). Long contexts are split into windows (``encode_squad``:
-    ``max_query_length`` question tokens, windows ``doc_stride`` tokens apart) and a question's
-    answer is its best span over its windows (``predict_squad``). ``out``/``resume`` as in
+    """Fine-tune a pretrained backbone for extractive QA on SQuAD v1.1 files, or v2.0 with
+    ``version_2`` (``config``: a ``SquadConfig`` or a mapping of its keys); returns the per-epoch
+    history (train loss, dev exact match and F1 in percent; with ``version_2`` also SQuAD 2.0's
+    HasAns/NoAns and best-threshold metrics, ``squad_eval.dev_metrics``). Long contexts are split
+    into windows (``encode_squad``: ``max_query_length`` question tokens, windows ``doc_stride``
+    tokens apart), a window without the answer (every window of an unanswerable question) has the
+    null answer [CLS] as its target, and a question's answer is its best span over its windows, or
+    "" when its null score wins (``squad_predictions``). With ``out``, every evaluation rewrites
+    predictions.json, nbest_predictions.json (and null_odds.json) there. ``out``/``resume`` as in
     ``_train_loop``; ``model`` + ``pretrained`` start from a zoo BERT."""
     from .text import tokenizer
     cfg, comm = _start(SquadConfig, config, comm, log)
@@ -322,11 +335,13 @@ def finetune_squad(config, comm=None, log=print, ctx=None):
     backbone, vocab, start = load_backbone(cfg.init, model=cfg.model, max_length=max_len, use_pooler=False,
                                            pretrained=cfg.pretrained, gluonnlp=cfg.gluonnlp_backbone())
     tok = tokenizer(vocab, lower=start.get("lower", True))
-    tr_ex, dv_ex = read_squad(cfg.train), read_squad(cfg.dev)
+    tr_ex, dv_ex = read_squad(cfg.train, cfg.version_2), read_squad(cfg.dev, cfg.version_2)
     ids, types, vlen, s, e, _ = encode_squad(tr_ex, tok, vocab, max_len, max_query, doc_stride)
     dv = encode_squad(dv_ex, tok, vocab, max_len, max_query, doc_stride)
     log(f"SQuAD windows: {len(tr_ex)} training questions -> {len(ids)} windows, {len(dv_ex)} dev questions "
-        f"-> {len(dv.ids)} (--max-len {max_len}, --max-query-length {max_query}, --doc-stride {doc_stride})")
+        f"-> {len(dv.ids)} (--max-len {max_len}, --max-query-length {max_query}, --doc-stride {doc_stride})"
+        + (f"; unanswerable: {sum(not x['answers'] for x in tr_ex)} training, {sum(not x['answers'] for x in dv_ex)}"
+           " dev questions" if cfg.version_2 else ""))
     mx.random.seed(cfg.seed)
     net = BertQA(backbone)
     net.span.initialize(mx.init.Normal(0.02))
@@ -337,11 +352,11 @@ def finetune_squad(config, comm=None, log=print, ctx=None):
         sl, el = (o.astype("float32", copy=False) for o in net(b[0], b[1], b[2].astype(dtype)))
         return (ce(sl, b[3]) + ce(el, b[4])) / 2
 
-    def evaluate():
-        sl, el = net(mx.nd.array(dv[0]), mx.nd.array(dv[1]), mx.nd.array(dv[2], dtype=dtype))
-        sl, el = sl.astype("float32").asnumpy(), el.astype("float32").asnumpy()
-        preds = predict_squad(sl, el, dv.windows, dv_ex)
-        m = squad_metrics(preds, dv_ex)
-        return {"dev_exact_match": m["exact_match"], "dev_f1": m["f1"]}
+    def evaluate():   # in batches of 64 windows: a dev set's windows at once may not fit a device
+        from .squad_eval import dev_metrics
+        parts = [net(mx.nd.array(dv[0][b:b + 64]), mx.nd.array(dv[1][b:b + 64]),
+                     mx.nd.array(dv[2][b:b + 64], dtype=dtype)) for b in range(0, len(dv[0]), 64)]
+        sl, el = (np.concatenate([p[k].astype("float32").asnumpy() for p in parts]) for k in (0, 1))
+        return dev_metrics(sl, el, dv.windows, dv_ex, cfg, cfg.out if cfg.out and comm.rank == 0 else None)
 
     return _train_loop(cfg, net, (ids, types, vlen, s, e), loss_of, comm, log, evaluate, ctx=ctx)

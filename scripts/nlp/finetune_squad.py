@@ -1,7 +1,11 @@
 #!/usr/bin/env python
-"""Fine-tune a pretrained BERT for extractive QA on SQuAD v1.1 JSON files (EM/F1 on dev).
+"""Fine-tune a pretrained BERT for extractive QA on SQuAD v1.1 or v2.0 JSON files (EM/F1 on dev).
 
     python scripts/nlp/finetune_squad.py --init runs/bert --train train-v1.1.json --dev dev-v1.1.json
+    python scripts/nlp/finetune_squad.py --init runs/bert --version_2 --train train-v2.0.json --dev dev-v2.0.json
+
+Each evaluation writes predictions.json, nbest_predictions.json and, with --version_2, null_odds.json
+into --out.
 """
 import sys
 

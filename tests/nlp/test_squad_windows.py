@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from gluon_suite.nlp.tasks import doc_windows, encode_squad, predict_squad
+from gluon_suite.nlp.squad import doc_windows, encode_squad
+from gluon_suite.nlp.squad_eval import predict_squad
 from gluon_suite.nlp.text import build_vocab, tokenizer
 
 from ..conftest import REPO
