@@ -38,11 +38,12 @@ def sbm_graph(sizes=(100, 100, 100), p_in=0.1, p_out=0.01, feat_dim=16, noise=1.
 
 def load_linqs(folder, name="cora", dangling="error"):
     """A LINQS citation data set: ``{name}.content`` (``<paper id> <0/1 word attributes...> <class>``
-    per line) and ``{name}.cites`` (``<cited id> <citing id>``). Edges go both ways: edge 2i is the i-th kept cites line's
-    citing -> cited paper, edge 2i + 1 its reverse (``link_data`` relies on it). A cites line naming a paper absent from the content file is a GraphError naming the file, the line and the
-    id (``dangling='drop'`` skips such lines instead: CiteSeer's published files have a few); a paper
-    id listed twice, a row of another width or a non-numeric attribute is a GraphError naming the
-    file and the line. Returns the graph and the class names."""
+    per line) and ``{name}.cites`` (``<cited id> <citing id>``). Edges go both ways: edge 2i is the
+    i-th kept cites line's citing -> cited paper, edge 2i + 1 its reverse (``link_data`` relies on
+    it). A cites line naming a paper absent from the content file is a GraphError naming the file,
+    the line and the id (``dangling='drop'`` skips such lines instead: CiteSeer's published files
+    have a few); a paper id listed twice, a row of another width or a non-numeric attribute is a
+    GraphError naming the file and the line. Returns the graph and the class names."""
     if dangling not in ("error", "drop"):
         raise GraphError(f"dangling={dangling!r}: use 'error' or 'drop'")
     content, cites = (os.path.join(folder, f"{name}.{ext}") for ext in ("content", "cites"))
