@@ -3,7 +3,9 @@ scripts: every flag parses to GluonNLP's meaning (the values below are read off 
 commands by hand), each command with a model small enough here runs one short epoch or step on our
 sample data, with GluonNLP-format BERT files (tests/nlp/gluonnlp_files.py) standing in for GluonNLP's
 bert_12_768_12 on book_corpus_wiki_en_uncased; those naming BERT-large are parsed and checked up to
-the file lookup. A flag that has no meaning here is refused in one line."""
+the file lookup (the SQuAD 2.0 one also runs an epoch with BERT-base's files in its place). A flag that
+has no meaning here is refused in one line, and so are the published commands for what the suite
+leaves out (XNLI, RoBERTa)."""
 import json
 import os
 import shlex
@@ -42,7 +44,16 @@ EXPECTED = {
                             "gpus": "0"},
     "squad1.1_large_horovod": {"bert_model": "bert_24_1024_16", "batch_size": 4, "lr": 3e-5, "epochs": 2,
                                "gpus": "0", "dtype": "float16", "comm_backend": "horovod"},
+    "squad1.1_large": {"bert_model": "bert_24_1024_16", "optimizer": "adam", "accumulate": 6, "batch_size": 4,
+                       "lr": 3e-5, "epochs": 2, "gpus": "0"},
+    "squad2.0_large": {"bert_model": "bert_24_1024_16", "optimizer": "adam", "accumulate": 8, "batch_size": 4,
+                       "lr": 3e-5, "epochs": 2, "gpus": "0", "null_score_diff_threshold": -2.0, "version_2": True},
 }
+# the published commands for what the suite leaves out, and the one line each is refused with
+REFUSED = {"XNLI": "--task_name 'XNLI' is not a GLUE task",
+           # GluonNLP's parser reads --warmup as its prefix --warmup_ratio; flags are never abbreviated here
+           "roberta_SST": "unrecognized arguments: --warmup 0.06; did you mean '--warmup_ratio'",
+           "roberta_MNLI": "unrecognized arguments: --warmup 0.06; did you mean '--warmup_ratio'"}
 # the GLUE metrics each task's log holds (glue.TASKS)
 METRICS = {"CoLA": {"dev_mcc"}, "SST": {"dev_accuracy"}, "MRPC": {"dev_accuracy", "dev_f1"},
            "STS-B": {"dev_pearson", "dev_spearman"}, "QQP": {"dev_accuracy", "dev_f1"},
@@ -100,7 +111,7 @@ def config_of(name, data):
 
 
 def test_every_published_command_is_in_the_data_file():
-    assert set(read_commands()) == set(EXPECTED)
+    assert set(read_commands()) == set(EXPECTED) | set(REFUSED)
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))
@@ -147,9 +158,9 @@ def test_a_published_squad_command_trains_an_epoch_from_gluonnlp_files(data, tmp
     assert {"dev_exact_match", "dev_f1"} <= set(rec)
 
 
-@pytest.mark.parametrize("name", ["squad1.1_large_horovod"])
+@pytest.mark.parametrize("name", ["squad1.1_large_horovod", "squad1.1_large", "squad2.0_large"])
 def test_a_bert_large_command_looks_for_gluonnlps_file(data, tmp_path, name):
-    argv = [a for a in _cpu(argv_of(name, data)) if a != "--version_2"] + ["--out", str(tmp_path / "run")]
+    argv = _cpu(argv_of(name, data)) + ["--out", str(tmp_path / "run")]
     argv = [a if a != "float16" else "float32" for a in argv]   # float16 needs a GPU here
     with pytest.raises(UserError) as err:
         load_script("scripts/nlp/finetune_squad.py").main(argv)
@@ -157,6 +168,38 @@ def test_a_bert_large_command_looks_for_gluonnlps_file(data, tmp_path, name):
     assert "\n" not in text and "does not exist" in text
     # GluonNLP's name of BERT-large uncased's parameters: the first 8 hex digits of its published SHA-1
     assert os.path.join(data["{GLUONNLP}"], "bert_24_1024_16_book_corpus_wiki_en_uncased-24551e14.params") in text
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_published_squad2_command_trains_an_epoch_on_bert_base_files(data, tmp_path, monkeypatch):
+    """The SQuAD 2.0 command with BERT-base's GluonNLP files in BERT-large's place: --version_2 reads the
+    unanswerable questions, and the run reports SQuAD 2.0's metrics and writes null_odds.json."""
+    write_gluonnlp_bert(data["{GLUONNLP}"], monkeypatch)
+    out = tmp_path / "run"
+    argv = [a if a != "bert_24_1024_16" else "bert_12_768_12" for a in _cpu(argv_of("squad2.0_large", data))]
+    argv += ["--epochs", "1", "--accumulate", "1", "--max_seq_length", "48", "--max_query_length", "8",
+             "--doc_stride", "16", "--out", str(out)]
+    assert load_script("scripts/nlp/finetune_squad.py").main(argv) == 0
+    rec = json.loads((out / "log.jsonl").read_text().splitlines()[-1])
+    assert {"dev_exact_match", "dev_f1", "dev_HasAns_exact", "dev_NoAns_exact", "dev_best_f1_thresh"} <= set(rec)
+    assert rec["dev_HasAns_total"] == 12 and rec["dev_NoAns_total"] == 8   # 4 dev paragraphs: 3 + 2 questions each
+    saved = json.loads((out / "config.json").read_text())
+    assert saved["version_2"] is True and saved["null_score_diff_threshold"] == -2.0
+    odds = json.loads((out / "null_odds.json").read_text())
+    assert len(odds) == 20
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_a_published_command_for_what_is_left_out_is_one_line(data, tmp_path, capsys, name):
+    argv = _cpu(argv_of(name, data)) + ["--out", str(tmp_path / "run")]
+    try:
+        load_script("scripts/nlp/finetune_classification.py").main(argv)
+        raise AssertionError("no error")
+    except UserError as exc:
+        text = str(exc)
+    except SystemExit:   # argparse's usage error: its one line is on stderr
+        text = capsys.readouterr().err.strip().splitlines()[-1]
+    assert REFUSED[name] in text and "\n" not in text, text
     assert not (tmp_path / "run").exists()
 
 
