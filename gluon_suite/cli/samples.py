@@ -31,7 +31,8 @@ def _cmd_samples(args):
         write_coco(os.path.join(out, "detection_coco"), train=CANVASES[0], val=CANVASES[1])
     except OSError as exc:
         raise UserError(f"cannot write the samples under {out}: {exc.strerror or exc}") from None
-    for sub, what in (("squad", "train-v1.1.json, dev-v1.1.json (SQuAD v1.1)"),
+    for sub, what in (("squad", "train-v1.1.json, dev-v1.1.json (SQuAD v1.1); train-v2.0.json, dev-v2.0.json "
+                                "(SQuAD 2.0, with unanswerable questions); README.txt (synthetic text)"),
                       ("glue", "train.tsv, dev.tsv (GLUE-style: label, sentence1, sentence2); CoLA/, SST-2/, "
                                "MRPC/, STS-B/, QQP/, MNLI/, QNLI/, RTE/, WNLI/ (each task's GLUE layout, synthetic)"),
                       ("cora", "cora.content, cora.cites (LINQS citation graph)"),

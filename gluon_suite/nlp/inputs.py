@@ -1,5 +1,5 @@
 """Checks of the fine-tuning scripts' inputs before any model is built: the pretraining output
-folder given to ``--init`` and the TSV / SQuAD data files."""
+folder given to ``--init`` and the TSV data files (the SQuAD files: ``squad.check_squad_files``)."""
 import os
 
 from ..utils.errors import UserError
@@ -39,14 +39,3 @@ def check_tsv_files(train, dev, text_columns, label_column):
         read_tsv(dev, text_columns, label_column, labels=names)
     except UserError as exc:
         raise UserError(f"--dev {exc}; {fix} (its labels must occur in --train)") from None
-
-
-def check_squad_files(train, dev):
-    """Read the ``--train`` and ``--dev`` SQuAD v1.1 files once before any model is built."""
-    from .tasks import read_squad
-    for flag, path in (("--train", train), ("--dev", dev)):
-        try:
-            read_squad(path)
-        except UserError as exc:
-            raise UserError(f"{flag} {exc}; give a SQuAD v1.1 JSON file ({{\"data\": [{{\"paragraphs\": "
-                            "[...]}]}})") from None

@@ -169,6 +169,10 @@ def test_the_samples_command_writes_both_layouts(tmp_path, capsys):
     assert _cmd_samples(argparse.Namespace(out=str(tmp_path))) == 0
     printed = capsys.readouterr().out
     assert "detection_voc" in printed and "detection_coco" in printed
+    squad = next(line for line in printed.splitlines() if line.startswith(str(tmp_path / "squad") + ":"))
+    assert sorted(os.listdir(tmp_path / "squad")) == \
+        ["README.txt", "dev-v1.1.json", "dev-v2.0.json", "train-v1.1.json", "train-v2.0.json"]
+    assert all(name in squad for name in os.listdir(tmp_path / "squad")), squad   # the listing names every file
     voc = VOCDetectionSet(str(tmp_path / "detection_voc"), "train", classes=CANVAS_CLASSES)
     coco = COCODetectionSet(str(tmp_path / "detection_coco" / "annotations" / "instances_val.json"))
     seg = VOCSegmentationSet(str(tmp_path / "detection_voc"), "val", num_classes=11)
