@@ -14,6 +14,7 @@ from gluon_suite.cv.detection import DetectionConfig, train_detection
 from gluon_suite.cv.quickstart import DigitsConfig, train_digits
 from gluon_suite.cv.recipe import ClassificationConfig, train_classification
 from gluon_suite.cv.segmentation import SegmentationConfig, train_segmentation
+from gluon_suite.graph.link_recipe import LinkConfig, train_link_prediction
 from gluon_suite.graph.recipes import GraphConfig, NodeConfig, train_graph_classification, train_node_classification
 from gluon_suite.nlp.finetune import ClassifierConfig, SquadConfig, finetune_classification, finetune_squad
 from gluon_suite.nlp.language_model import LanguageModelConfig, train_language_model
@@ -33,6 +34,7 @@ RECIPES = [  # (recipe, its configuration, its script)
     (finetune_squad, SquadConfig, "scripts/nlp/finetune_squad.py"),
     (train_node_classification, NodeConfig, "scripts/graph/train_node_classification.py"),
     (train_graph_classification, GraphConfig, "scripts/graph/train_graph_classification.py"),
+    (train_link_prediction, LinkConfig, "scripts/graph/train_link_prediction.py"),
 ]
 # what must stay as recorded, per flag (the help's wording may change; the default it names may not)
 COMPARED = ("dest", "kind", "nargs", "const", "choices", "metavar", "type", "required", "parser_default", "group",

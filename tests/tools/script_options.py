@@ -33,6 +33,7 @@ SCRIPTS = (
     "scripts/nlp/train_language_model.py",
     "scripts/graph/train_node_classification.py",
     "scripts/graph/train_graph_classification.py",
+    "scripts/graph/train_link_prediction.py",
     "scripts/distributed/check_allreduce.py",
 )
 _DEFAULT = re.compile(r"\bdefault\b[^;()]*")
