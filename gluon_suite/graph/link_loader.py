@@ -205,6 +205,10 @@ def edge_batch(g, eids, negative_sampler=None, graph_sampler=None, exclude=None,
                              "(graph_sampler=None)")
         blocks = sample_blocks(mp, pair.ndata[NID].asnumpy(), graph_sampler.fanouts,
                                rng or graph_sampler.rng or default_rng())
+        if mp is not g:   # the blocks number mp's edges: give them g's ids
+            orig = mp.edata[EID].asnumpy().astype(np.int64)
+            for b in blocks:
+                b.edata[EID] = b._ids(orig[b.edata[EID].asnumpy().astype(np.int64)])
         input_nodes, out = blocks[0].srcdata[NID], blocks
     return (input_nodes, pair, out) if neg_pair is None else (input_nodes, pair, neg_pair, out)
 
