@@ -8,7 +8,8 @@ pair graph from its end nodes' representations.
 ``scorer(pair, h)``: ``h`` has one row per node of the pair graph (``h[pair.ndata[NID]]`` of a
 full-graph encoder's output, or a sampled encoder's output as it is); on a heterograph ``h`` is
 ``{node type: rows}`` and the result ``{canonical edge type: scores}`` for every relation of the
-pair graph. Scores are a 1-D NDArray in the pair graph's edge order.
+pair graph. Scores are a 1-D NDArray in the pair graph's edge order. ``pair_rows(pair, h)`` takes
+a full-graph encoder's rows (a tensor, or ``{node type: tensor}``) at the pair graph's nodes.
 
 ``link_loss(pos, neg)``: the mean binary cross-entropy of sigmoid(score) against 1 for the
 positive scores and 0 for the negative ones, -[sum log s(p) + sum log(1 - s(n))] / (P + N),
@@ -17,10 +18,10 @@ computed from the logits without overflow (``log(1 + exp(-|x|)) + max(-x, 0)``).
 import mxnet as mx
 from mxnet import gluon
 
-from .base import GraphError
+from .base import NID, GraphError, zeros
 from .hetero_graph import HeteroGraph
 
-__all__ = ["DotScorer", "MLPScorer", "link_loss"]
+__all__ = ["DotScorer", "MLPScorer", "link_loss", "pair_rows"]
 
 
 class _PairScorer(gluon.Block):
@@ -68,6 +69,15 @@ class MLPScorer(_PairScorer):
 
     def _score(self, hu, hv):
         return self.out(self.hidden(mx.nd.concat(hu, hv, dim=1)))
+
+
+def pair_rows(pair, h):
+    """The rows of ``h`` (every node of the graph the pair graph was taken from; a dict per node
+    type on a heterograph) at the pair graph's nodes, ``pair``'s ``NID``: what a scorer reads."""
+    if isinstance(pair, HeteroGraph):
+        return {t: mx.nd.take(h[t], pair.nodes[t].data[NID]) if pair.num_nodes(t) else
+                zeros((0,) + h[t].shape[1:], h[t].dtype, h[t].context) for t in pair.ntypes if t in h}
+    return mx.nd.take(h, pair.ndata[NID])
 
 
 def _flat(scores):

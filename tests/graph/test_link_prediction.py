@@ -12,7 +12,7 @@ import pytest
 import gluon_suite.graph as dgl
 from gluon_suite.graph.link_loader import EdgeDataLoader, as_edge_prediction_sampler, edge_batch, excluded_edges
 from gluon_suite.graph.link_metrics import auc, hits_at_k, mrr, ranks
-from gluon_suite.graph.link_scoring import DotScorer, MLPScorer, link_loss
+from gluon_suite.graph.link_scoring import DotScorer, MLPScorer, link_loss, pair_rows
 from gluon_suite.graph.negative_sampler import DegreeWeighted, PerSourceUniform, Uniform
 
 # edges 0..5: 0->1, 1->0, 1->2, 2->1, 2->3, 3->2 (edge e's reverse is e ^ 1); node 4 is isolated
@@ -293,3 +293,17 @@ def test_mrr_and_hits_against_hand_ranked_examples():
     assert mrr([1.0, 1.0], [[1.0, 1.0], [1.0, 1.0]]) == pytest.approx(1 / 2)   # a constant scorer: rank 2 of 3
     with pytest.raises(dgl.DGLError, match="equal groups"):
         mrr([1.0, 2.0], [1.0, 2.0, 3.0])
+
+
+def test_pair_rows_takes_the_encoder_rows_at_the_pair_nodes_of_each_type():
+    hg = hetero()
+    _, pair, neg, mp = edge_batch(hg, {"follows": [2]}, Uniform(1), None, "self", rng=np.random.RandomState(0))
+    h = {"user": mx.nd.array([[0.0], [10.0], [20.0]]), "item": mx.nd.arange(4).reshape((4, 1))}
+    rows = pair_rows(pair, h)
+    users = pair.nodes["user"].data[dgl.NID].asnumpy()
+    assert rows["user"].asnumpy().ravel().tolist() == (10.0 * users).tolist()
+    assert rows["item"].shape == (0, 1)                                # no item in a follows batch
+    g = small()
+    _, pair, neg, mp = edge_batch(g, [3], Uniform(1), None, None)
+    x = mx.nd.array(np.arange(5.0).reshape(5, 1) * 3)
+    assert pair_rows(pair, x).asnumpy().ravel().tolist() == (3.0 * pair.ndata[dgl.NID].asnumpy()).tolist()
