@@ -178,6 +178,11 @@ EXAMPLES = {
               ("--data-dir data/cora", "--data-dir data/cora --epochs 3")]),
     "docs/graph.md: import mxnet as mx\nimport numpy as np\nimport gluon_suite.graph as dgl": fast(),
     "docs/graph.md: import mxnet as mx\nfrom mxnet import autograd, gluon\nimport gluon_suite.graph as dgl": fast(),
+    "docs/graph.md: from gluon_suite.graph.link_data import citation_graph, citation_heterograph, undirected_split":
+        fast(check=lambda out: "val AUC" in out and "Hits@10" in out),
+    "docs/graph.md: .venv/bin/python scripts/graph/train_link_prediction.py --dataset citation --epochs 40":
+        fast(subs=[("--epochs 40", "--epochs 2"), ("--model gcn --scorer mlp", "--model gcn --scorer mlp --epochs 1")],
+             check=lambda out: out.count("test auc") >= 2),
     "docs/graph.md: .venv/bin/gluon-suite bench run graph_models":
         skip("a benchmark: the graph protocols' full runs against DGL and PyG in their own environments "
              "(make bench-deps), about 20 minutes on a 1M-edge graph; CI runs each with --quick"),
