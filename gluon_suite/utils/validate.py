@@ -41,7 +41,13 @@ _CHOICE = re.compile(r"^(argument [^:]+): invalid choice: '([^']*)' \(choose fro
 class ArgumentParser(argparse.ArgumentParser):
     """``argparse.ArgumentParser`` whose errors are one line on stderr, exit 2:
     ``error: argument --lr: 'x' is not a number; give a number (usage: prog --help)``. Unknown flags
-    and choices get the closest valid spellings; subparsers inherit the class."""
+    and choices get the closest valid spellings; subparsers inherit the class. Flags are never
+    abbreviated (``allow_abbrev=False`` unless asked): a prefix such as ``--mod`` is an unknown flag,
+    not whichever of ``--model`` and ``--mode`` argparse would pick, in the scripts and in every
+    ``gluon-suite`` subcommand."""
+
+    def __init__(self, *args, allow_abbrev=False, **kwargs):
+        super().__init__(*args, allow_abbrev=allow_abbrev, **kwargs)
 
     def _option_strings(self):
         return [s for a in self._actions for s in a.option_strings]

@@ -173,11 +173,31 @@ def test_what_cannot_apply_is_one_line(tmp_path, capsys, argv, needle):
     assert code == 2 and len(lines) == 1 and needle in lines[0], lines
 
 
+def _subparsers(parser, name):
+    """``[(command name, parser)]`` of ``parser`` and every subcommand under it."""
+    import argparse
+    out = [(name, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub, p in action.choices.items():
+                out += _subparsers(p, f"{name} {sub}")
+    return out
+
+
 def test_abbreviations_are_refused_in_every_script(capsys):
     """--mode hybrid was read as --model hybrid while argparse took abbreviations."""
-    for script in ("scripts/cv/train_classification.py", "scripts/cv/train_detection.py",
-                   "scripts/nlp/finetune_squad.py", "scripts/graph/train_node_classification.py"):
-        parser = load_script(script).build_parser()
+    import glob
+    scripts = sorted(glob.glob(os.path.join(REPO, "scripts", "**", "*.py"), recursive=True))
+    assert len(scripts) >= 13
+    for script in scripts:
+        parser = load_script(os.path.relpath(script, REPO)).build_parser()
         assert parser.allow_abbrev is False, script
     with pytest.raises(SystemExit):
         _script().build_parser().parse_args(["--num-epoch", "3"])   # a prefix of --num-epochs
+    from gluon_suite.cli import build_parser
+    commands = _subparsers(build_parser(), "gluon-suite")
+    assert {"gluon-suite samples", "gluon-suite zoo publish", "gluon-suite launch"} <= {n for n, _ in commands}
+    assert [n for n, p in commands if p.allow_abbrev] == []
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["samples", "--ou", "data"])   # a prefix of --out
+    assert "unrecognized arguments: --ou" in capsys.readouterr().err
