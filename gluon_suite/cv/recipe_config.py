@@ -137,7 +137,9 @@ class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticO
     lr: float = option(0.1, positive_float, help="peak learning rate")
     momentum: float = option(0.9, fraction, help="momentum of sgd and nag")
     wd: float = option(1e-4, nonneg_float, help="weight decay")
-    lr_mode: str = option("cosine", choices=("cosine", "step"), help="the rate's decay after the warm-up")
+    lr_mode: str = option("cosine", choices=("cosine", "step"),
+                          help="the rate's decay after the warm-up (step when only --lr-decay-epoch is given, as "
+                               "GluonCV's)")
     warmup_epochs: object = option("auto", warmup_value,
                                    help="linear warm-up in epochs, or auto (default): CSER's grows with its ratio")
     lr_milestones: list = option([], nonneg_float, many=True, aliases=("--lr-decay-epoch",), action=CommaList,
@@ -190,6 +192,15 @@ class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticO
                                 f"{str(no_wd).lower()}; keep one of the two keys")
             data["wd_on_bn_bias"] = not no_wd
         return data
+
+    @classmethod
+    def from_dict(cls, data=None, source="the config", flags=(), origin="the config"):
+        """As ``RecipeConfig.from_dict``; decay epochs (``--lr-decay-epoch``/``lr_milestones``) given
+        without ``lr_mode`` mean the step schedule, as in GluonCV's ``train_imagenet.py`` (whose
+        default is step), instead of being ignored by the cosine default."""
+        if not isinstance(data, cls) and data and data.get("lr_milestones") and data.get("lr_mode") is None:
+            data = {**data, "lr_mode": "step"}
+        return super().from_dict(data, source, flags, origin)
 
     def check(self, comm):
         check_gluoncv_flags(self)   # --mode, --num-gpus, --use-rec, --last-gamma, --use-se, --resume-params
