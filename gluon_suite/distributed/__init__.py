@@ -11,6 +11,7 @@ from .registry import (ALGORITHMS, COMPRESSORS, AlgorithmOptions, CompressorOpti
                        make_compressor, register_algorithm, register_compressor)
 from .compression import Compressor, Payload
 from . import shared_random  # noqa: F401  registers grbs and randomk
+from . import bfloat16  # noqa: F401  registers bf16
 from .base import Algorithm
 from . import algorithms  # noqa: F401  registers sync, ef, local and cser
 from . import local_adaalter  # noqa: F401  registers local_adaalter

@@ -17,6 +17,14 @@ each on one flat buffer, a bucket's vector:
 - ``scatter_add(target, values, indices)``: target[indices] += alpha * values, in place.
 - ``block_gather(x, blocks)`` / ``block_add(target, values, blocks)``: GRBS's per-member slabs of a
   bucket, each block a row (origin, rows, row length, row stride) of flat offsets.
+- ``randomk_gather(x, table, rotation, shift)`` / ``randomk_add(target, values, table, rotation,
+  shift)``: random-k's k stratified indices computed in the operator from the compressor's shared
+  table and the step's two draws (the same float64 arithmetic as its MXNet path), the values at
+  them gathered, or added back, with no index array.
+- ``cast_bf16(x)``: bfloat16 (round to nearest even, NaN as 0x7fc0) as two bytes per value, low
+  byte first, and the finiteness flag from the same pass; ``bf16_add`` adds alpha times each row
+  (one worker's bytes) to a target. MXNet 1.9.1 has no bfloat16 or uint16 array that Horovod or
+  an operator library takes, hence bytes.
 
 A buffer over 2^31 bytes is refused in one line (``check_size``); ``usable`` says no to it, so a
 compressor sends such a buffer through MXNet's operators. When the library was not built (no
@@ -44,11 +52,21 @@ LOADED = False          # whether the compiled operators are registered with MXN
 REASON = ""             # why not, when they are not
 
 
+# the operators this module calls: a library without one of them (an older build named by the
+# setting) counts as not loaded
+OPERATORS = ("gs_topk", "gs_ef_topk", "gs_sign_pack", "gs_sign_unpack_add", "gs_cast_fp16", "gs_scatter_add",
+             "gs_block_gather", "gs_block_add", "gs_randomk_gather", "gs_randomk_add", "gs_cast_bf16", "gs_bf16_add")
+
+
 def _load():
     global LOADED, REASON
     setting = env("GLUON_SUITE_COMM_KERNELS")   # None (the built library), "off" or an existing file
     LOADED, REASON, notify = load_library(setting, "GLUON_SUITE_COMM_KERNELS", DEFAULT_PATH, _SOURCES,
                                           "gs_ef_topk", "compression")
+    missing = [op for op in OPERATORS if LOADED and not hasattr(mx.nd, op)]
+    if missing:
+        LOADED, notify = False, True
+        REASON = f"{setting or DEFAULT_PATH} has no {', '.join(missing)} (an older build: run `make kernels`)"
     if notify:
         sys.stderr.write("gluon_suite.distributed: compiled compression kernels unavailable, "
                          f"using MXNet's operators: {REASON}\n")
@@ -181,4 +199,41 @@ def block_add(target, values, blocks, alpha=1.0):
         return target
     t = _flat(target)
     mx.nd.gs_block_add(t, _flat(values), blocks, alpha=repr(float(alpha)), out=t)
+    return target
+
+
+def randomk_gather(x, table, rotation, shift):
+    """The values of the flat ``x`` at random-k's k indices: start_j + floor(frac(table[rotation +
+    j] + shift) * width_j) for stratum j of k (``table``: the (2k,) float64 table on x's device)."""
+    check_size(x.size, 4, "tensor")
+    return mx.nd.gs_randomk_gather(_flat(x), table, rotation=str(int(rotation)), shift=repr(float(shift)))
+
+
+def randomk_add(target, values, table, rotation, shift, alpha=1.0):
+    """target[index_j] += alpha * values[j] at random-k's k indices (as ``randomk_gather``), in
+    place."""
+    if target.size == 0:
+        return target
+    t = _flat(target)
+    mx.nd.gs_randomk_add(t, _flat(values), table, rotation=str(int(rotation)), shift=repr(float(shift)),
+                         alpha=repr(float(alpha)), out=t)
+    return target
+
+
+def cast_bf16(x):
+    """(bfloat16 of the flat x as (2n,) uint8, two bytes per value, low byte first; finite (1,)
+    float32: 1.0 when every bfloat16 value is finite)."""
+    check_size(x.size, 4, "tensor")
+    if x.size == 0:
+        return _empty(x.context, "uint8"), mx.nd.ones((1,), ctx=x.context)
+    return mx.nd.gs_cast_bf16(_flat(x))
+
+
+def bf16_add(target, data, alpha=1.0):
+    """target += alpha * the bfloat16 values of each row of ``data`` (rows of 2 x target.size
+    bytes, one per worker, added one after another), in place."""
+    if target.size == 0 or data.size == 0:
+        return target
+    t = _flat(target)
+    mx.nd.gs_bf16_add(t, _flat(data), alpha=repr(float(alpha)), out=t)
     return target

@@ -32,7 +32,7 @@ class CompressionOptions:
     algorithm: str = option("sync", ALGORITHMS.checker(),
                             help="sync, ef, local, cser, local_adaalter or auto")
     compressor: str = option("none", COMPRESSORS.checker(),
-                             help="none, zero, fp16, grbs, randomk, topk or sign")
+                             help="none, zero, fp16, bf16, grbs, randomk, topk or sign")
     ratio: float = option(None, ratio, help="compression ratio (dense bytes / sent bytes)")
     period: int = option(None, positive_int, help="steps between resets or averages")
     # auto's options, declared by its registered Options (their checks and help), as config keys

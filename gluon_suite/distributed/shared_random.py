@@ -237,6 +237,11 @@ class RandomKCompressor(Compressor):
     scalar draws is six MXNet operators on the device (float64 index arithmetic, exact for any
     tensor MXNet can hold). Device memory: 32 bytes per kept coordinate per distinct tensor size
     (the trainer's buckets mostly share one size).
+
+    Compiled path (a CPU float32 tensor with the compression kernels loaded): one
+    ``gs_randomk_gather`` computes the same indices from the table and the two draws, in the same
+    float64 arithmetic, and gathers the values; one ``gs_randomk_add`` adds a payload back at
+    them. No index array is built or kept: the payload's values are the same, bit for bit.
     """
 
     def __init__(self, ratio=32.0, **kw):
@@ -261,27 +266,52 @@ class RandomKCompressor(Compressor):
                 mx.nd.array(starts[:-1], dtype="float64", ctx=ctx))
         return got
 
+    def draws(self, k, key, step):
+        """The step's two numbers shared by all workers: the rotation s in [0, k) and the shift t
+        in [0, 1)."""
+        g = self.rng(key, step)
+        return int(g.integers(k)), float(g.random())
+
     def indices(self, n, key, step, ctx=None):
         """The k flat indices kept for a tensor of ``n`` elements at ``step`` (increasing), as a
         float64 NDArray on ``ctx`` (exact integers; MXNet's take and scatter accept them)."""
         k, table, width, starts = self._table(n, ctx or mx.cpu())
-        g = self.rng(key, step)
-        s, t = int(g.integers(k)), float(g.random())
+        s, t = self.draws(k, key, step)
         u = mx.nd.slice(table, begin=(s,), end=(s + k,)) + t
         return mx.nd.floor((u % 1.0) * width) + starts
 
     def _compress(self, v, key, step):
         n = v.size
+        if n == 0:
+            return _EMPTY
+        if native.usable(v):
+            return self._compiled_payload(v, key, step)
         idx = self.indices(n, key, step, v.context)
         vals = mx.nd.take(v.reshape((-1,)), idx)
-        where = idx.reshape((1, -1))
+        return Payload([vals], lambda target, tensors, alpha: _add_at(target, idx, tensors[0], alpha))
+
+    def _compiled_payload(self, v, key, step):
+        """The payload through ``gs_randomk_gather``, added back by ``gs_randomk_add`` (MXNet's
+        scatter for a target of another dtype or device)."""
+        n = v.size
+        k, table, _, _ = self._table(n, v.context)
+        s, t = self.draws(k, key, step)
+        vals = native.randomk_gather(v, table, s, t)
 
         def add_to(target, tensors, alpha):
-            # the k indices are distinct: read, add and write back only those entries
-            flat = target.reshape((-1,))
-            t = tensors[0] if alpha == 1.0 else alpha * tensors[0]
-            if t.dtype != target.dtype:
-                t = t.astype(target.dtype)
-            mx.nd._internal._scatter_set_nd(flat, mx.nd.take(flat, idx) + t, where, shape=(n,), out=flat)
+            if native.usable(target, tensors[0]):
+                native.randomk_add(target, tensors[0], self._table(n, target.context)[1], s, t, alpha)
+                return
+            _add_at(target, self.indices(n, key, step, target.context), tensors[0], alpha)
 
         return Payload([vals], add_to)
+
+
+def _add_at(target, idx, values, alpha):
+    """target's flat entries at the distinct indices ``idx`` += alpha * values, with MXNet's
+    operators: read, add and write back only those entries."""
+    flat = target.reshape((-1,))
+    t = values if alpha == 1.0 else alpha * values
+    if t.dtype != target.dtype:
+        t = t.astype(target.dtype)
+    mx.nd._internal._scatter_set_nd(flat, mx.nd.take(flat, idx) + t, idx.reshape((1, -1)), shape=flat.shape, out=flat)

@@ -324,7 +324,7 @@ from gluon_suite.distributed import native
 from gluon_suite.distributed.compression import make_compressor
 v = np.random.RandomState(5).normal(size=(37, 11)).astype(np.float32)
 out = {"loaded": np.array(native.LOADED)}
-for name in ("topk", "sign", "fp16"):
+for name in ("topk", "sign", "fp16", "randomk", "bf16"):
     x = mx.nd.array(v)
     pl = make_compressor(name, ratio=8).compress(x, 0, 0)
     c = mx.nd.zeros(x.shape)
@@ -358,11 +358,12 @@ def test_a_library_that_does_not_load_falls_back_with_one_line(tmp_path, monkeyp
     # the fallback is MXNet's path exactly: the same numbers as this process with the kernels bypassed
     generic(monkeypatch)
     v = np.random.RandomState(5).normal(size=(37, 11)).astype(np.float32)
-    for name in ("topk", "sign", "fp16"):
+    for name in ("topk", "sign", "fp16", "randomk", "bf16"):
         x = mx.nd.array(v)
         pl = make_compressor(name, ratio=8).compress(x, 0, 0)
         c = mx.nd.zeros(x.shape)
         pl.add_to(c, pl.tensors, 1.0)
+        assert np.count_nonzero(c.asnumpy()) == {"randomk": 51, "topk": 25}.get(name, v.size)
         np.testing.assert_array_equal(got[name], c.asnumpy())
         np.testing.assert_array_equal(off[name], c.asnumpy())
     R = mx.nd.array(v)

@@ -98,7 +98,7 @@ def test_min_size_and_warmup_send_dense():
 
 
 @pytest.mark.parametrize("bad, match", [
-    (dict(name="gzip"), "unknown compressor 'gzip'; registered: fp16, grbs, none, randomk, sign, (strided, )?topk, zero"),
+    (dict(name="gzip"), "unknown compressor 'gzip'; registered: bf16, fp16, grbs, none, randomk, sign, (strided, )?topk, zero"),
     (dict(name="grbs", ratio=0.5), "ratio must be >= 1"),
     (dict(name="grbs", min_size=-1), "min_size"),
 ])

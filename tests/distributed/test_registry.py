@@ -89,7 +89,7 @@ def test_unregistered_names_are_one_line_errors():
     want = "unknown algorithm 'every_second'; registered: auto, cser, ef"
     with pytest.raises(ValueError, match=want):
         DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, algorithm="every_second")
-    with pytest.raises(ValueError, match="unknown compressor 'stride'.*registered: fp16, grbs"):
+    with pytest.raises(ValueError, match="unknown compressor 'stride'.*registered: bf16, fp16, grbs"):
         make_compressor("stride")
     with pytest.raises(ValueError, match="cannot import module 'no_such_module'"):
         make_algorithm("no_such_module:every_other")

@@ -102,7 +102,7 @@ def test_load_states_rejects_foreign_file(tmp_path):
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(algorithm="allreduce"), "unknown algorithm 'allreduce'; registered: auto, cser, ef, (every_other, )?local, local_adaalter, sync"),
-    (dict(algorithm="cser", compressor="lz4"), "unknown compressor 'lz4'; registered: fp16, grbs, none"),
+    (dict(algorithm="cser", compressor="lz4"), "unknown compressor 'lz4'; registered: bf16, fp16, grbs, none"),
     (dict(algorithm="cser", compressor="grbs", ratio=0.5), "option ratio: must be a compression ratio .* >= 1, got 0.5"),
     (dict(algorithm="cser", compressor="grbs", period=0), "period must be an integer >= 1"),
     (dict(algorithm="local", period=-2), "period must be an integer >= 1"),

@@ -1,0 +1,302 @@
+// More compression kernels of gluon_suite.distributed (built into the same library as
+// comm_kernels.cc): random-k's shared selection and bfloat16 payloads. CPU, float32 data, OpenMP
+// across elements in fixed chunks, so every result is the same whatever the number of threads.
+//
+//   gs_randomk_gather(x, table; rotation, shift) -> values (k): x at random-k's k indices
+//   gs_randomk_add(t, vals, table; rotation, shift, alpha) -> t with t[index_j] += alpha * vals_j
+//     table: (2k,) float64, random-k's table of k uniforms written twice; the indices are
+//     start_j + floor(frac(table[rotation + j] + shift) * width_j), start_j = floor(j n / k),
+//     width_j = (start_{j+1} - start_j) * (1 - 2^-40), in float64: the numbers MXNet's operators
+//     compute on the compressor's generic path, so both paths select the same coordinates.
+//   gs_cast_bf16(x)                    -> bytes (2n uint8), finite (1): x rounded to bfloat16 (to
+//                                        nearest, ties to even; NaN becomes 0x7fc0), each value
+//                                        as two bytes, low byte first; finite = 1 when every
+//                                        result is finite
+//   gs_bf16_add(t, bytes; alpha)       -> t + alpha * each row's bfloat16 values, rows (of 2n
+//                                        bytes: one per worker) added one after another
+//
+// The adds are called with t as their output (MXNet's out=); given another output array they copy
+// t into it first.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "mxnet/lib_api.h"
+
+using mxnet::ext::MXReturnValue;
+using mxnet::ext::MXTensor;
+using mxnet::ext::OpResource;
+using mxnet::ext::MX_SUCCESS;
+using mxnet::ext::MX_FAIL;
+typedef std::unordered_map<std::string, std::string> Attrs;
+typedef std::vector<std::vector<unsigned int>> Shapes;
+
+namespace {
+
+const int64_t kMaxBytes = int64_t(1) << 31;   // the largest buffer an operator takes
+const int64_t kChunk = 1 << 16;               // elements per chunk of the parallel loops
+const double kUnder = 1.0 - 0x1p-40;          // random-k's widths are taken just under the true one
+
+int64_t GetInt(const Attrs& a, const char* key, int64_t fallback) {
+  auto it = a.find(key);
+  return it == a.end() ? fallback : std::stoll(it->second);
+}
+
+double GetDouble(const Attrs& a, const char* key, double fallback) {
+  auto it = a.find(key);
+  return it == a.end() ? fallback : std::stod(it->second);   // Python's repr: read back exactly
+}
+
+int64_t Numel(const std::vector<unsigned int>& s) {
+  int64_t n = 1;
+  for (unsigned int d : s) n *= d;
+  return n;
+}
+
+int64_t Numel(const MXTensor& t) {
+  int64_t n = 1;
+  for (int64_t d : t.shape) n *= d;
+  return n;
+}
+
+template <typename T>
+T* Data(const MXTensor& t) { return static_cast<T*>(t.data_ptr); }
+
+bool TooLarge(int64_t n, int64_t itemsize, const char* op) {
+  if (n * itemsize > kMaxBytes) {
+    MX_ERROR_MSG << op << ": a buffer of " << n * itemsize << " bytes is larger than 2^31 bytes";
+    return true;
+  }
+  return false;
+}
+
+int64_t Chunks(int64_t n) { return (n + kChunk - 1) / kChunk; }
+
+void Alias(const MXTensor& in, MXTensor* out, int64_t bytes) {
+  if (out->data_ptr != in.data_ptr && bytes) std::memcpy(out->data_ptr, in.data_ptr, bytes);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random-k: the k stratified indices of a buffer of n elements, from the shared table.
+
+struct Strata {
+  int64_t n, k, rotation;
+  double shift;
+  const double* table;
+
+  // j n fits in 64 bits: n < 2^29 (2^31 bytes of float32)
+  int64_t Index(int64_t j) const {
+    const int64_t start = j * n / k, end = (j + 1) * n / k;
+    double u = table[rotation + j] + shift;   // in [0, 2): frac is one exact subtraction
+    if (u >= 1.0) u -= 1.0;
+    return start + static_cast<int64_t>(std::floor(u * (static_cast<double>(end - start) * kUnder)));
+  }
+};
+
+bool ReadStrata(const Attrs& attrs, const MXTensor& table, int64_t n, const char* op, Strata* s) {
+  s->n = n;
+  s->k = Numel(table) / 2;
+  s->rotation = GetInt(attrs, "rotation", 0);
+  s->shift = GetDouble(attrs, "shift", 0.0);
+  s->table = Data<double>(table);
+  if (s->rotation < 0 || s->rotation >= s->k || !(s->shift >= 0.0 && s->shift < 1.0)) {
+    MX_ERROR_MSG << op << ": rotation " << s->rotation << " must be within 0.." << s->k - 1 << " and shift "
+                 << s->shift << " within [0, 1)";
+    return false;
+  }
+  return true;
+}
+
+MXReturnValue RandomkGatherForward(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out,
+                                   const OpResource& res) {
+  const int64_t n = Numel(in->at(0));
+  Strata s;
+  if (TooLarge(n, 4, "gs_randomk_gather") || !ReadStrata(attrs, in->at(1), n, "gs_randomk_gather", &s))
+    return MX_FAIL;
+  const float* x = Data<float>(in->at(0));
+  float* y = Data<float>(out->at(0));
+#pragma omp parallel for schedule(static) if (s.k > kChunk)
+  for (int64_t j = 0; j < s.k; ++j) y[j] = x[s.Index(j)];
+  return MX_SUCCESS;
+}
+
+MXReturnValue RandomkAddForward(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out,
+                                const OpResource& res) {
+  const int64_t n = Numel(in->at(0));
+  Strata s;
+  if (TooLarge(n, 4, "gs_randomk_add") || !ReadStrata(attrs, in->at(2), n, "gs_randomk_add", &s)) return MX_FAIL;
+  const float alpha = static_cast<float>(GetDouble(attrs, "alpha", 1.0));
+  Alias(in->at(0), &out->at(0), n * 4);
+  float* t = Data<float>(out->at(0));
+  const float* v = Data<float>(in->at(1));
+  // the strata are disjoint: each index is written by one j
+#pragma omp parallel for schedule(static) if (s.k > kChunk)
+  for (int64_t j = 0; j < s.k; ++j) {
+    const int64_t i = s.Index(j);
+    t[i] += alpha * v[j];
+  }
+  return MX_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------------
+// bfloat16: the high half of a float32, rounded to nearest even on the low half.
+
+inline uint16_t ToBf16(uint32_t u) {
+  const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;   // an overflow carries into inf
+  return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : r);
+}
+
+inline float FromBf16(uint32_t h) {
+  const uint32_t u = h << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+MXReturnValue CastBf16Forward(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out,
+                              const OpResource& res) {
+  const int64_t n = Numel(in->at(0));
+  if (TooLarge(n, 4, "gs_cast_bf16")) return MX_FAIL;
+  const uint32_t* x = Data<uint32_t>(in->at(0));
+  uint8_t* y = Data<uint8_t>(out->at(0));
+  const int64_t C = Chunks(n);
+  int bad = 0;
+#pragma omp parallel for schedule(static) reduction(| : bad)
+  for (int64_t c = 0; c < C; ++c) {
+    const int64_t begin = c * kChunk, end = std::min(n, (c + 1) * kChunk);
+    unsigned inf = 0;
+    for (int64_t i = begin; i < end; ++i) {
+      const uint16_t h = ToBf16(x[i]);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+      std::memcpy(y + 2 * i, &h, 2);
+#else
+      y[2 * i] = static_cast<uint8_t>(h & 0xffu);
+      y[2 * i + 1] = static_cast<uint8_t>(h >> 8);
+#endif
+      inf |= (h & 0x7f80u) == 0x7f80u;
+    }
+    bad |= static_cast<int>(inf);
+  }
+  Data<float>(out->at(1))[0] = bad ? 0.f : 1.f;
+  return MX_SUCCESS;
+}
+
+MXReturnValue Bf16AddForward(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out,
+                             const OpResource& res) {
+  const int64_t n = Numel(in->at(0));
+  if (TooLarge(n, 4, "gs_bf16_add")) return MX_FAIL;
+  const int64_t rows = n ? Numel(in->at(1)) / (2 * n) : 0;
+  const float alpha = static_cast<float>(GetDouble(attrs, "alpha", 1.0));
+  Alias(in->at(0), &out->at(0), n * 4);
+  float* t = Data<float>(out->at(0));
+  const uint8_t* b = Data<uint8_t>(in->at(1));
+  const int64_t C = Chunks(n);
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < C; ++c) {
+    const int64_t begin = c * kChunk, end = std::min(n, (c + 1) * kChunk);
+    for (int64_t w = 0; w < rows; ++w) {   // row after row, as one add per worker would
+      const uint8_t* r = b + 2 * n * w;
+      for (int64_t i = begin; i < end; ++i) {
+        const uint32_t h = static_cast<uint32_t>(r[2 * i]) | (static_cast<uint32_t>(r[2 * i + 1]) << 8);
+        t[i] += alpha * FromBf16(h);
+      }
+    }
+  }
+  return MX_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Glue to MXNet: inputs, outputs, types and shapes of each operator.
+
+enum Which { kGather, kAdd, kCast, kBfAdd };
+struct Kind {
+  Which which;
+  int in, out;
+  const char* name;
+};
+const Kind kGatherKind{kGather, 2, 1, "gs_randomk_gather"}, kAddKind{kAdd, 3, 1, "gs_randomk_add"},
+    kCastKind{kCast, 1, 2, "gs_cast_bf16"}, kBfAddKind{kBfAdd, 2, 1, "gs_bf16_add"};
+
+template <const Kind* K>
+MXReturnValue ParseAttrs(const Attrs& attrs, int* num_in, int* num_out) {
+  *num_in = K->in;
+  *num_out = K->out;
+  return MX_SUCCESS;
+}
+
+// the expected type of input i: the table float64, the bytes uint8, the rest float32
+int InputType(Which w, int i) {
+  if ((w == kGather && i == 1) || (w == kAdd && i == 2)) return mxnet::ext::kFloat64;
+  if (w == kBfAdd && i == 1) return mxnet::ext::kUint8;
+  return mxnet::ext::kFloat32;
+}
+
+const char* TypeName(int t) {
+  return t == mxnet::ext::kFloat64 ? "float64" : t == mxnet::ext::kUint8 ? "uint8" : "float32";
+}
+
+template <const Kind* K>
+MXReturnValue InferType(const Attrs& attrs, std::vector<int>* in, std::vector<int>* out) {
+  for (int i = 0; i < K->in; ++i) {
+    if (in->at(i) != InputType(K->which, i)) {
+      MX_ERROR_MSG << K->name << ": input " << i << " must be " << TypeName(InputType(K->which, i));
+      return MX_FAIL;
+    }
+  }
+  for (int o = 0; o < K->out; ++o) out->at(o) = mxnet::ext::kFloat32;
+  if (K->which == kCast) out->at(0) = mxnet::ext::kUint8;
+  return MX_SUCCESS;
+}
+
+template <const Kind* K>
+MXReturnValue InferShape(const Attrs& attrs, Shapes* in, Shapes* out) {
+  const int64_t n = Numel(in->at(0));
+  if (TooLarge(n, 4, K->name)) return MX_FAIL;
+  switch (K->which) {
+    case kGather:
+    case kAdd: {
+      const int64_t t = Numel(in->at(K->which == kGather ? 1 : 2)), k = t / 2;
+      if (t % 2 || k < 1 || k > n || (K->which == kAdd && Numel(in->at(1)) != k)) {
+        MX_ERROR_MSG << K->name << ": a table of " << t << " numbers (2k, 1 <= k <= " << n << ")"
+                     << (K->which == kAdd ? " and one value per index" : "");
+        return MX_FAIL;
+      }
+      out->at(0) = K->which == kGather ? std::vector<unsigned int>{static_cast<unsigned>(k)} : in->at(0);
+      return MX_SUCCESS;
+    }
+    case kCast:
+      out->at(0) = {static_cast<unsigned>(2 * n)};
+      out->at(1) = {1u};
+      return MX_SUCCESS;
+    case kBfAdd: {
+      const int64_t bytes = Numel(in->at(1));
+      if (n == 0 || bytes % (2 * n)) {
+        MX_ERROR_MSG << "gs_bf16_add: " << bytes << " bytes are not rows of 2 x " << n << " bytes";
+        return MX_FAIL;
+      }
+      out->at(0) = in->at(0);
+      return MX_SUCCESS;
+    }
+  }
+  return MX_SUCCESS;
+}
+
+}  // namespace
+
+#define GS_REGISTER(NAME, FORWARD, KIND)          \
+  REGISTER_OP(NAME)                               \
+      .setForward(FORWARD, "cpu")                 \
+      .setParseAttrs(ParseAttrs<&KIND>)           \
+      .setInferType(InferType<&KIND>)             \
+      .setInferShape(InferShape<&KIND>);
+
+GS_REGISTER(gs_randomk_gather, RandomkGatherForward, kGatherKind)
+GS_REGISTER(gs_randomk_add, RandomkAddForward, kAddKind)
+GS_REGISTER(gs_cast_bf16, CastBf16Forward, kCastKind)
+GS_REGISTER(gs_bf16_add, Bf16AddForward, kBfAddKind)
