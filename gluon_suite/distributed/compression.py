@@ -37,8 +37,8 @@ fp16 (the cast and a finiteness flag in one pass, ``Payload.finite``) run compil
 anything else, or without the library, runs the MXNet operators below, which stay the reference.
 The compiled top-k takes, among equal magnitudes at the k-th place, the lowest indices, and sends
 its indices in ascending order (MXNet's ``topk`` sends them by magnitude); C(v) is the same set.
-``compress_feedback`` is error feedback in one call: with top-k on the compiled path, the sum
-g + r, the selection and the new residual are one operator.
+``compress_feedback`` is error feedback in one call: with top-k or sign on the compiled path, the
+sum g + r, the compression and the new residual are one operator.
 """
 import dataclasses
 import math
@@ -332,6 +332,14 @@ class SignCompressor(Compressor):
         """A fixed-ratio C1: the same kind for the residual."""
         return SignCompressor(**self._common())
 
+    def compress_feedback(self, g, r, key, step, dense=False, layout=None):
+        """Error feedback with sign; on the compiled path one operator: v = g + r, its bits and
+        scale, and r <- v - scale * sign(v), the same numbers as the three steps written out."""
+        if not (self.compresses(r, step, dense) and r.size and native.usable(g, r)):
+            return super().compress_feedback(g, r, key, step, dense=dense, layout=layout)
+        bits, scale = native.ef_sign(g, r)
+        return self._payload(r.size, bits, scale)
+
     def _compress(self, v, key, step):
         n = v.size
         x = v.reshape((-1,))
@@ -342,7 +350,10 @@ class SignCompressor(Compressor):
                 x = x.astype("float32")
             scale = mean_abs(x).reshape((1,))
             bits = pack_signs(v)
+        return self._payload(n, bits, scale)
 
+    @staticmethod
+    def _payload(n, bits, scale):
         def add_to(target, tensors, alpha):
             b, s = tensors
             if native.usable(target, s):

@@ -25,6 +25,9 @@ each on one flat buffer, a bucket's vector:
   byte first, and the finiteness flag from the same pass; ``bf16_add`` adds alpha times each row
   (one worker's bytes) to a target. MXNet 1.9.1 has no bfloat16 or uint16 array that Horovod or
   an operator library takes, hence bytes.
+- ``ef_sign(g, r)``: error feedback with sign fused: v = g + r, its bits and scale (as
+  ``sign_pack``), and r <- v - scale * (+-1) (as ``sign_unpack_add`` with alpha -1), in two passes
+  and one call.
 
 A buffer over 2^31 bytes is refused in one line (``check_size``); ``usable`` says no to it, so a
 compressor sends such a buffer through MXNet's operators. When the library was not built (no
@@ -55,7 +58,8 @@ REASON = ""             # why not, when they are not
 # the operators this module calls: a library without one of them (an older build named by the
 # setting) counts as not loaded
 OPERATORS = ("gs_topk", "gs_ef_topk", "gs_sign_pack", "gs_sign_unpack_add", "gs_cast_fp16", "gs_scatter_add",
-             "gs_block_gather", "gs_block_add", "gs_randomk_gather", "gs_randomk_add", "gs_cast_bf16", "gs_bf16_add")
+             "gs_block_gather", "gs_block_add", "gs_randomk_gather", "gs_randomk_add", "gs_cast_bf16", "gs_bf16_add",
+             "gs_ef_sign")
 
 
 def _load():
@@ -237,3 +241,18 @@ def bf16_add(target, data, alpha=1.0):
     t = _flat(target)
     mx.nd.gs_bf16_add(t, _flat(data), alpha=repr(float(alpha)), out=t)
     return target
+
+
+def ef_sign(g, r):
+    """Error feedback with sign in one call: v = g + r (or r itself when ``g`` is None), its (bits,
+    scale) as ``sign_pack`` gives them, and r <- v - scale * (+1 where v >= 0, else -1), in place.
+    Returns (bits, scale)."""
+    check_size(r.size, 4, "residual")
+    if r.size == 0:
+        return _empty(r.context, "uint8"), mx.nd.zeros((1,), ctx=r.context)
+    rf = _flat(r)
+    bits = mx.nd.empty(((r.size + 7) // 8,), ctx=r.context, dtype="uint8")
+    scale = mx.nd.empty((1,), ctx=r.context)
+    gf = _flat(g) if g is not None else _placeholder(r.context)
+    mx.nd.gs_ef_sign(gf, rf, gradient="1" if g is not None else "0", out=[bits, scale, rf])
+    return bits, scale

@@ -307,3 +307,50 @@ def test_bf16_and_randomk_operators_refuse_buffers_over_2_31_bytes():
     sym = mx.sym.gs_randomk_gather(mx.sym.var("x"), mx.sym.var("t"), rotation="0", shift="0.5")
     with pytest.raises(mx.base.MXNetError, match="larger than 2\\^31 bytes"):
         sym.infer_shape(x=(2 ** 29 + 1,), t=(8,))
+
+
+# ---- error feedback with sign, fused ----------------------------------------------------------------
+@needs_library
+@pytest.mark.parametrize("ctx", CTXS, ids=str)
+@pytest.mark.parametrize("n", LENGTHS)
+def test_fused_sign_error_feedback_against_float64(n, ctx):
+    rs = np.random.RandomState(n)
+    g, r = rs.normal(size=n).astype(np.float32), rs.normal(size=n).astype(np.float32)
+    r[: n // 5] = -g[: n // 5]                                    # v = +0 there: sign +1
+    for gradient in (True, False):
+        v = (g.astype(np.float64) + r).astype(np.float32) if gradient else r
+        R = mx.nd.array(r, ctx=ctx)
+        bits, scale = native.ef_sign(mx.nd.array(g, ctx=ctx) if gradient else None, R)
+        np.testing.assert_array_equal(bits.asnumpy(), np.packbits(v >= 0))
+        s = np.abs(v.astype(np.float64)).mean()
+        np.testing.assert_allclose(scale.asnumpy()[0], s, rtol=1e-6)
+        np.testing.assert_allclose(R.asnumpy(), v - s * np.where(v >= 0, 1.0, -1.0), rtol=1e-5, atol=1e-6)
+
+
+@needs_library
+@pytest.mark.parametrize("ctx", CTXS, ids=str)
+@pytest.mark.parametrize("n", LENGTHS)
+def test_fused_sign_error_feedback_equals_the_three_steps(n, ctx, monkeypatch):
+    """The compressor's fused call leaves the residual and payload of r += g, compress, add_to(r, -1)
+    bit for bit on the compiled path, and within rounding of MXNet's path."""
+    rs = np.random.RandomState(n + 1)
+    g, r = rs.normal(size=n).astype(np.float32), rs.normal(size=n).astype(np.float32)
+    comp = make_compressor("sign")
+    base = type(comp).__mro__[1].compress_feedback                 # Compressor's: the three steps
+
+    def run(feedback, grad=True):
+        R = mx.nd.array(r, ctx=ctx)
+        pl = feedback(comp, mx.nd.array(g, ctx=ctx) if grad else None, R, 0, 0)
+        c = mx.nd.zeros((n,), ctx=ctx)
+        pl.add_to(c, pl.tensors, 1.0)
+        return [R.asnumpy(), c.asnumpy()] + [t.asnumpy() for t in pl.tensors]
+
+    for grad in (False, True):
+        fused, steps = run(type(comp).compress_feedback, grad), run(base, grad)
+        for a, b in zip(fused, steps):
+            np.testing.assert_array_equal(a, b)
+    generic(monkeypatch)                                           # with the gradient, as fused is now
+    mxnet_path = run(type(comp).compress_feedback)
+    np.testing.assert_array_equal(fused[2], mxnet_path[2])          # the bits
+    for a, b in zip(fused[:2] + fused[3:], mxnet_path[:2] + mxnet_path[3:]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -14,6 +14,12 @@
 //                                        result is finite
 //   gs_bf16_add(t, bytes; alpha)       -> t + alpha * each row's bfloat16 values, rows (of 2n
 //                                        bytes: one per worker) added one after another
+//   gs_ef_sign(g, r; gradient)         -> bits (ceil(n/8) uint8), scale (1), r' (out=r: in place):
+//                                        error feedback with sign fused: v = g + r (v = r with
+//                                        gradient=0, g then a placeholder), bits of v >= 0 and
+//                                        scale = mean |v| as gs_sign_pack computes them, and
+//                                        r' = v - scale * (+-1), as gs_sign_unpack_add with
+//                                        alpha = -1 would leave it: two passes instead of three
 //
 // The adds are called with t as their output (MXNet's out=); given another output array they copy
 // t into it first.
@@ -212,16 +218,62 @@ MXReturnValue Bf16AddForward(const Attrs& attrs, std::vector<MXTensor>* in, std:
 }
 
 // ---------------------------------------------------------------------------------------------
+// Error feedback with sign: the sum, the bits and the scale in one pass (the scale's additions in
+// gs_sign_pack's order: per byte in float, per chunk in double, chunks in order), the new residual
+// in a second (the scale is known only after the first).
+
+MXReturnValue EfSignForward(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out,
+                            const OpResource& res) {
+  const int64_t n = Numel(in->at(1));
+  if (TooLarge(n, 4, "gs_ef_sign")) return MX_FAIL;
+  const bool gradient = GetInt(attrs, "gradient", 1) != 0;
+  const float* g = Data<float>(in->at(0));
+  if (!gradient) Alias(in->at(1), &out->at(2), n * 4);
+  const float* r = Data<float>(in->at(1));
+  float* v = Data<float>(out->at(2));   // r itself with out=r
+  uint8_t* bits = Data<uint8_t>(out->at(0));
+  const int64_t bytes = (n + 7) / 8, per = kChunk / 8, C = (bytes + per - 1) / per;
+  std::vector<double> part(C, 0.0);
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < C; ++c) {
+    double acc = 0.0;
+    for (int64_t b = c * per, end = std::min(bytes, (c + 1) * per); b < end; ++b) {
+      const int m = static_cast<int>(std::min<int64_t>(8, n - b * 8));
+      unsigned byte = 0;
+      float s = 0.f;
+      for (int j = 0; j < m; ++j) {
+        const int64_t i = b * 8 + j;
+        const float x = gradient ? g[i] + r[i] : r[i];
+        v[i] = x;
+        byte |= static_cast<unsigned>(x >= 0.f) << (7 - j);
+        s += std::fabs(x);
+      }
+      bits[b] = static_cast<uint8_t>(byte);
+      acc += s;
+    }
+    part[c] = acc;
+  }
+  double total = 0.0;
+  for (int64_t c = 0; c < C; ++c) total += part[c];
+  const float scale = n ? static_cast<float>(total / static_cast<double>(n)) : 0.f;
+  Data<float>(out->at(1))[0] = scale;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) v[i] += v[i] >= 0.f ? -scale : scale;
+  return MX_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Glue to MXNet: inputs, outputs, types and shapes of each operator.
 
-enum Which { kGather, kAdd, kCast, kBfAdd };
+enum Which { kGather, kAdd, kCast, kBfAdd, kEfSign };
 struct Kind {
   Which which;
   int in, out;
   const char* name;
 };
 const Kind kGatherKind{kGather, 2, 1, "gs_randomk_gather"}, kAddKind{kAdd, 3, 1, "gs_randomk_add"},
-    kCastKind{kCast, 1, 2, "gs_cast_bf16"}, kBfAddKind{kBfAdd, 2, 1, "gs_bf16_add"};
+    kCastKind{kCast, 1, 2, "gs_cast_bf16"}, kBfAddKind{kBfAdd, 2, 1, "gs_bf16_add"},
+    kEfSignKind{kEfSign, 2, 3, "gs_ef_sign"};
 
 template <const Kind* K>
 MXReturnValue ParseAttrs(const Attrs& attrs, int* num_in, int* num_out) {
@@ -250,15 +302,24 @@ MXReturnValue InferType(const Attrs& attrs, std::vector<int>* in, std::vector<in
     }
   }
   for (int o = 0; o < K->out; ++o) out->at(o) = mxnet::ext::kFloat32;
-  if (K->which == kCast) out->at(0) = mxnet::ext::kUint8;
+  if (K->which == kCast || K->which == kEfSign) out->at(0) = mxnet::ext::kUint8;
   return MX_SUCCESS;
 }
 
 template <const Kind* K>
 MXReturnValue InferShape(const Attrs& attrs, Shapes* in, Shapes* out) {
-  const int64_t n = Numel(in->at(0));
+  const int64_t n = Numel(in->at(K->which == kEfSign ? 1 : 0));
   if (TooLarge(n, 4, K->name)) return MX_FAIL;
   switch (K->which) {
+    case kEfSign:
+      if (GetInt(attrs, "gradient", 1) != 0 && Numel(in->at(0)) != n) {
+        MX_ERROR_MSG << "gs_ef_sign: the gradient has " << Numel(in->at(0)) << " elements, the residual " << n;
+        return MX_FAIL;
+      }
+      out->at(0) = {static_cast<unsigned>((n + 7) / 8)};
+      out->at(1) = {1u};
+      out->at(2) = in->at(1);
+      return MX_SUCCESS;
     case kGather:
     case kAdd: {
       const int64_t t = Numel(in->at(K->which == kGather ? 1 : 2)), k = t / 2;
@@ -300,3 +361,4 @@ GS_REGISTER(gs_randomk_gather, RandomkGatherForward, kGatherKind)
 GS_REGISTER(gs_randomk_add, RandomkAddForward, kAddKind)
 GS_REGISTER(gs_cast_bf16, CastBf16Forward, kCastKind)
 GS_REGISTER(gs_bf16_add, Bf16AddForward, kBfAddKind)
+GS_REGISTER(gs_ef_sign, EfSignForward, kEfSignKind)
