@@ -33,6 +33,7 @@ from ..utils import UserError
 from ..utils.runconfig import option
 from ..utils.validate import existing_dir, float_range, nonneg_float, output_dir, positive_float, positive_int
 from .base import NID
+from .cooccurrence import lee_cooccurrence_graph
 from .digraph import Graph
 from .link_data import citation_graph, undirected_split
 from .link_loader import edge_batch
@@ -52,8 +53,9 @@ class LinkConfig(_GraphConfig):
     SCRIPT: ClassVar[str] = "scripts/graph/train_link_prediction.py"
     DATASETS_WITH_FILES: ClassVar[tuple] = ("linqs",)
     out: str = option("runs/graph_link", output_dir, help="run folder: log.jsonl, checkpoints, config.json")
-    dataset: str = option("citation", choices=("citation", "linqs", "sbm", "karate"),
-                          help="citation: the embedded citation graph (gluon-suite samples' data/cora); linqs: "
+    dataset: str = option("citation", choices=("citation", "lee-cooccurrence", "linqs", "sbm", "karate"),
+                          help="citation: the embedded citation graph (gluon-suite samples' data/cora); "
+                               "lee-cooccurrence: the word co-occurrence graph of gensim's Lee corpus; linqs: "
                                "{name}.content/.cites in --data-dir; sbm, karate: embedded")
     data_dir: str = option(None, existing_dir, help="folder of {name}.content and {name}.cites (linqs)")
     name: str = option("cora", help="LINQS data set name")
@@ -106,6 +108,8 @@ def link_dataset(cfg):
     """The whole graph of the configured data set (with ``feat``)."""
     if cfg["dataset"] == "citation":
         return citation_graph()[0]
+    if cfg["dataset"] == "lee-cooccurrence":
+        return lee_cooccurrence_graph()[0]
     if cfg["dataset"] == "linqs":
         from .data import load_linqs
         return load_linqs(cfg["data_dir"], cfg["name"], dangling="drop" if cfg["drop_dangling_cites"] else "error")[0]
@@ -114,7 +118,7 @@ def link_dataset(cfg):
         return sbm_graph(seed=cfg["seed"])
     if cfg["dataset"] == "karate":
         return karate_club()
-    raise UserError(f"unknown dataset {cfg['dataset']!r}; choose citation, linqs, sbm or karate")
+    raise UserError(f"unknown dataset {cfg['dataset']!r}; choose citation, lee-cooccurrence, linqs, sbm or karate")
 
 
 def train_link_prediction(config, comm=None, log=print, ctx=None):
