@@ -1,6 +1,10 @@
 """Mini-batch iteration, as DGL's ``dgl.dataloading``: a multi-layer neighbour sampler that turns
 seed nodes into blocks, a node data loader that yields ``(input_nodes, output_nodes, blocks)``,
-and a graph data loader that batches small graphs.
+and a graph data loader that batches small graphs. DGL's link-prediction names are here too, from
+the modules that hold them: ``EdgeDataLoader``, ``as_edge_prediction_sampler`` and
+``EdgePredictionSampler`` (``link_loader``), and the module ``negative_sampler`` (``Uniform``,
+``PerSourceUniform``, ``GlobalUniform``), so ``dgl.dataloading.negative_sampler.Uniform(5)`` reads
+as in DGL.
 
     sampler = MultiLayerNeighborSampler([10, 25])
     for input_nodes, output_nodes, blocks in DataLoader(g, train_nids, sampler, batch_size=64,
@@ -12,9 +16,15 @@ import math
 import mxnet as mx
 import numpy as np
 
+from . import negative_sampler
 from .base import NID, GraphError, as_ids
 from .batch import batch
+from .link_loader import EdgeDataLoader, EdgePredictionSampler, as_edge_prediction_sampler
 from .sampling import default_rng, sample_blocks
+
+__all__ = ["MultiLayerNeighborSampler", "MultiLayerFullNeighborSampler", "DataLoader", "NodeDataLoader",
+           "GraphDataLoader", "EdgeDataLoader", "EdgePredictionSampler", "as_edge_prediction_sampler",
+           "negative_sampler"]
 
 
 class MultiLayerNeighborSampler:
@@ -56,7 +66,14 @@ class DataLoader:
     ids) in mini-batches of ``batch_size`` (shuffled each pass with ``shuffle``; the last short
     batch dropped with ``drop_last``) and yields ``graph_sampler.sample(graph, batch)``, i.e.
     ``(input_nodes, output_nodes, blocks)``, on the graph's context or on ``device`` (an MXNet
-    context) when given. Sampling happens in the calling thread."""
+    context) when given. Sampling happens in the calling thread. Given an edge-prediction sampler
+    (``as_edge_prediction_sampler``), as in DGL 1.x, ``indices`` are edge ids and the loader is an
+    ``EdgeDataLoader`` (its batches: ``(input_nodes, pair, neg_pair, blocks)``)."""
+
+    def __new__(cls, graph, indices, graph_sampler, *args, **kwargs):
+        if isinstance(graph_sampler, EdgePredictionSampler):
+            return EdgeDataLoader(graph, indices, graph_sampler, *args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, graph, indices, graph_sampler, batch_size=1, shuffle=False, drop_last=False,
                  rng=None, device=None, **kwargs):
