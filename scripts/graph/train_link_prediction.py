@@ -2,6 +2,7 @@
 """Train a GraphSAGE or GCN encoder with an edge scorer for link prediction (AUC, MRR, Hits@10).
 
     python scripts/graph/train_link_prediction.py --dataset citation --epochs 40
+    python scripts/graph/train_link_prediction.py --dataset lee-cooccurrence --scorer mlp --epochs 20
     python scripts/graph/train_link_prediction.py --dataset linqs --data-dir data/cora --model gcn --scorer mlp
     python scripts/graph/train_link_prediction.py --negative-sampler degree --out runs/link --resume auto
     horovodrun -np 2 -H localhost:2 --gloo python scripts/graph/train_link_prediction.py --dataset sbm
