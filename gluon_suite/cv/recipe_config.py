@@ -21,6 +21,7 @@ from ..utils.runconfig import RecipeConfig, RunOptions, option
 from ..utils.validate import (choice_of, existing_dir, existing_path, float_range, fraction, nonneg_float,
                               nonneg_int, output_dir, positive_float, positive_int)
 from .data.pipeline import DATASETS
+from .gluoncv_flags import add_gluoncv_flags, gluoncv_meanings
 from .recipe_gluoncv import GLUONCV_REC, REC_FLAGS, check_gluoncv_flags, device_spec
 
 
@@ -89,16 +90,16 @@ class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticO
     YAML_EXTRA: ClassVar[dict] = {"no_wd": _true_or_false}
     FLAG_GROUPS: ClassVar[dict] = {   # the script's --help, by topic
         "model and data": ("model", "dataset", "data_dir", "image_size", "use_pretrained", "pretrained_root",
-                           "pretrained_tag", "use_se", "use_rec") + REC_FLAGS,
+                           "pretrained_tag", "use_se", "batch_norm", "use_gn", "drop_rate", "use_rec") + REC_FLAGS,
         "optimisation": ("epochs", "batch_size", "global_batch_size", "optimizer", "lr", "momentum", "wd", "lr_mode",
-                         "warmup_epochs", "lr_milestones", "lr_decay", "label_smoothing", "mixup", "mixup_alpha",
+                         "warmup_epochs", "lr_milestones", "lr_decay", "lr_decay_period", "label_smoothing", "mixup", "mixup_alpha",
                          "mixup_off_epochs",
                          "wd_on_bn_bias", "last_gamma"),
         "distributed": ("algorithm", "compressor", "ratio", "period", "compressor2", "ratio2", "min_size",
                         "averaged_bn_batches", "averaged_bn", "compress_warmup", "profile_comm", "link_mbit"),
-        "devices": ("gpus", "num_gpus", "dtype"),
+        "devices": ("gpus", "num_gpus", "no_cuda", "dtype"),
         "run": ("seed", "out", "resume", "resume_params", "resume_states", "save_frequency", "num_workers", "mode",
-                "logging_file", "progress", "stop_after_epochs"),
+                "logging_file", "log_interval", "eval_frequency", "progress", "stop_after_epochs"),
     }
     out: str = option("runs/classification", output_dir, aliases=("--save-dir",),
                       help="run folder: log.jsonl, summary.csv, checkpoints, config.json")
@@ -112,6 +113,10 @@ class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticO
     use_se: bool = option(False, aliases=("--use_se",),
                           help="GluonCV's SE switch, where the model takes it (the installed GluonCV's names fix it: "
                           "pick the se_ name)")
+    batch_norm: bool = option(False, help="GluonCV's VGG switch: --model vgg16 --batch-norm trains vgg16_bn")
+    use_gn: bool = option(False, help="GluonCV's GroupNorm switch: --model resnet50_v1b --use-gn trains resnet50_v1b_gn")
+    drop_rate: float = option(0.0, float_range(0, 1, high_open=True, what="a dropout rate"),
+                              help="dropout in GluonCV's CIFAR wide ResNets (cifar_wideresnet*), as train_cifar10.py")
     use_rec: bool = option(False, help="read RecordIO image files (--rec-train/--rec-val, GluonCV's defaults under "
                            f"{GLUONCV_REC}) instead of --dataset")
     rec_train: str = option(None, existing_path, metavar="REC", help="training images (.rec) for --use-rec")
@@ -146,6 +151,8 @@ class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticO
                                  flag_type=str, help="epochs of the step decay (GluonCV's spelling: 40,60)")
     lr_decay: float = option(0.1, float_range(0, 1, low_open=True, what="a decay factor"),
                              help="factor of the step decay at each milestone")
+    lr_decay_period: int = option(0, nonneg_int, metavar="P",
+                                  help="GluonCV's: the step decay every P epochs (0: off; not with --lr-decay-epoch)")
     label_smoothing: float = option(0.0, float_range(0, 1, high_open=True, what="a fraction"), nargs="?", const=0.1,
                                     help="label smoothing epsilon (bare flag: 0.1, as GluonCV's)")
     mixup: float = option(0.0, nonneg_float, nargs="?", const=0.2,
@@ -159,18 +166,25 @@ class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticO
                                  "GluonCV's)",
                                  negative_help="GluonCV's flag: no weight decay on BN/LN gamma and beta and on biases")
     # run and distributed extras
-    num_workers: int = option(0, nonneg_int, aliases=("-j", "--num-data-workers"), help="data-loading processes")
+    num_workers: int = option(0, nonneg_int, aliases=("-j", "--num-data-workers", "--data-nthreads"), help="data-loading processes")
     num_gpus: int = option(None, nonneg_int, metavar="N",
                            help="GluonCV's: train on GPUs 0..N-1 (0: the CPU), as --gpus 0,...,N-1")
+    no_cuda: bool = option(False, help="GluonCV's train_horovod.py: train on the CPU (as --gpus -1)")
     mode: str = option("hybrid", choices=("hybrid", "imperative", "symbolic"),
                        help="hybrid: hybridize the network (GluonCV's fast mode); imperative: run it as Python")
     logging_file: str = option(None, log_file, metavar="FILE", help="also append every logged line to FILE")
-    resume_params: str = option(None, existing_path, metavar="FILE",
+    resume_params: str = option(None, existing_path, metavar="FILE", aliases=("--resume-from",),
                                 help="start from these parameters (net.save_parameters; --save-frequency writes them)")
     resume_states: str = option(None, existing_path, metavar="FILE",
                                 help="and from these trainer states (written beside them by --save-frequency)")
-    save_frequency: int = option(0, nonneg_int, metavar="N",
+    save_frequency: int = option(0, nonneg_int, metavar="N", aliases=("--save-period",),
                                  help="every N epochs also keep OUT/MODEL-EPOCH.params and .states (0: off)")
+    log_interval: int = option(0, nonneg_int, metavar="N",
+                               help="GluonCV's: a log line every N batches; here one per epoch and a progress bar "
+                               "(a note says so)")
+    eval_frequency: int = option(None, nonneg_int, metavar="N",
+                                 help="GluonCV's: evaluate every N epochs; here after every epoch, which covers it (a "
+                                 "note says so)")
     progress: bool = option(True, negative="--no-progress", negative_help="no progress bar")
     profile_comm: bool = option(False, help="measure synchronisation time: logs sync_s and the measured scaling "
                                 "factor")
@@ -198,9 +212,18 @@ class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticO
         """As ``RecipeConfig.from_dict``; decay epochs (``--lr-decay-epoch``/``lr_milestones``) given
         without ``lr_mode`` mean the step schedule, as in GluonCV's ``train_imagenet.py`` (whose
         default is step), instead of being ignored by the cosine default."""
-        if not isinstance(data, cls) and data and data.get("lr_milestones") and data.get("lr_mode") is None:
-            data = {**data, "lr_mode": "step"}
+        if not isinstance(data, cls) and data:
+            fields = cls.options()
+            data = gluoncv_meanings(data, {k: fields[k].default for k in ("model", "epochs", "mode")})
+            if data.get("lr_milestones") and data.get("lr_mode") is None:
+                data = {**data, "lr_mode": "step"}
         return super().from_dict(data, source, flags, origin)
+
+    @classmethod
+    def build_parser(cls, description=None, config=None):
+        """The generated parser, and GluonCV's flags without a key here: hidden, each taken at the
+        value the recipe has or refused in one line that says it does not apply (``gluoncv_flags``)."""
+        return add_gluoncv_flags(super().build_parser(description, config))
 
     def check(self, comm):
         check_gluoncv_flags(self)   # --mode, --num-gpus, --use-rec, --last-gamma, --use-se, --resume-params
@@ -209,6 +232,10 @@ class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticO
         if self.dataset not in EMBEDDED and not self.data_dir and not self.use_rec:
             raise UserError(f"dataset {self.dataset} reads from a local path: give --data-dir (or data_dir in "
                             "the config)")
+        if self.dataset in EMBEDDED and self.data_dir:
+            raise UserError(f"--data-dir {self.data_dir} is given but --dataset {self.dataset} is built in and reads "
+                            "no files; give --dataset folder (GluonCV's ImageNet layout: DIR/train/CLASS/, "
+                            "DIR/val/CLASS/), rec, cifar10 or cifar100, or drop --data-dir")
         if self.global_batch_size and self.global_batch_size % comm.size:
             raise UserError(f"global batch size {self.global_batch_size} does not divide across {comm.size} "
                             f"workers; use a multiple of {comm.size} or --batch-size per worker")

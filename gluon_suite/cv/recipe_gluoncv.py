@@ -1,8 +1,9 @@
 """GluonCV's ``train_imagenet.py`` flags in the classification recipe, with GluonCV's meanings:
 ``--num-gpus N`` (GPUs 0..N-1), ``--use-rec`` with ``--rec-train``/``--rec-train-idx``/``--rec-val``/
 ``--rec-val-idx`` (RecordIO image files), ``--mode hybrid|imperative``, ``--logging-file``,
-``--mixup-alpha``, ``--last-gamma`` and ``--use-se`` for GluonCV's networks, ``--resume-params`` /
-``--resume-states`` and ``--save-frequency``. ``check_gluoncv_flags`` refuses, in one line and
+``--mixup-alpha``, ``--last-gamma``, ``--use-se`` and ``--drop-rate`` for GluonCV's networks,
+``--resume-params`` / ``--resume-states`` and ``--save-frequency``, train_horovod.py's ``--no-cuda``.
+(The GluonCV flags without a key here are ``gluoncv_flags``'.) ``check_gluoncv_flags`` refuses, in one line and
 before any work, what cannot apply; the other functions are the recipe's steps for each flag.
 """
 import os
@@ -22,13 +23,19 @@ def _flag(key):
 
 
 def device_spec(cfg):
-    """The ``--gpus`` value the run uses: ``--num-gpus N`` as GPUs 0..N-1 (0: the CPU), else ``--gpus``."""
+    """The ``--gpus`` value the run uses: ``--num-gpus N`` as GPUs 0..N-1 (0: the CPU), ``--no-cuda``
+    as the CPU, else ``--gpus``."""
+    if cfg.no_cuda:
+        return "-1"
     if cfg.num_gpus is None:
         return cfg.gpus
     return ",".join(str(i) for i in range(cfg.num_gpus)) or "-1"
 
 
 def _check_num_gpus(cfg):
+    if cfg.no_cuda and (cfg.num_gpus or str(cfg.gpus or "-1").strip() not in ("-1", "")):
+        given = f"--num-gpus {cfg.num_gpus}" if cfg.num_gpus else f"--gpus {cfg.gpus}"
+        raise UserError(f"--no-cuda trains on the CPU but {given} names GPUs; keep one of the two")
     if cfg.num_gpus is None:
         return
     if cfg.gpus is not None:
@@ -92,6 +99,11 @@ def model_kwargs(cfg, classes, channels, log=None):
     from .models.imagenet import classifier_kwargs, gluoncv_row
     name = resolve(cfg.model).name
     kwargs = {"classes": classes}
+    if cfg.drop_rate:
+        if not name.startswith("cifar_wideresnet"):
+            raise UserError(f"--drop-rate applies to GluonCV's CIFAR wide ResNets (cifar_wideresnet16_10 ...), as in "
+                            f"train_cifar10.py, not to {name}; drop --drop-rate")
+        kwargs["drop_rate"] = float(cfg.drop_rate)
     if name.endswith(("_cifar", "_digits")):
         if cfg.use_se:
             raise UserError(f"--use-se: {name} takes no SE switch; drop --use-se, or train one of GluonCV's se_ "

@@ -5,6 +5,10 @@
     horovodrun -np 2 -H localhost:2 --gloo python scripts/cv/train_classification.py \\
         --config configs/cv/digits_resnest14_cser.yaml --out runs/demo
 
+GluonCV's classification command lines (train_imagenet.py, train_horovod.py, train_cifar10.py,
+train_mixup_cifar10.py) run here: each of their flags is taken with GluonCV's meaning or refused in
+one line that says it does not apply (docs/cv.md, "Coming from GluonCV").
+
 A YAML --config sets defaults; flags override it; the merged configuration is saved as
 OUT/config.json. Outputs: OUT/log.jsonl (one JSON line per epoch), OUT/summary.csv, OUT/best.params
 (worker-averaged best model), OUT/last.rank*.params|states + OUT/state.json (resumable).
@@ -31,6 +35,9 @@ def main(argv=None):
     elastic = cfg.elastic
     # elastic: whoever is rank 0 when something is logged prints it (the recipe checks the rank)
     log = (lambda msg: print(msg, flush=True)) if comm.rank == 0 or elastic else (lambda msg: None)
+    from gluon_suite.cv.gluoncv_flags import gluoncv_notes
+    for note in gluoncv_notes(cfg) if comm.rank == 0 else ():   # GluonCV flags the recipe covers its own way
+        log(f"note: {note}")
     from gluon_suite.utils.fileio import output_folder
     with output_folder(cfg.out):   # a run that saved nothing leaves nothing
         res = train_classification(cfg, comm, log=log)

@@ -1,15 +1,17 @@
 """GluonCV's published ImageNet commands, one per row of GluonCV's classification model zoo
-(tests/data/gluoncv_classification_commands.txt), through our classification script: every
-train_imagenet.py command parses with GluonCV's meaning of each flag (the meanings below are written
-by hand from GluonCV's train_imagenet.py, not taken from our parser), names a registered network and
-passes the script's GluonCV checks; two with small networks train one short epoch on small RecordIO
-files. The commands that name what the suite leaves out (--batch-norm, --use-gn, the ResNeSt rows'
-train_horovod.py flags) are refused in one line. The ResNet-50 v1d mixup command in full, with its run
-outputs: tests/cv/test_gluoncv_command.py."""
+(tests/data/gluoncv_classification_commands.txt), through our classification script: every command
+parses with GluonCV's meaning of each flag (the meanings below are written by hand from GluonCV's
+train_imagenet.py and train_horovod.py, not taken from our parser), names a registered network and
+passes the script's GluonCV checks; --batch-norm and --use-gn build the network GluonCV's own
+get_model builds with batch_norm=True / norm_layer=GroupNorm; five rows train one short epoch on
+small RecordIO files. The ResNeSt rows' --auto_aug (AutoGluon's AutoAugment) is refused in one line;
+without it their commands run. The ResNet-50 v1d mixup command in full, with its run outputs:
+tests/cv/test_gluoncv_command.py; every flag of GluonCV's scripts: test_gluoncv_command_flags.py."""
 import json
 import os
 import shlex
 
+import mxnet as mx
 import pytest
 
 from ..conftest import REPO, load_script
@@ -35,15 +37,16 @@ VALUED = {"--model": ("model", str), "--mode": ("mode", str), "--lr": ("lr", flo
           "--lr-decay-epoch": ("lr_milestones", lambda text: [float(e) for e in text.split(",")]),
           "--input-size": ("image_size", int), "--save-dir": ("out", str), "--logging-file": ("logging_file", str),
           "--rec-train": ("rec_train", str), "--rec-train-idx": ("rec_train_idx", str),
-          "--rec-val": ("rec_val", str), "--rec-val-idx": ("rec_val_idx", str)}
+          "--rec-val": ("rec_val", str), "--rec-val-idx": ("rec_val_idx", str),
+          "--log-interval": ("log_interval", int), "--eval-frequency": ("eval_frequency", int),   # train_horovod.py
+          "--data-nthreads": ("num_workers", int)}
 # ... a switch -> (key, value): GluonCV's label smoothing is 0.1 and its mixup alpha 0.2
 SWITCHES = {"--use-rec": ("use_rec", True), "--last-gamma": ("last_gamma", True), "--no-wd": ("wd_on_bn_bias", False),
-            "--label-smoothing": ("label_smoothing", 0.1), "--mixup": ("mixup", 0.2)}
+            "--label-smoothing": ("label_smoothing", 0.1), "--mixup": ("mixup", 0.2),
+            "--batch-norm": ("batch_norm", True), "--use-gn": ("use_gn", True)}
 # the commands refused, and what their one line says
-REFUSED = {"resnet50_v1b_gn": "unrecognized arguments: --use-gn",
-           "vgg16_bn": "unrecognized arguments: --batch-norm", "vgg19_bn": "unrecognized arguments: --batch-norm"}
-REFUSED.update({f"resnest{d}": "unrecognized arguments: --log-interval 100 --eval-frequency 5 --auto_aug"
-                for d in (14, 26, 50, 101, 200, 269)})
+REFUSED = {f"resnest{d}": "error: --auto_aug does not apply here: GluonCV's train_horovod.py takes AutoAugment from "
+           "AutoGluon" for d in (14, 26, 50, 101, 200, 269)}
 
 
 def read_commands():
@@ -68,12 +71,15 @@ def recs(tmp_path_factory):
     return folder
 
 
-def argv_of(name, recs):
-    return [a.replace("{REC}", recs) for a in read_commands()[name][1]]
+def argv_of(name, recs, auto_aug=True):
+    """The row's published flags, the RecordIO folder filled in (without ``--auto_aug``: the
+    ResNeSt commands as they run here)."""
+    return [a.replace("{REC}", recs) for a in read_commands()[name][1] if auto_aug or a != "--auto_aug"]
 
 
-def gluoncv_meaning(argv):
-    """``({key: value}, GPUs)`` GluonCV's train_imagenet.py gives ``argv``, flag by flag."""
+def gluoncv_meaning(argv, script="train_imagenet"):
+    """``({key: value}, GPUs)`` GluonCV's ``script`` gives ``argv``, flag by flag (GPUs None:
+    train_horovod.py's one GPU per Horovod worker)."""
     want, gpus, i = {}, None, 0
     while i < len(argv):
         flag = argv[i]
@@ -87,7 +93,7 @@ def gluoncv_meaning(argv):
             key, read = VALUED[flag]   # a flag without a meaning here fails the test
             value, i = read(argv[i + 1]), i + 2
         want[key] = value
-    want.setdefault("lr_mode", "step")   # GluonCV's default schedule
+    want.setdefault("lr_mode", "step" if script == "train_imagenet" else "cosine")   # each script's schedule
     return want, gpus
 
 
@@ -104,17 +110,57 @@ def test_every_row_with_a_command_is_in_the_data_file():
     assert {s for n, (s, _) in commands.items() if not n.startswith("resnest")} == {"train_imagenet"}
 
 
-@pytest.mark.parametrize("name", [n for n in ROWS if n not in REFUSED])
+@pytest.mark.parametrize("name", ROWS)
 def test_a_published_command_parses_with_gluoncvs_meaning(recs, name):
     from gluon_suite.cv.recipe_gluoncv import check_gluoncv_flags, device_spec
     from gluon_suite.model_zoo import resolve
-    argv = argv_of(name, recs)
-    want, gpus = gluoncv_meaning(argv)
+    argv = argv_of(name, recs, auto_aug=False)
+    want, gpus = gluoncv_meaning(argv, read_commands()[name][0])
+    if "--use-gn" in argv or "--batch-norm" in argv:
+        want.pop("model")   # GluonCV's network with GroupNorm / BatchNorm: test_norm_switches_build_gluoncvs_network
+    if "--use-gn" in argv:
+        want["mode"] = "imperative"   # GluonCV's GroupNorm cannot be hybridized: test_gluoncvs_group_norm_...
     cfg = _config(argv)
     assert {k: cfg[k] for k in want} == want
-    assert device_spec(cfg) == ",".join(str(g) for g in range(gpus))
+    assert device_spec(cfg) == (None if gpus is None else ",".join(str(g) for g in range(gpus)))
     assert resolve(cfg.model).name == cfg.model                  # GluonCV's name is registered as it is
-    check_gluoncv_flags(cfg.replace(num_gpus=0))                 # --mode, the RecordIO files, --last-gamma
+    check_gluoncv_flags(cfg.replace(num_gpus=0) if gpus else cfg)   # --mode, the RecordIO files, --last-gamma
+
+
+def _blocks(net):
+    """The kinds of ``net``'s blocks, depth first."""
+    return [type(net).__name__] + [kind for child in net._children.values() for kind in _blocks(child)]
+
+
+@pytest.mark.parametrize("name", ["vgg16_bn", "vgg19_bn", "resnet50_v1b_gn"])
+def test_norm_switches_build_gluoncvs_network(recs, name):
+    """--batch-norm / --use-gn: the network GluonCV's train_imagenet.py builds, get_model(--model,
+    batch_norm=True) / get_model(--model, norm_layer=gluoncv.nn.GroupNorm) (and last_gamma=True for
+    --last-gamma): the same blocks, parameter shapes and zero-initialised gammas as ours."""
+    import gluoncv
+    from gluon_suite.cv.recipe_gluoncv import model_kwargs
+    from gluon_suite.model_zoo import get_model
+    argv = argv_of(name, recs)
+    model, cfg = argv[argv.index("--model") + 1], _config(argv)
+    theirs = {"classes": 3, "pretrained": False}
+    if "--use-gn" in argv:
+        theirs["norm_layer"] = gluoncv.nn.GroupNorm
+    if model.startswith("vgg"):
+        theirs["batch_norm"] = "--batch-norm" in argv
+    if "--last-gamma" in argv:
+        theirs["last_gamma"] = True
+    nets = [gluoncv.model_zoo.get_model(model, **theirs), get_model(cfg.model, **model_kwargs(cfg, 3, 3))]
+    seen = []
+    for net in nets:
+        net.initialize()
+        net(mx.nd.zeros((1, 3, 32, 32)))
+        params = list(net.collect_params().values())
+        seen.append((_blocks(net), [p.shape for p in params],
+                     [float(p.data().abs().sum().asscalar()) == 0 for p in params if p.name.endswith("gamma")]))
+    assert seen[0] == seen[1]
+    kinds = seen[0][0]
+    assert ("GroupNorm" in kinds) == ("--use-gn" in argv) != ("BatchNorm" in kinds)
+    assert any(seen[0][2]) == ("--last-gamma" in argv)
 
 
 def test_decay_epochs_without_a_schedule_mean_gluoncvs_step_decay(recs):
@@ -137,16 +183,39 @@ def test_a_command_naming_what_is_left_out_is_one_line(recs, tmp_path, capsys, n
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("name", ["mobilenet0.25", "resnet18_v1b"])
-def test_a_published_command_trains_one_short_epoch(recs, tmp_path, monkeypatch, name):
-    """On the CPU (--num-gpus 0, -j 0), one epoch of 2 steps at 32 pixels; the rest as published."""
+@pytest.mark.parametrize("name", ["mobilenet0.25", "resnet18_v1b", "resnet50_v1b_gn", "vgg16_bn", "resnest14"])
+def test_a_published_command_trains_one_short_epoch(recs, tmp_path, monkeypatch, capsys, name):
+    """On the CPU (--num-gpus 0, -j/--data-nthreads 0), one epoch of 2 steps at 32 pixels; the rest as
+    published (ResNeSt's without --auto_aug)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GLUON_SUITE_EMULATE_FLOAT16", "1")
-    argv = argv_of(name, recs)
-    for flag, value in (("--num-gpus", "0"), ("-j", "0"), ("--num-epochs", "1"), ("--batch-size", "4")):
-        argv[argv.index(flag) + 1] = value
+    argv = argv_of(name, recs, auto_aug=False)
+    for flag, value in (("--num-gpus", "0"), ("-j", "0"), ("--data-nthreads", "0"), ("--num-epochs", "1"),
+                        ("--batch-size", "4"), ("--input-size", "32")):
+        if flag in argv:
+            argv[argv.index(flag) + 1] = value
     assert load_script("scripts/cv/train_classification.py").main(argv + ["--input-size", "32", "--no-progress"]) == 0
-    out = tmp_path / f"params_{name}"                              # --save-dir
+    out = tmp_path / argv[argv.index("--save-dir") + 1]
     records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert len(records) == 1 and records[0]["step"] == 2 and records[0]["global_batch"] == 4
     assert json.loads((out / "config.json").read_text())["model"] == name
+    notes = [line.split()[1] for line in capsys.readouterr().out.splitlines() if line.startswith("note: ")]
+    assert [n for n in notes if n != "--last-gamma"] == {"resnest14": ["--log-interval", "--eval-frequency"],
+                                                          "resnet50_v1b_gn": ["resnet50_v1b_gn"]}.get(name, [])
+
+
+def test_gluoncvs_group_norm_cannot_be_hybridized():
+    """Why a --use-gn network runs imperatively: GluonCV's own GroupNorm fails once hybridized (it
+    reads the batch's shape in Python), as GluonCV's --mode hybrid would; imperatively it normalises
+    each sample's channel groups (checked against NumPy)."""
+    import gluoncv
+    import numpy as np
+    x = np.random.RandomState(0).uniform(size=(2, 4, 3, 3)).astype(np.float32)
+    layer = gluoncv.nn.GroupNorm(ngroups=2, in_channels=4)
+    layer.initialize()
+    groups = x.reshape(2, 2, -1)
+    want = ((groups - groups.mean(-1, keepdims=True)) / np.sqrt(groups.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
+    assert np.allclose(layer(mx.nd.array(x)).asnumpy(), want, atol=1e-4)
+    layer.hybridize()
+    with pytest.raises(mx.base.MXNetError):
+        layer(mx.nd.array(x)).wait_to_read()
