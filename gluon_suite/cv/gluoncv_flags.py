@@ -51,8 +51,8 @@ FIXED = {   # flag -> (the value the recipe has, how to read one, what the recip
     "--warmup-lr": (0.0, _number, "the recipe's warm-up starts from 0 (GluonCV's default)"),
     "--crop-ratio": (0.875, _number, "the recipe's evaluation resizes to size/0.875 and takes the centre crop "
                                      "(GluonCV's default ratio)"),
-    "--resume-epoch": (0.0, _number, "--resume-params/--resume-states restart the schedule at epoch 0; continue a "
-                                     "run at its epoch with --resume FOLDER"),
+    "--resume-epoch": (0.0, _number, "a run started from --resume-params/--resume-states counts its epochs from 0; "
+                                     "continue a run at its epoch with --resume FOLDER"),
     "--dropblock-prob": (0.0, _number, "the zoo builds GluonCV's networks without DropBlock"),
     "--data-backend": ("mxnet", str, "the recipe reads its data with MXNet (GluonCV's default backend); DALI is "
                                      "not used"),
