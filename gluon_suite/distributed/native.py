@@ -28,6 +28,13 @@ each on one flat buffer, a bucket's vector:
 - ``ef_sign(g, r)``: error feedback with sign fused: v = g + r, its bits and scale (as
   ``sign_pack``), and r <- v - scale * (+-1) (as ``sign_unpack_add`` with alpha -1), in two passes
   and one call.
+- ``members_gather(arrays, flat)`` / ``members_scatter(flat, arrays, shapes)`` (``csrc/bucket_kernels.cc``):
+  a bucket's members copied into its flat vector and back, one call per bucket instead of one copy
+  per tensor (the members' own arrays, read and written by the operator: an input oneDNN holds in a
+  blocked layout reaches it in the plain one, an output is written in the plain one).
+- ``grbs_rows(seed, words, plans, geometry)``: GRBS's draws and slabs for a whole bucket in one
+  host call (not an operator: the slabs' sizes shape the payload, so they are needed on the host
+  before its operators are pushed), the same Philox numbers as NumPy's generator.
 
 A buffer over 2^31 bytes is refused in one line (``check_size``); ``usable`` says no to it, so a
 compressor sends such a buffer through MXNet's operators. When the library was not built (no
@@ -36,6 +43,7 @@ compressors keep MXNet's operators, which are also the reference the tests compa
 what any other device or dtype uses. ``GLUON_SUITE_COMM_KERNELS`` names another library file, or
 ``off`` to use MXNet's operators without a word (a file it names must exist).
 """
+import ctypes
 import os
 import sys
 
@@ -59,15 +67,24 @@ REASON = ""             # why not, when they are not
 # setting) counts as not loaded
 OPERATORS = ("gs_topk", "gs_ef_topk", "gs_sign_pack", "gs_sign_unpack_add", "gs_cast_fp16", "gs_scatter_add",
              "gs_block_gather", "gs_block_add", "gs_randomk_gather", "gs_randomk_add", "gs_cast_bf16", "gs_bf16_add",
-             "gs_ef_sign")
+             "gs_ef_sign", "gs_members_gather", "gs_members_scatter")
+_HOST = None            # the library's host functions (ctypes), when it is loaded
 
 
 def _load():
-    global LOADED, REASON
+    global LOADED, REASON, _HOST
     setting = env("GLUON_SUITE_COMM_KERNELS")   # None (the built library), "off" or an existing file
     LOADED, REASON, notify = load_library(setting, "GLUON_SUITE_COMM_KERNELS", DEFAULT_PATH, _SOURCES,
                                           "gs_ef_topk", "compression")
     missing = [op for op in OPERATORS if LOADED and not hasattr(mx.nd, op)]
+    if LOADED and not missing:
+        _HOST = ctypes.CDLL(setting or DEFAULT_PATH)
+        if not hasattr(_HOST, "gs_grbs_rows"):
+            missing.append("gs_grbs_rows")
+        else:
+            f = _HOST.gs_grbs_rows
+            f.restype = ctypes.c_int64
+            f.argtypes = [ctypes.c_int64, ctypes.c_uint64] + [ctypes.c_void_p] * 5
     if missing:
         LOADED, notify = False, True
         REASON = f"{setting or DEFAULT_PATH} has no {', '.join(missing)} (an older build: run `make kernels`)"
@@ -256,3 +273,45 @@ def ef_sign(g, r):
     gf = _flat(g) if g is not None else _placeholder(r.context)
     mx.nd.gs_ef_sign(gf, rf, gradient="1" if g is not None else "0", out=[bits, scale, rf])
     return bits, scale
+
+
+def shapes_text(shapes):
+    """The ``shapes`` attribute of ``members_scatter``: 'd0xd1...;d0...', one shape per non-empty
+    member."""
+    return ";".join("x".join(str(int(d)) for d in s) for s in shapes if int(np.prod(s)))
+
+
+def members_gather(arrays, flat):
+    """``flat`` <- the ``arrays`` (a bucket's non-empty members, each with at least one axis) one
+    after another, in one call. (The caller leaves empty members out: asking each array its size
+    would cost an MXNet call per tensor.)"""
+    check_size(flat.size, 4, "bucket")
+    if arrays:
+        mx.nd.gs_members_gather(*arrays, members=str(len(arrays)), out=flat)
+    return flat
+
+
+def members_scatter(flat, arrays, shapes):
+    """Each of ``arrays`` (non-empty, as for ``members_gather``) <- its slice of ``flat``, in one
+    call; ``shapes`` is ``shapes_text`` of their shapes."""
+    check_size(flat.size, 4, "bucket")
+    if arrays:
+        mx.nd.gs_members_scatter(flat, shapes=shapes, out=list(arrays))
+    return arrays
+
+
+def grbs_rows(seed, words, plans, geometry):
+    """GRBS for one bucket: ``(rows, total)``, the slabs of the members that take part ((count, 4)
+    int64: origin, rows, row length, row stride) and their elements. ``words`` (uint64): step *
+    1000003 + each member's key; ``plans`` ((m, 5) float64): k0, n0, k1, n1, p; ``geometry`` ((m,
+    4) int64): offset, d0, d1 (0: one axis), elements per cell. The draws are those of
+    ``Generator(Philox(key=[seed, word])).random(3)``."""
+    m = len(words)
+    words = np.ascontiguousarray(words, dtype=np.uint64)
+    plans = np.ascontiguousarray(plans, dtype=np.float64)
+    geometry = np.ascontiguousarray(geometry, dtype=np.int64)
+    rows = np.empty((m, 4), np.int64)
+    total = np.zeros(1, np.int64)
+    count = _HOST.gs_grbs_rows(m, int(seed), words.ctypes.data, plans.ctypes.data, geometry.ctypes.data,
+                               rows.ctypes.data, total.ctypes.data)
+    return rows[:count], int(total[0])

@@ -4,7 +4,9 @@ worker draws the same selection from a counter-based generator seeded with ``(se
 so the payloads are summable with a plain allreduce. GRBS's slabs are gathered and added back by
 the compiled block kernels (``native.block_gather``/``block_add``, one call per bucket) on CPU
 float32 tensors when they are loaded, by MXNet's slice, take and scatter operators otherwise; both
-move the same elements in the same order."""
+move the same elements in the same order. On that compiled path a bucket's draws and slabs are one
+host call too (``native.grbs_rows``: the same Philox numbers as NumPy's generator, bit for bit),
+not one generator per member and step."""
 import dataclasses
 import math
 
@@ -52,7 +54,7 @@ class GRBSCompressor(Compressor):
             raise ValueError(f"GRBS structure must be one of {', '.join(self.STRUCTURES)}, got {structure!r}")
         self.structure = structure
         self.per_tensor = structure == "tensor"
-        self._plans, self._patterns = {}, {}
+        self._plans, self._patterns, self._tables = {}, {}, {}
 
     def config(self):
         c = super().config()
@@ -68,6 +70,9 @@ class GRBSCompressor(Compressor):
         if plan is None:
             r = self.ratio
             d0 = shape[0] if shape else 1
+            if d0 == 0:   # an empty tensor has nothing to send: it never takes part
+                plan = self._plans[shape] = (1, 0, 1, 0, 0.0)
+                return plan
             a = min(r, d0)
             k0 = max(1, int(math.ceil(d0 / a)))
             n0 = -(-d0 // k0)
@@ -141,6 +146,11 @@ class GRBSCompressor(Compressor):
         float32 bucket with the compiled kernels loaded, the blocks are instead described by one
         (origin, rows, row length, row stride) row each and the payload is one ``gs_block_gather``
         and its decompression one ``gs_block_add`` (``_block_payload``)."""
+        if native.usable(v) and 0 <= self.seed < 2 ** 63:
+            tab = self._bucket_table(layout)
+            if step * 1_000_003 + tab[1] < 2 ** 63:   # NumPy reads larger key words through float64
+                rows, total = native.grbs_rows(self.seed, tab[0] + np.uint64(step * 1_000_003), tab[2], tab[3])
+                return self._block_payload(v, rows, total=total) if len(rows) else _EMPTY
         chosen = []
         for j, (shape, key) in enumerate(zip(layout.shapes, layout.indices)):
             shape = tuple(shape) or (1,)
@@ -173,14 +183,34 @@ class GRBSCompressor(Compressor):
         return Payload([payload], add_to)
 
 
+    def _bucket_table(self, layout):
+        """What ``native.grbs_rows`` needs of a bucket, built once per layout: the members' keys
+        (uint64), the largest, their plans ((m, 5): k0, n0, k1, n1, p) and geometry ((m, 4): offset,
+        d0, d1 or 0 for one axis, elements per cell), a 0-d member read as shape (1,) as above."""
+        got = self._tables.get(id(layout))
+        if got is not None and got[0] is layout:
+            return got[1]
+        plans, geometry = [], []
+        for shape, offset in zip(layout.shapes, layout.offsets):
+            shape = tuple(shape) or (1,)
+            plans.append(self._plan(shape))
+            two = len(shape) >= 2
+            geometry.append((int(offset), shape[0], shape[1] if two else 0,
+                             int(np.prod(shape[2 if two else 1:], dtype=np.int64))))
+        keys = np.array(layout.indices, dtype=np.uint64)
+        tab = (keys, int(keys.max()), np.array(plans, np.float64), np.array(geometry, np.int64))
+        self._tables[id(layout)] = (layout, tab)
+        return tab
+
     @staticmethod
-    def _block_payload(v, rows, shape=None):
+    def _block_payload(v, rows, shape=None, total=None):
         """The compiled path (CPU float32): the slabs ``rows`` ((origin, rows, row length, row
         stride) in ``v``'s flat order) gathered by one ``gs_block_gather`` into the payload (of
         ``shape``, or flat), and added back by one ``gs_block_add``: the same elements in the
         same order as MXNet's path, the same float32 additions."""
-        blocks = mx.nd.array(np.array(rows, dtype=np.int64), ctx=v.context, dtype="int64")
-        total = sum(r[1] * r[2] for r in rows)
+        blocks = mx.nd.array(np.asarray(rows, dtype=np.int64), ctx=v.context, dtype="int64")
+        if total is None:
+            total = sum(r[1] * r[2] for r in rows)
         payload = native.block_gather(v, blocks, total)
         if shape is not None:
             payload = payload.reshape(shape)
