@@ -5,9 +5,11 @@ machine's memory bandwidth.
 1. Memory bandwidth: a copy and a sum of one large float32 buffer, with NumPy and with MXNet; the
    largest of the four rates (a copy counts the bytes it reads and writes) is the bandwidth.
 2. Per shape set (ResNet-50 v1b's 161 tensors, BERT-base's 199, the 8-tensor MLP), laid out in
-   the trainer's buckets, and per compressor (fp16, sign, top-k, GRBS, random-k; error feedback
-   with top-k beside them): encode every bucket, then decode every payload into a target; the
-   time in passes = seconds x bandwidth / gradient bytes. Arm ``compiled`` runs with the compiled
+   the trainer's buckets, and per compressor (fp16, bf16, sign, top-k, GRBS, random-k; error
+   feedback with top-k and with sign, ``compress_feedback``; and ``cser_grbs``, the CSER (GRBS, H 4)
+   step's own work around its collective on buckets of weight arrays: encode = the snapshot of the
+   weights, decode = ``after_update``): encode every bucket, then decode every payload into a
+   target; the time in passes = seconds x bandwidth / gradient bytes. Arm ``compiled`` runs with the compiled
    compression kernels, arm ``mxnet`` with MXNet's generic operators (the kernels bypassed).
 
     .venv/bin/gluon-suite bench run compress_roofline [--quick]
@@ -21,7 +23,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ARMS = ("compiled", "mxnet")
-ROWS = ("fp16", "sign", "topk", "grbs", "randomk", "ef_topk")
+ROWS = ("fp16", "bf16", "sign", "topk", "grbs", "randomk", "ef_topk", "ef_sign", "cser_grbs")
 
 
 def shape_sets():
@@ -73,11 +75,13 @@ def bandwidth(mb, reps):
 
 
 class _Shape:
-    """What ``layout_buckets`` reads of a parameter: its shape, dtype and contexts."""
+    """What ``layout_buckets`` reads of a parameter: its shape, dtype and contexts (and, for the
+    CSER row, what a bucket reads of its weights: ``_data``)."""
     dtype = "float32"
 
-    def __init__(self, shape):
+    def __init__(self, shape, data=None):
         self.shape = tuple(shape)
+        self._data = [] if data is None else [data]
 
     def list_ctx(self):
         import mxnet as mx
@@ -95,11 +99,13 @@ def compressor_step(name, ratio):
     step)`` returns the payloads, ``decode(payloads, targets)`` adds each into its target."""
     import mxnet as mx
     from gluon_suite.distributed.compression import make_compressor
-    comp = make_compressor("topk" if name == "ef_topk" else name, ratio=ratio)
+    if name == "cser_grbs":
+        return cser_step(ratio)
+    comp = make_compressor({"ef_topk": "topk", "ef_sign": "sign"}.get(name, name), ratio=ratio)
     residuals = {}
 
     def encode(buckets, grads, step):
-        if name != "ef_topk":
+        if not name.startswith("ef_"):
             return [comp.compress(g, b.key, step, layout=b) for b, g in zip(buckets, grads)]
         out = []
         for b, g in zip(buckets, grads):
@@ -112,6 +118,31 @@ def compressor_step(name, ratio):
     def decode(payloads, targets):
         for pl, t in zip(payloads, targets):
             pl.add_to(t, pl.tensors, 1.0)
+    return encode, decode
+
+
+def cser_step(ratio, period=4):
+    """(encode, decode) for CSER (GRBS at ``ratio``, H ``period``) on one worker: ``encode`` lays
+    the buckets out again with weight arrays (once) and takes the snapshot of the weights;
+    ``decode`` runs ``after_update`` with it (the weights gathered, u, C1's payload, the residual
+    and model bookkeeping, C2 every ``period``-th step, the weights written back)."""
+    import mxnet as mx
+    from gluon_suite.distributed import LocalCommunicator, make_algorithm
+    from gluon_suite.distributed.buckets import Bucket
+    algo = make_algorithm("cser", compressor="grbs", ratio=ratio, period=period)
+    algo.comm = LocalCommunicator()
+    at = {}
+
+    def encode(buckets, grads, step):
+        if not algo.buckets:
+            algo.buckets = [Bucket(b.position, [(i, _Shape(p.shape, mx.nd.random.normal(shape=p.shape)))
+                                                for i, p in b.members]) for b in buckets]
+            algo.err = [b.zeros() for b in algo.buckets]
+        at["step"] = step
+        return algo.snapshot()
+
+    def decode(before, targets):
+        algo.after_update(before, at["step"])   # u = 0 here: GRBS's work does not depend on values
     return encode, decode
 
 
@@ -176,6 +207,9 @@ def evidence(ctx):
     from gluon_suite.utils.errors import UserError
     p = ctx.params
     known = shape_sets()
+    unknown = [c for c in p["compressors"] if c not in ROWS]
+    if unknown:
+        raise UserError(f"compress_roofline: unknown compressor row(s) {', '.join(unknown)}; known: {', '.join(ROWS)}")
     bad = [m for m in p["models"] if m not in known]
     if bad:
         raise UserError(f"compress_roofline: unknown shape set(s) {', '.join(bad)}; known: {', '.join(sorted(known))}")
