@@ -244,7 +244,8 @@ class Job:
                 "recovery_s_max": max((f["recovery_s"] for f in per_fault if f["recovery_s"] is not None),
                                       default=None),
                 "steps": steps[-1]["step"] if steps else 0, "epochs_logged": len(epochs),
-                "train_s": (steps[-1]["t"] - steps[0]["t"]) if steps else None, "wall_s": wall, "faults": per_fault}
+                "train_s": (steps[-1]["t"] - steps[0]["t"]) if steps else None, "wall_s": wall, "faults": per_fault,
+                "trace": [[round(r["t"] - steps[0]["t"], 2), r["step"], r["workers"]] for r in steps]}
 
 
 def schedule_for(p, seed):
@@ -285,6 +286,42 @@ def tables(ctx, runs):
                        "job failed"], summary)
 
 
+def plot(runs, path):
+    """The first seed's chaos job: the step count and the worker count over time, each fault's
+    window shaded, beside the fault-free job's step count."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    first = {a: next((r for r in runs if r["arm"] == a and r["metrics"].get("trace")), None)
+             for a in ("chaos", "baseline")}
+    if first["chaos"] is None:
+        return
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
+    colours = {"kill": "tab:red", "add": "tab:green", "lossy": "tab:orange", "slow": "tab:purple",
+               "partition": "tab:gray"}
+    for arm, r in first.items():
+        if r is not None:
+            tr = r["metrics"]["trace"]
+            a1.plot([x[0] for x in tr], [x[1] for x in tr], lw=1, label=f"{arm} (seed {r['seed']})")
+    tr = first["chaos"]["metrics"]["trace"]
+    a2.step([x[0] for x in tr], [x[2] for x in tr], where="post", color="k")
+    for f in first["chaos"]["metrics"]["faults"]:
+        for ax in (a1, a2):
+            ax.axvspan(f["at_s"], f["at_s"] + max(f["duration_s"], 1.0), color=colours.get(f["kind"], "b"), alpha=0.3,
+                       label=f["kind"] if ax is a1 else None)
+    handles, labels = a1.get_legend_handles_labels()
+    seen = {}
+    for h, lab in zip(handles, labels):
+        seen.setdefault(lab, h)
+    a1.legend(seen.values(), seen.keys(), fontsize=8)
+    a1.set_ylabel("steps logged")
+    a2.set_ylabel("workers")
+    a2.set_xlabel("seconds from the first step")
+    a1.set_title("chaos job: steps over time (a restore shows as a step back), faults shaded")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def evidence(ctx):
     """The protocol bench/protocols/chaos.yaml: per seed the chaos job and the fault-free job on
     one testbed; the per-fault and per-run tables."""
@@ -308,6 +345,7 @@ def evidence(ctx):
     except TestbedUnavailable as exc:
         raise UserError(f"chaos: {exc}") from None
     tables(ctx, ctx.runs)
+    plot(ctx.runs, ctx.figure(".png"))
 
 
 if __name__ == "__main__":

@@ -208,3 +208,28 @@ def test_the_follower_reads_whole_lines_only(tmp_path):
         f.write('ep": 2, "workers": 3}\n')
     follow.poll()
     assert (follow.first_t, follow.last) == (5.0, {"t": 6.0, "step": 2, "workers": 3})
+
+
+def test_the_tables_and_the_plot_from_hand_made_runs(tmp_path):
+    from ..bench_context import RecordingContext
+    chaos = load_script("bench/chaos.py")
+    fault = {"kind": "lossy", "host": 2, "at_s": 40.0, "duration_s": 10.0, "expected_workers": None,
+             "link": {"sent": 75, "dropped": 25}, "recovery_s": 0.25, "steps_lost": 0, "resets": 0,
+             "longest_stall_s": 1.5, "workers_before": 4, "workers_after": 4, "steps_during": 12}
+    add = dict(fault, kind="add", host=[], link=None, duration_s=0.0, recovery_s=None)
+    base = {"final_acc": 0.95, "steps": 100, "train_s": 50.0, "hangs": 0, "native_crashes": 0, "unexpected_exits": [],
+            "half_written": 0, "temporary_files": [], "job_failed": 0, "trace": [[0.0, 1, 4], [60.0, 100, 4]]}
+    runs = [{"arm": "chaos", "seed": 0, "metrics": dict(base, faults=[fault, add], faults_injected=2, faults_planned=3,
+                                                        temporary_files=[".tmp-ckpt.params.x"])},
+            {"arm": "baseline", "seed": 0, "metrics": dict(base, final_acc=None)}]
+    ctx = RecordingContext({"commit_every": 10}, [0], ["chaos", "baseline"], tmp_path)
+    chaos.tables(ctx, runs)
+    cols, rows = ctx.tables["faults"]
+    assert len(cols) == len(rows[0]) == 12
+    assert rows[0] == [0, 0, "lossy", 2, "40.0", "10.0", "4 -> 4", "0.2", 0, 0, "1.5", "25.0%"]
+    assert rows[1][2:4] == ["add", "none down"] and rows[1][7] == "n/a" and rows[1][-1] == "-"
+    _, summary = ctx.tables["runs"]
+    assert summary[0] == ["chaos", 0, "95.00", 100, "50", "2/3", 0, 0, 0, 0, 1, 0]
+    assert summary[1][:3] == ["baseline", 0, "n/a"] and summary[1][5] == "0/0"
+    chaos.plot(runs, str(tmp_path / "fig.png"))
+    assert (tmp_path / "fig.png").stat().st_size > 1000
