@@ -316,6 +316,8 @@ def plot(runs, path):
     a1.legend(seen.values(), seen.keys(), fontsize=8)
     a1.set_ylabel("steps logged")
     a2.set_ylabel("workers")
+    a2.set_ylim(0, max(x[2] for x in tr) + 0.5)
+    a2.yaxis.get_major_locator().set_params(integer=True)
     a2.set_xlabel("seconds from the first step")
     a1.set_title("chaos job: steps over time (a restore shows as a step back), faults shaded")
     fig.tight_layout()
