@@ -191,7 +191,7 @@ def test_a_file_that_is_not_the_one_named_is_one_line(tmp_path, monkeypatch, cap
     (["--pretrained-root", "ROOT"], "--pretrained-root is given but --use-pretrained is not"),
     (["--use-pretrained", "--pretrained-root", "ROOT/absent"],
      "argument --pretrained-root: ROOT/absent does not exist"),
-    (["--use-pretrained", "--model", "resnet14_digits", "--dataset", "digits"],
+    (["--use-pretrained", "--model", "resnet14_digits"],
      "GluonCV publishes no weights for 'resnet14_digits'; pick a model with GluonCV weights (cifar_resnet20_v1, "),
 ])
 def test_bad_pretrained_flags_are_one_line(tmp_path, capsys, images, argv, needle):
