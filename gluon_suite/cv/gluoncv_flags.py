@@ -16,6 +16,7 @@ the configuration holds with GluonCV's meaning are ``recipe_config.Classificatio
 ``gluoncv_notes`` says how the recipe covers ``--log-interval`` and ``--eval-frequency``.
 """
 import argparse
+import time
 
 from ..utils import UserError
 
@@ -158,17 +159,43 @@ GROUP_NORM_NOTE = ("{model} runs imperatively (--mode imperative): GluonCV's Gro
                    "too); the network computes the same")
 
 
+def evaluates(epoch, epochs, frequency):
+    """Whether epoch ``epoch`` (1-based) of ``epochs`` ends with an evaluation under GluonCV's
+    ``--eval-frequency``: every ``frequency`` epochs and always after the last (None or 1: every
+    epoch; 0: only after the last)."""
+    if frequency is None or epoch >= epochs:
+        return True
+    return bool(frequency) and epoch % int(frequency) == 0
+
+
+class _BatchLog:
+    """GluonCV's ``--log-interval``: every ``n`` batches of an epoch, one line with the speed over
+    those batches and their mean training loss (GluonCV's ``Epoch[E] Batch [B]`` line; the loss is
+    read from the device only then). ``n`` 0: off."""
+
+    def __init__(self, n, log):
+        self.n, self.log = int(n), log
+        self.epoch_ended()
+
+    def epoch_ended(self):
+        self.batch, self.loss, self.seen, self.started = 0, None, 0, time.time()
+
+    def add(self, epoch, loss, seen, lr):
+        """Count one batch of ``epoch`` (0-based, as GluonCV prints it): its summed ``loss`` over ``seen`` images."""
+        self.batch += 1
+        self.loss = loss if self.loss is None else self.loss + loss
+        self.seen += seen
+        if self.batch % self.n == 0:
+            mean = float(self.loss.asscalar()) / max(self.seen, 1)
+            speed = self.seen / max(time.time() - self.started, 1e-9)
+            self.log(f"Epoch[{epoch}] Batch [{self.batch - 1}]\tSpeed: {speed:.1f} samples/sec\t"
+                     f"loss={mean:.4f}\tlr={lr:.6g}")
+            self.loss, self.seen, self.started = None, 0, time.time()
+
+
 def gluoncv_notes(cfg):
     """Notes for the GluonCV flags the recipe takes but covers in its own way (one line each)."""
     notes = []
     if str(cfg.model).endswith("_gn"):
         notes.append(GROUP_NORM_NOTE.format(model=cfg.model))
-    if cfg.log_interval:
-        notes.append(f"--log-interval {cfg.log_interval}: the recipe logs one line per epoch (and a progress bar "
-                     f"over the batches), not a line every {cfg.log_interval} batches")
-    if cfg.eval_frequency is not None and cfg.eval_frequency != 1:
-        gluoncv = f"GluonCV's every {cfg.eval_frequency} epochs" if cfg.eval_frequency else "GluonCV's only one, after " \
-            "the last epoch"
-        notes.append(f"--eval-frequency {cfg.eval_frequency}: the recipe evaluates after every epoch (log.jsonl and "
-                     f"best.params need it), which covers {gluoncv}")
     return notes

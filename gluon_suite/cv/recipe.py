@@ -46,6 +46,7 @@ from ..utils.devices import emulate_float16_kernels, resolve_devices
 from ..utils.fileio import atomic_path
 from .data import build_datasets
 # the configuration, evaluation and publishing, importable from here as before the split
+from .gluoncv_flags import _BatchLog, evaluates
 from .evaluation import (EvaluationOptions, evaluate_model, evaluation_settings, publish_run,  # noqa: F401
                          top1_accuracy)
 from .recipe_gluoncv import (check_labels, device_spec, load_resume_files, mixup_alpha, model_kwargs,
@@ -162,6 +163,7 @@ def _train(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ct
                     required=("epoch", "best_acc", "history"))
 
     load = seeded_loader(train, cfg["seed"], trainer, int(cfg["num_workers"]))
+    every = _BatchLog(int(cfg.get("log_interval") or 0), log)
 
     def step(state, batch, step_size):
         comm = trainer.communicator
@@ -175,31 +177,37 @@ def _train(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ct
         loss_sum, correct = _forward_backward(net, loss_fn, x, y, classes, smooth, mix, ctx, dtype)
         wire, sync = comm.stats.total_wire, trainer.sync_seconds
         trainer.step(step_size)
+        if every.n and comm.rank == 0:
+            every.add(state.epoch, loss_sum, len(y), trainer.learning_rate)
         return {"loss": loss_sum, "correct": correct, "seen": len(y), "wire": comm.stats.total_wire - wire,
                 "sync": trainer.sync_seconds - sync}
 
     def end_epoch(end):
         comm, state = end.comm, end.state
-        bn = _bn_inputs(train, per_worker, comm.rank, comm.size, cfg["seed"], end.epoch - 1, dtype)
-        with trainer.averaged(net, bn, bn=cfg.get("averaged_bn", "auto"),
-                              bn_num_batches=int(cfg.get("averaged_bn_batches", 8))) as averaged:
-            acc = top1_accuracy(net, test, comm, ctx=ctx, dtype=dtype)
-            if acc > state.best_acc:
-                state.best_acc = acc
-                if comm.rank == 0:
-                    with atomic_path(os.path.join(out, "best.params")) as tmp:
-                        net.save_parameters(tmp)
+        every.epoch_ended()
+        acc, averaged = None, {"bn": None}
+        if evaluates(end.epoch, int(cfg["epochs"]), cfg.get("eval_frequency")):
+            bn = _bn_inputs(train, per_worker, comm.rank, comm.size, cfg["seed"], end.epoch - 1, dtype)
+            with trainer.averaged(net, bn, bn=cfg.get("averaged_bn", "auto"),
+                                  bn_num_batches=int(cfg.get("averaged_bn_batches", 8))) as averaged:
+                acc = top1_accuracy(net, test, comm, ctx=ctx, dtype=dtype)
+                if acc > state.best_acc:
+                    state.best_acc = acc
+                    if comm.rank == 0:
+                        with atomic_path(os.path.join(out, "best.params")) as tmp:
+                            net.save_parameters(tmp)
         save_periodic(cfg, net, trainer, end.epoch, comm.rank)   # --save-frequency
         tot, mine = end.totals, end.sums
         train_time, wire = mine["time_s"], mine.get("wire", 0.0)
         rec = {"epoch": end.epoch, "train_loss": tot["loss"] / max(tot["seen"], 1),
-               "train_acc": tot["correct"] / max(tot["seen"], 1), "test_acc": acc, "best_acc": state.best_acc,
-               "test_bn": averaged["bn"],
+               "train_acc": tot["correct"] / max(tot["seen"], 1), "best_acc": state.best_acc,
                "lr": trainer.learning_rate, "epoch_time_s": round(train_time, 3),
                "samples_per_s": round(tot["seen"] / max(train_time, 1e-9), 1), "wire_bytes": wire,
                "dense_wire_bytes": 2.0 * (comm.size - 1) / comm.size * grad_bytes * mine["steps"],
                "workers": comm.size, "global_batch": per_worker * comm.size, "step": end.step,
                "elapsed_s": end.elapsed_s}
+        if acc is not None:   # an epoch --eval-frequency skips has no test_acc
+            rec.update(test_acc=acc, test_bn=averaged["bn"])
         if cfg["profile_comm"]:
             sync = mine.get("sync", 0.0)
             rec["sync_s"] = round(sync, 4)
@@ -208,7 +216,7 @@ def _train(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ct
                 rec["link_utilisation"] = round(wire / max(sync, 1e-9) / (float(cfg["link_mbit"]) * 1e6 / 8), 4)
         if comm.rank == 0:
             log(f"epoch {end.epoch:3d}  loss {rec['train_loss']:.4f}  train {rec['train_acc']:.4f}  "
-                f"test {acc:.4f}  lr {rec['lr']:.4g}  {rec['samples_per_s']:.0f} img/s  "
+                f"{'(no evaluation)' if acc is None else f'test {acc:.4f}'}  lr {rec['lr']:.4g}  {rec['samples_per_s']:.0f} img/s  "
                 f"wire {wire / 1e6:.2f} MB  {comm.size} worker(s), global batch {rec['global_batch']}")
         return rec
 
@@ -217,7 +225,7 @@ def _train(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ct
                 stop_after=cfg["stop_after_epochs"], log=log, counters={"best_acc": -1.0, "sizes": []},
                 summary=True, show_progress=bool(cfg["progress"]), load=load)
     comm = trainer.communicator   # an elastic job's world may have changed since the start
-    result = {"best_acc": state.best_acc, "final_acc": state.history[-1]["test_acc"] if state.history else None,
+    result = {"best_acc": state.best_acc, "final_acc": state.history[-1].get("test_acc") if state.history else None,
               "history": state.history, "out": out, "published": None, "sizes": state.sizes,
               "rank": comm.rank, "workers": comm.size}
     if comm.rank == 0 and cfg["publish"]:

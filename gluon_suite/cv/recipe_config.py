@@ -180,11 +180,11 @@ class ClassificationConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticO
     save_frequency: int = option(0, nonneg_int, metavar="N", aliases=("--save-period",),
                                  help="every N epochs also keep OUT/MODEL-EPOCH.params and .states (0: off)")
     log_interval: int = option(0, nonneg_int, metavar="N",
-                               help="GluonCV's: a log line every N batches; here one per epoch and a progress bar "
-                               "(a note says so)")
+                               help="GluonCV's: a line every N batches of an epoch with the speed and the mean "
+                               "training loss over them (0: off)")
     eval_frequency: int = option(None, nonneg_int, metavar="N",
-                                 help="GluonCV's: evaluate every N epochs; here after every epoch, which covers it (a "
-                                 "note says so)")
+                                 help="GluonCV's: evaluate every N epochs and after the last (0: only after the "
+                                 "last; default: every epoch)")
     progress: bool = option(True, negative="--no-progress", negative_help="no progress bar")
     profile_comm: bool = option(False, help="measure synchronisation time: logs sync_s and the measured scaling "
                                 "factor")

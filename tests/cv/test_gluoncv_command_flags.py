@@ -177,10 +177,45 @@ def test_a_flag_that_cannot_apply_to_this_run_is_one_line(tmp_path, capsys, argv
     assert not (tmp_path / "o").exists()
 
 
-def test_the_covered_flags_are_said_once_at_the_start():
-    from gluon_suite.cv.gluoncv_flags import gluoncv_notes
-    assert gluoncv_notes(_config([])) == []
-    assert gluoncv_notes(_config(["--eval-frequency", "1"])) == []
-    notes = gluoncv_notes(_config(["--log-interval", "100", "--eval-frequency", "5"]))
-    assert len(notes) == 2 and notes[0].startswith("--log-interval 100: the recipe logs one line per epoch")
-    assert notes[1].startswith("--eval-frequency 5: the recipe evaluates after every epoch")
+def test_eval_frequency_follows_gluoncvs_cadence():
+    """Evaluated epochs (1-based) written out by hand: every N epochs and always the last one."""
+    from gluon_suite.cv.gluoncv_flags import evaluates
+    def cadence(epochs, freq):
+        return [e for e in range(1, epochs + 1) if evaluates(e, epochs, freq)]
+    assert cadence(5, None) == [1, 2, 3, 4, 5]
+    assert cadence(5, 1) == [1, 2, 3, 4, 5]
+    assert cadence(7, 3) == [3, 6, 7]
+    assert cadence(6, 3) == [3, 6]
+    assert cadence(4, 0) == [4]
+
+
+def test_log_interval_prints_every_n_batches_with_the_mean_loss():
+    """Six batches, a line every two: the mean of each pair's summed losses over its images, computed
+    by hand; the batch number is the last of the pair, counted from 0 in the epoch as GluonCV does."""
+    import mxnet as mx
+    from gluon_suite.cv.gluoncv_flags import _BatchLog
+    lines = []
+    every = _BatchLog(2, lines.append)
+    for loss, seen in ((4.0, 2), (2.0, 2), (9.0, 3), (1.0, 1), (3.0, 4), (5.0, 4)):
+        every.add(0, mx.nd.array([loss]), seen, 0.1)
+    assert [line.split("\t")[0] for line in lines] == ["Epoch[0] Batch [1]", "Epoch[0] Batch [3]", "Epoch[0] Batch [5]"]
+    assert [line.split("\t")[2] for line in lines] == ["loss=1.5000", "loss=2.5000", "loss=1.0000"]
+    every.epoch_ended()
+    every.add(1, mx.nd.array([1.0]), 1, 0.1)
+    assert len(lines) == 3          # the count starts again with the epoch
+
+
+def test_eval_frequency_and_log_interval_in_a_run(tmp_path, capsys):
+    """Three epochs with --eval-frequency 2: epoch 2 and the last are evaluated, epoch 1 is not (its
+    record has no test_acc); --log-interval 2 prints the batch lines."""
+    import json
+    out = tmp_path / "o"
+    argv = ["--model", "resnet14_digits", "--dataset", "digits", "--epochs", "3", "--batch-size", "64",
+            "--eval-frequency", "2", "--log-interval", "2", "--out", str(out), "--no-progress"]
+    assert load_script(SCRIPT).main(argv) == 0
+    records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in records] == [1, 2, 3]
+    assert ["test_acc" in r for r in records] == [False, True, True]
+    printed = capsys.readouterr().out
+    assert "Epoch[0] Batch [1]" in printed and "Epoch[2] Batch [1]" in printed
+    assert "note: --log-interval" not in printed and "note: --eval-frequency" not in printed
