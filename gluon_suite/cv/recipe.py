@@ -200,14 +200,13 @@ def _train(cfg, net, trainer, sampler, train, test, classes, per_worker, log, ct
         tot, mine = end.totals, end.sums
         train_time, wire = mine["time_s"], mine.get("wire", 0.0)
         rec = {"epoch": end.epoch, "train_loss": tot["loss"] / max(tot["seen"], 1),
-               "train_acc": tot["correct"] / max(tot["seen"], 1), "best_acc": state.best_acc,
+               "train_acc": tot["correct"] / max(tot["seen"], 1), "test_acc": acc, "best_acc": state.best_acc,
+               "test_bn": averaged["bn"],   # both None in an epoch --eval-frequency skips
                "lr": trainer.learning_rate, "epoch_time_s": round(train_time, 3),
                "samples_per_s": round(tot["seen"] / max(train_time, 1e-9), 1), "wire_bytes": wire,
                "dense_wire_bytes": 2.0 * (comm.size - 1) / comm.size * grad_bytes * mine["steps"],
                "workers": comm.size, "global_batch": per_worker * comm.size, "step": end.step,
                "elapsed_s": end.elapsed_s}
-        if acc is not None:   # an epoch --eval-frequency skips has no test_acc
-            rec.update(test_acc=acc, test_bn=averaged["bn"])
         if cfg["profile_comm"]:
             sync = mine.get("sync", 0.0)
             rec["sync_s"] = round(sync, 4)

@@ -207,7 +207,7 @@ def test_log_interval_prints_every_n_batches_with_the_mean_loss():
 
 def test_eval_frequency_and_log_interval_in_a_run(tmp_path, capsys):
     """Three epochs with --eval-frequency 2: epoch 2 and the last are evaluated, epoch 1 is not (its
-    record has no test_acc); --log-interval 2 prints the batch lines."""
+    test_acc is null); --log-interval 2 prints the batch lines."""
     import json
     out = tmp_path / "o"
     argv = ["--model", "resnet14_digits", "--dataset", "digits", "--epochs", "3", "--batch-size", "64",
@@ -215,7 +215,9 @@ def test_eval_frequency_and_log_interval_in_a_run(tmp_path, capsys):
     assert load_script(SCRIPT).main(argv) == 0
     records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in records] == [1, 2, 3]
-    assert ["test_acc" in r for r in records] == [False, True, True]
+    assert [r["test_acc"] is not None for r in records] == [False, True, True]
+    header, *rows = (out / "summary.csv").read_text().splitlines()
+    assert "test_acc" in header.split(",") and len(rows) == 3
     printed = capsys.readouterr().out
     assert "Epoch[0] Batch [1]" in printed and "Epoch[2] Batch [1]" in printed
     assert "note: --log-interval" not in printed and "note: --eval-frequency" not in printed
