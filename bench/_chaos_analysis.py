@@ -111,8 +111,9 @@ def fault_outcome(fault, steps, until=None):
       after it (``fault["expected_workers"]``); link faults: from the link's repair (``t1``) to the
       first step after it. None when that step never came before ``until``.
     - ``longest_stall_s``: the longest time without a step from the last step before the fault to
-      the recovery (to the last step before ``until`` when there was none); ``workers_after``: the count of the last step before ``until``;
-      ``steps_during``: steps logged while a link fault lasted."""
+      the recovery (to the last step before ``until`` when there was none); ``workers_after``: the
+      count of the last step before ``until``; ``steps_during``: steps logged while a link fault
+      lasted."""
     t0, t1 = float(fault["t0"]), float(fault.get("t1", fault["t0"]))
     until = float("inf") if until is None else float(until)
     before = [r for r in steps if r["t"] < t0]

@@ -9,16 +9,20 @@
   remote hosts" as it does on a cluster;
 - link faults on both ends of a host's link, the processes on a host, and the killing of them.
 
-Link faults use what the testbed's kernel offers: it has ``tbf`` and ``pfifo`` but no ``netem``
-(``tc qdisc add ... netem`` answers "Specified qdisc kind is unknown"), so loss is a token bucket
-with a queue too short for the traffic's bursts (tail drop), delay a token bucket with a long queue
-at a low rate (queueing delay), and a link down a ``pfifo`` that holds nothing (every packet
-dropped). The drops each caused are read back from ``tc -s``.
+Link faults use what the testbed's kernel offers: it has ``tbf`` and ``pfifo`` but no ``netem``,
+no tc filters or actions and no iptables (``tc qdisc add ... netem`` answers "Specified qdisc kind
+is unknown"). A link down is a ``pfifo`` that holds nothing (every packet dropped); loss is that
+cut switched on for the first ``share`` of every ``period`` (bursty loss in a fixed share of the
+time: a token bucket's tail drop alone lost 0.1% of the packets, TCP adapting to it); delay is a
+token bucket with a long queue at a low rate (queueing delay). The packets each fault dropped are
+read back from ``tc -s``.
 """
+import math
 import os
 import re
 import signal
 import subprocess
+import time
 
 from gluon_suite.utils.errors import GluonSuiteError
 from gluon_suite.whatif.testbed import Testbed
@@ -57,20 +61,30 @@ def write_ssh_shim(folder, names_dir):
     return path
 
 
+CUT = ["pfifo", "limit", "0"]
+
+
 def link_spec(kind, links, rate_mbit):
-    """The root qdisc (``tc`` words) of a link under fault ``kind``: ``lossy`` (tail drop: a queue of
-    ``lossy_queue_ms`` at ``lossy_mbit``), ``slow`` (``slow_mbit`` with ``slow_queue_ms`` of queue),
-    ``partition`` (nothing passes)."""
-    def tbf(mbit, queue_ms):
-        burst = max(16, int(float(mbit) * 10 / 8))   # kbit, at least one full-size frame
-        return ["tbf", "rate", f"{float(mbit)}mbit", "burst", f"{burst}kbit", "latency", f"{float(queue_ms)}ms"]
-    if kind == "lossy":
-        return tbf(min(links["lossy_mbit"], rate_mbit), links["lossy_queue_ms"])
+    """The root qdisc (``tc`` words) of a link under fault ``kind`` for its whole duration: ``slow``
+    (``slow_mbit``, never above the link's rate, with ``slow_queue_ms`` of queue) or ``partition``
+    (nothing passes). ``lossy`` switches between the cut and the link's own qdisc
+    (:func:`flap_windows`)."""
     if kind == "slow":
-        return tbf(min(links["slow_mbit"], rate_mbit), links["slow_queue_ms"])
+        mbit = float(min(links["slow_mbit"], rate_mbit))
+        burst = max(16, int(mbit * 10 / 8))   # kbit, at least one full-size frame
+        return ["tbf", "rate", f"{mbit}mbit", "burst", f"{burst}kbit", "latency", f"{float(links['slow_queue_ms'])}ms"]
     if kind == "partition":
-        return ["pfifo", "limit", "0"]
-    raise ValueError(f"no link fault {kind!r}")
+        return list(CUT)
+    raise ValueError(f"no whole-duration link fault {kind!r}")
+
+
+def flap_windows(duration_s, period_s, share):
+    """When a lossy link is cut: ``(start, end)`` seconds from the fault's start, the first
+    ``share`` of every ``period_s`` until ``duration_s``."""
+    if not (0 < share < 1 and period_s > 0 and duration_s >= 0):
+        raise ValueError(f"need 0 < share < 1, period_s > 0, duration_s >= 0 (got {share}, {period_s}, {duration_s})")
+    n = int(math.ceil(duration_s / period_s - 1e-9))
+    return [(k * period_s, min(k * period_s + share * period_s, duration_s)) for k in range(n)]
 
 
 class ChaosTestbed(Testbed):
@@ -101,6 +115,30 @@ class ChaosTestbed(Testbed):
     def restore_link(self, i):
         """Host ``i``'s link as the testbed built it (the rate limit alone)."""
         self.set_link(i, self._tbf())
+
+    def flap(self, i, stop, duration_s, period_s, share):
+        """Make host ``i``'s link lossy for ``duration_s`` (:func:`flap_windows`), or until ``stop``
+        (an Event) is set. Returns the packets sent and dropped meanwhile (each qdisc is new at each
+        switch, so its counters are read before the next), the time it was cut (from the middle of
+        one switch to the middle of the next) and the number of cuts."""
+        t0, sent, dropped, cut, cuts = time.time(), 0, 0, 0.0, 0
+        for start, end in flap_windows(duration_s, period_s, share):
+            if stop.wait(max(0.0, t0 + start - time.time())):
+                break
+            if cuts:
+                c = self.link_counts(i)          # the link's own qdisc since the last cut
+                sent, dropped = sent + c["sent"], dropped + c["dropped"]
+            a = time.time()
+            self.set_link(i, CUT)
+            b = time.time()
+            stop.wait(max(0.0, t0 + end - time.time()))
+            dropped += self.link_counts(i)["dropped"]
+            d = time.time()
+            self.restore_link(i)
+            cut, cuts = cut + (d + time.time()) / 2 - (a + b) / 2, cuts + 1
+        stop.wait(max(0.0, t0 + duration_s - time.time()))
+        c = self.link_counts(i)
+        return {"sent": sent + c["sent"], "dropped": dropped + c["dropped"], "cut_s": round(cut, 3), "cuts": cuts}
 
     def link_counts(self, i):
         """Packets sent and dropped by both ends' root qdiscs since they were last replaced."""

@@ -130,11 +130,17 @@ class Job:
             host = self.pick(fault["host"])
             host = fault["host"] if host is None else host
             rec.update(host=host, t0=time.time())
-            self.tb.set_link(host, link_spec(kind, self.p["links"], self.tb.rate))
-            start = self.tb.link_counts(host)   # a tbf changed in place keeps its counters
-            self.stop.wait(fault["duration_s"])
-            end = self.tb.link_counts(host)
-            rec.update(link={k: end[k] - start[k] for k in end}, t1=time.time())
+            links = self.p["links"]
+            if kind == "lossy":
+                link = self.tb.flap(host, self.stop, fault["duration_s"], links["loss_period_ms"] / 1000.0,
+                                    links["loss_share"])
+            else:
+                self.tb.set_link(host, link_spec(kind, links, self.tb.rate))
+                start = self.tb.link_counts(host)   # a tbf changed in place keeps its counters
+                self.stop.wait(fault["duration_s"])
+                end = self.tb.link_counts(host)
+                link = {k: end[k] - start[k] for k in end}
+            rec.update(link=link, t1=time.time())
             self.tb.restore_link(host)
         return rec
 

@@ -165,14 +165,25 @@ def test_the_file_check_finds_every_half_written_file(tmp_path):
 
 
 def test_the_link_faults_are_qdiscs_this_kernel_has():
-    links = {"lossy_mbit": 20, "lossy_queue_ms": 2, "slow_mbit": 2, "slow_queue_ms": 400}
+    links = {"loss_period_ms": 250, "loss_share": 0.2, "slow_mbit": 2, "slow_queue_ms": 400}
     assert testbed.link_spec("partition", links, 100.0) == ["pfifo", "limit", "0"]
-    lossy = testbed.link_spec("lossy", links, 100.0)
-    assert lossy[:3] == ["tbf", "rate", "20.0mbit"] and lossy[-2:] == ["latency", "2.0ms"]
-    assert int(lossy[4][:-4]) * 1000 / 8 >= 1514   # the bucket holds a full Ethernet frame
+    slow = testbed.link_spec("slow", links, 100.0)
+    assert slow[:3] == ["tbf", "rate", "2.0mbit"] and slow[-2:] == ["latency", "400.0ms"]
+    assert int(slow[4][:-4]) * 1000 / 8 >= 1514   # the bucket holds a full Ethernet frame
     assert testbed.link_spec("slow", links, 1.0)[2] == "1.0mbit"   # never faster than the link
-    with pytest.raises(ValueError, match="no link fault"):
-        testbed.link_spec("kill", links, 100.0)
+    with pytest.raises(ValueError, match="no whole-duration link fault"):
+        testbed.link_spec("lossy", links, 100.0)
+
+
+def test_a_lossy_link_is_cut_for_the_first_share_of_every_period():
+    def flat(windows):
+        return [x for w in windows for x in w]
+    assert flat(testbed.flap_windows(1.0, 0.25, 0.2)) == pytest.approx([0.0, 0.05, 0.25, 0.3, 0.5, 0.55, 0.75, 0.8])
+    assert flat(testbed.flap_windows(0.6, 0.25, 0.5)) == pytest.approx([0.0, 0.125, 0.25, 0.375, 0.5, 0.6])
+    assert testbed.flap_windows(0.0, 0.25, 0.2) == []
+    for bad in ((1.0, 0.25, 1.0), (1.0, 0.0, 0.2), (-1.0, 0.25, 0.2)):
+        with pytest.raises(ValueError, match="0 < share < 1"):
+            testbed.flap_windows(*bad)
 
 
 def test_the_protocol_runs_over_ten_minutes_and_its_quick_schedule_has_a_kill_and_a_link_fault():
