@@ -13,29 +13,18 @@ def build_parser():
     """The script's flags: ``GraphConfig``'s keys, and ``--gpus``/``--dtype`` for the one device the
     script hands the recipe."""
     from gluon_suite.graph.recipes import GraphConfig
-    from gluon_suite.utils.devices import add_device_arguments
-    p = GraphConfig.build_parser(__doc__.split("\n")[0])
-    add_device_arguments(p, dtypes=("float32",), why=" (the graph kernels are float32)")
-    return p
+    from gluon_suite.graph.script import one_device_parser
+    return one_device_parser(GraphConfig, __doc__.split("\n")[0])
 
 
 def main(argv=None):
     p = build_parser()
-    args = vars(p.parse_args(argv))
-    from gluon_suite.utils.devices import resolve_devices, single_device
-    ctx, _ = resolve_devices(args.pop("gpus"), args.pop("dtype"))
-    device = single_device(ctx, "train_graph_classification.py")
     from gluon_suite.graph.recipes import GraphConfig, train_graph_classification
-    cfg = GraphConfig.from_sources(args)
-    from gluon_suite.distributed import get_communicator
-    comm = get_communicator()
-    log = print if comm.rank == 0 or cfg.elastic else (lambda m: None)  # elastic: the recipe checks
-    from gluon_suite.utils.fileio import output_folder
-    with output_folder(cfg.out):   # a run that saved nothing leaves nothing
-        res = train_graph_classification(cfg, comm, log=log, ctx=device)   # the worker's device
-    if res["test_acc"] is not None and res.get("rank", 0) == 0:  # None: stopped before the first evaluation
-        log(f"test accuracy {res['test_acc']:.4f}")
-    return 0
+    from gluon_suite.graph.script import run_one_device_recipe
+    # None: stopped before the first evaluation
+    return run_one_device_recipe(p, argv, GraphConfig, train_graph_classification, "train_graph_classification.py",
+                                 lambda res: None if res["test_acc"] is None else
+                                 f"test accuracy {res['test_acc']:.4f}")
 
 
 if __name__ == "__main__":
