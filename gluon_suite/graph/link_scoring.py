@@ -28,6 +28,7 @@ class _PairScorer(gluon.Block):
     """The shared part: gather each edge's end rows and score them with ``_score``."""
 
     def _score(self, hu, hv):
+        """Each edge's score from its end rows: defined by DotScorer and MLPScorer."""
         raise NotImplementedError
 
     def _one(self, rel, hs, hd):

@@ -44,6 +44,7 @@ class _PerSource:
         self.k, self.rng = int(k), rng
 
     def _draw(self, rel, n, rng):
+        """``n`` destination ids of relation ``rel``: defined by each sampler (uniform, degree-weighted)."""
         raise NotImplementedError
 
     def _one(self, rel, eids, rng):
