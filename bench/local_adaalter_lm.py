@@ -222,9 +222,14 @@ SUMMARY_COLUMNS = ["run", "final perplexity", "per seed", "synchronisations", "t
                    "ratio to sync AdaAlter [95% interval]", "vs sync AdaAlter"]
 
 
-def plot(curves, path):
-    """Validation perplexity against training time and against synchronisations, geometric mean
-    over the seeds with a band of one standard deviation of log perplexity."""
+AXES = (("time_s", "training time (s, evaluation excluded)", "linear"),
+        ("syncs", "synchronisations (allreduce rounds)", "log"))
+
+
+def plot(curves, path, axes_keys=AXES, title=None):
+    """Validation perplexity against training time and against synchronisations (``axes_keys``: the
+    record key, label and scale of each x axis), geometric mean over the seeds with a band of one
+    standard deviation of log perplexity."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -234,18 +239,18 @@ def plot(curves, path):
         # over the seeds in log space (the validation loss): a diverging seed does not swamp the rest
         lp = np.log(np.minimum(np.array([[r["valid_ppl"] for r in c] for c in runs]), 1e30))
         pm, sd = lp.mean(0), lp.std(0)
-        for ax, key in zip(axes, ("time_s", "syncs")):
+        for ax, (key, _, _) in zip(axes, axes_keys):
             x = np.array([[r[key] for r in c] for c in runs]).mean(0)
             line, = ax.plot(x, np.exp(pm), "o-", ms=3, label=name)
             ax.fill_between(x, np.exp(pm - sd), np.exp(pm + sd), color=line.get_color(), alpha=0.2)
-    axes[0].set_xlabel("training time (s, evaluation excluded)")
-    axes[1].set_xlabel("synchronisations (allreduce rounds)")
-    axes[1].set_xscale("log")
+    for ax, (_, label, scale) in zip(axes, axes_keys):
+        ax.set_xlabel(label)
+        ax.set_xscale(scale)
     for ax in axes:
         ax.set_ylabel("validation perplexity (geometric mean over seeds)")
         ax.set_yscale("log")
     axes[0].legend(fontsize=8)
-    fig.suptitle(f"LSTM LM on gensim {CORPUS}, 2 workers, reference recipe (lr {LR}, eps {EPS:g}, clip {CLIP:g})")
+    fig.suptitle(title or f"LSTM LM on gensim {CORPUS}, 2 workers, reference recipe (lr {LR}, eps {EPS:g}, clip {CLIP:g})")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 

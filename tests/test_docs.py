@@ -237,6 +237,11 @@ EXAMPLES = {
     "docs/nlp.md: .venv/bin/python scripts/nlp/train_language_model.py --model standard_lstm_lm_200 --emsize 64":
         long(subs=[("--epochs 2 --out runs/wiki-lm\n", "--epochs 1 --max-pages 5 --out runs/wiki-lm\n"),
                    ("--out runs/wiki-lm-la", "--out runs/wiki-lm-la --epochs 1 --max-pages 5 --emsize 32 --nhid 32")]),
+    "docs/nlp.md: .venv/bin/python scripts/nlp/evaluate_language_model.py --run runs/wiki-lm": long(
+        before=(".venv/bin/python scripts/nlp/train_language_model.py --model standard_lstm_lm_200 --emsize 16 "
+                "--nhid 16 --epochs 1 --max-pages 5 --out runs/wiki-lm")),
+    "docs/nlp.md: .venv/bin/python scripts/nlp/train_language_model.py --model big_rnn_lm_2048_512":
+        long(subs=[("--max-pages 30", "--max-pages 5")]),
     # docs/optim.md
     "docs/optim.md: import gluon_suite.optim": fast(),
     "docs/optim.md: from gluon_suite.distributed import make_algorithm": fast(

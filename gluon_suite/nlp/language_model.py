@@ -1,6 +1,6 @@
 """Word-level language modelling as GluonNLP ships it: ``train_language_model(config, comm)``, GluonNLP's
-word LMs by name (``awd_lstm_lm_1150``/``_600``, ``standard_lstm_lm_200``/``_650``/``_1500``; the sizes
-flags override theirs), untrained, on our vocabulary (``vocab.json``, checked on ``--resume``), on the
+word LMs by name (``awd_lstm_lm_1150``/``_600``, ``standard_lstm_lm_200``/``_650``/``_1500``, and the big
+LM ``big_rnn_lm_2048_512`` with its sampled softmax: ``big_lm``; the sizes flags override theirs), untrained, on our vocabulary (``vocab.json``, checked on ``--resume``), on the
 shared loop (``distributed.loop.fit``: resume, elastic, checkpoints, log.jsonl), any optimizer and algorithm.
 
 Data: the train stream is cut into ``batch_size x workers`` columns (GluonNLP's batchify; column c reads
@@ -46,16 +46,20 @@ from ..utils.validate import (choice_of, existing_path, float_range, nonneg_floa
                               positive_int)
 from .corpora import _lines, gensim_corpus_path
 from .lm_windows import LOSS, WindowSampler, _ppl, batchify, detach, perplexity, stream_nll, train_window  # noqa: F401
+from .big_lm import BIG
+from .big_lm import build as build_big
+from .big_lm import own_sizes as big_sizes
 from .wikipedia import DocumentCorpus, Vocabulary, WikipediaCorpus, gensim_wiki_dump_path, text_file_corpus
 
 WORD_MODELS = ("awd_lstm_lm_1150", "awd_lstm_lm_600", "standard_lstm_lm_200", "standard_lstm_lm_650",
                "standard_lstm_lm_1500")
-BIG = "big_rnn_lm_2048_512"
 CORPORA = ("wikipedia", "text", "lee_background", "head500")
 RECOMMENDED = "--algorithm local_adaalter --optimizer adaalter --period 4"
 FRACTION = float_range(0, 1, high_open=True, what="a fraction")
 SIZE_KEYS = {"emsize": "embed_size", "nhid": "hidden_size", "nlayers": "num_layers", "dropout": "dropout",
              "tied": "tie_weights"}
+BIG_KEYS = {"emsize": ("embed_size",), "nhid": ("hidden_size",), "nlayers": ("num_layers",), "nproj": ("projection_size",),
+            "k": ("num_sampled",), "dropout": ("embed_dropout", "encode_dropout")}
 
 
 @dataclasses.dataclass
@@ -67,7 +71,7 @@ class LanguageModelConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticOp
     STATE_KEYS: ClassVar[tuple] = ("epoch", "best_ppl", "history", "workers")
     CHECKPOINT_FILES: ClassVar[tuple] = ("last.rank0.params", "last.rank0.states")
     FLAG_GROUPS: ClassVar[dict] = {
-        "model": ("model", "emsize", "nhid", "nlayers", "dropout", "tied"),
+        "model": ("model", "emsize", "nhid", "nlayers", "dropout", "tied", "nproj", "k"),
         "data": ("corpus", "data_path", "max_pages", "min_freq", "max_vocab", "valid_fraction", "test_fraction"),
         "optimisation": ("epochs", "batch_size", "bptt", "optimizer", "lr", "warmup_steps", "wd", "clip",
                          "eval_batch_size", "log_interval"),
@@ -82,7 +86,11 @@ class LanguageModelConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticOp
     nlayers: int = option(None, positive_int, help="LSTM layers (default: the model's)")
     dropout: float = option(None, FRACTION, help="dropout on the LSTM output (default: the model's)")
     tied: bool = option(True, flag="--tied", negative="--untied", help="tie the embedding and softmax weights "
-                        "(the models' own setting)", negative_help="separate embedding and softmax weights")
+                        "(the word models' own setting; the big LM has separate ones)",
+                        negative_help="separate embedding and softmax weights")
+    nproj: int = option(None, positive_int, help=f"{BIG} only: LSTMP projection size (default 512)")
+    k: int = option(None, positive_int, help=f"{BIG} only: candidates of the sampled softmax per window "
+                    "(default 8192, below the vocabulary size)")
     corpus: str = option("wikipedia", choices=CORPORA, help="wikipedia (a MediaWiki dump; default gensim's bundled "
                          "enwiki excerpt), text (--data-path to a UTF-8 file, blank lines between documents), or "
                          "gensim's lee_background / head500")
@@ -109,9 +117,8 @@ class LanguageModelConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticOp
         if len(resolve_devices(self.gpus, self.dtype)[0]) > 1 or self.dtype != "float32":
             raise UserError("the language model trains in float32 on one device per worker; drop --dtype and give "
                             "at most one of --gpus")
-        if self.model == BIG:
-            raise UserError(f"--model {BIG} (GluonNLP's BigRNN with sampled softmax) is not supported yet; use one "
-                            f"of {', '.join(WORD_MODELS)}")
+        if self.model != BIG and (self.nproj is not None or self.k is not None):
+            raise UserError(f"--nproj and --k are the big LM's (--model {BIG}); drop them for {self.model}")
         if self.corpus == "text" and not self.data_path:
             raise UserError("--corpus text reads a text file: give --data-path FILE")
         if self.corpus in ("lee_background", "head500") and self.data_path:
@@ -123,12 +130,17 @@ class LanguageModelConfig(RecipeConfig, PublishOptions, DeviceOptions, ElasticOp
 
 
 def _own(name):
+    if name == BIG:
+        return big_sizes()
     lm = __import__("gluonnlp").model.language_model
     return {**lm.awd_lstm_lm_hparams, **lm.standard_lstm_lm_hparams}[name]
 
 
 def _sizes(cfg):
-    """The GluonNLP keyword arguments of ``cfg``'s model: its own settings, overridden by the flags."""
+    """The GluonNLP keyword arguments of ``cfg``'s model: its own settings, overridden by the flags
+    (for the big LM, ``--dropout`` sets both its embedding and encoder dropout)."""
+    if cfg["model"] == BIG:
+        return {**_own(BIG), **{key: cfg[k] for k, keys in BIG_KEYS.items() if cfg[k] is not None for key in keys}}
     return {**_own(cfg["model"]), **{SIZE_KEYS[k]: cfg[k] for k in SIZE_KEYS if cfg[k] is not None}}
 
 
@@ -136,6 +148,8 @@ def build_model(name, vocab_size, **sizes):
     """GluonNLP's ``name`` (its class, ``AWDRNN`` or ``StandardRNN``, with its settings overridden by
     ``sizes``: ``embed_size``, ``hidden_size``, ...) for ``vocab_size`` words, untrained."""
     import gluonnlp as nlp
+    if name == BIG:
+        return build_big(vocab_size, **sizes)
     cls = nlp.model.train.AWDRNN if name.startswith("awd") else nlp.model.train.StandardRNN
     return cls(vocab_size=int(vocab_size), **{**_own(name), **sizes})
 
@@ -147,8 +161,15 @@ def _register(name):   # in the zoo (publishing needs a registered name); vocab_
     register_model(name, task="language-model")(fn)
 
 
-for _name in WORD_MODELS:
+for _name in WORD_MODELS + (BIG,):
     _register(_name)
+
+
+@register_model("standard_lstm_lm_200_wiki", task="language-model")
+def standard_lstm_lm_200_wiki(vocab_size=12349, **sizes):
+    """GluonNLP's standard_lstm_lm_200 trained on gensim's Wikipedia excerpt with Local AdaAlter (2 workers,
+    configs/nlp/wiki_lm_local_adaalter.yaml; 12,349-word vocabulary, published beside it)."""
+    return build_model("standard_lstm_lm_200", vocab_size, **sizes)
 
 
 def _seed(seed, step, rank):
@@ -309,7 +330,10 @@ def train_language_model(config, comm=None, log=print, ctx=None):
 
     sampler = WindowSampler(windows)
     sampler.reshard(comm.rank, comm.size)   # too little text for the workers: said now
-    cfg.save(comm, corpus=corpus.record(), vocabulary=vocab.record())
+    cfg.save(comm, corpus_record=corpus.record(), vocabulary=vocab.record())   # "corpus" stays the option
+    if cfg["model"] == BIG and not _sizes(cfg)["num_sampled"] < len(vocab):
+        raise UserError(f"--k {_sizes(cfg)['num_sampled']}: the sampled softmax needs fewer candidates than the "
+                        f"vocabulary's {len(vocab):,} words; give a smaller --k")
     _seed(cfg["seed"], -1, 0)   # the same initial weights everywhere (rank 0's are broadcast anyway)
     net = build_model(cfg["model"], len(vocab), **_sizes(cfg))
     net.initialize(mx.init.Xavier(), ctx=ctx)

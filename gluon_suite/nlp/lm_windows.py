@@ -30,10 +30,15 @@ def detach(state):
 def train_window(net, hidden, x, y, batch):
     """Forward and backward of one window ``x`` -> ``y`` (NDArrays ``(T, B)``) from ``hidden``
     (detached first: no gradient reaches an earlier window); the loss is summed over the window and
-    averaged over ``batch``. Returns (summed token NLL, new hidden state)."""
+    averaged over ``batch``. Returns (summed token NLL, new hidden state). A model with a sampled
+    softmax (``sampled_window``: the big LM) is trained on its sampled logits; the NLL is then the
+    sampled softmax's, not the model's."""
     hidden = detach(hidden)
     with autograd.record():
-        out, hidden = net(x, hidden)[:2]
+        if hasattr(net, "sampled_window"):
+            out, hidden, y = net.sampled_window(x, y, hidden)
+        else:
+            out, hidden = net(x, hidden)[:2]
         nll = LOSS(out.reshape((-3, -1)), y.reshape((-1,)))
         loss = nll.sum() / batch
     loss.backward()

@@ -31,6 +31,7 @@ SCRIPTS = (
     "scripts/nlp/finetune_classification.py",
     "scripts/nlp/finetune_squad.py",
     "scripts/nlp/train_language_model.py",
+    "scripts/nlp/evaluate_language_model.py",
     "scripts/graph/train_node_classification.py",
     "scripts/graph/train_graph_classification.py",
     "scripts/graph/train_link_prediction.py",
