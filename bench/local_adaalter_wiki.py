@@ -248,11 +248,53 @@ def run_metrics(name, curve, target, links):
     return m
 
 
+def combined_tables(runs, params, notes):
+    """The summary and step-time tables from ``runs`` (records with arm, seed, metrics) and the notes
+    of the result(s) they come from (``bench combine`` passes each slice's)."""
+    from gluon_suite.evidence import stats
+    arms = [a for a in CONFIGS if any(r["arm"] == a for r in runs)]
+    links = params["links_mbit"]
+
+    def values(arm, metric):
+        return {r["seed"]: r["metrics"].get(metric) for r in runs if r["arm"] == arm}
+    base, bb = values(BASELINE, "final_ppl"), values(BASELINE, "bytes_sent")
+    rows = []
+    for name in arms:
+        v, b = values(name, "final_ppl"), values(name, "bytes_sent")
+        seeds = sorted(v)
+        f = stats.summary([v[s] for s in seeds])
+        ratios = ", ".join(f"{v[s] / base[s]:.3f}" if s in base else "—" for s in seeds)
+        fewer = sum(bb[s] for s in seeds if s in bb) / sum(b[s] for s in seeds if s in bb) if bb else None
+        row = [name, f"{f['mean']:.2f}" + (f" ± {f['std']:.2f}" if f["std"] is not None else ""), ratios,
+               f"{sum(b.values()) / len(b) / 1e9:.2f}", f"{fewer:.2f}x" if fewer else "—"]
+        for rate in links:
+            t = [x for x in values(name, f"time_to_target_{rate}mbit_s").values() if x is not None]
+            row.append(f"{sum(t) / len(t):.0f} ({len(t)}/{len(seeds)})" if t else f"not reached (0/{len(seeds)})")
+        rows.append(row)
+    seeds = sorted({r["seed"] for r in runs})
+    out = {"summary": {
+        "columns": ["run", "final validation perplexity", "ratio to sync AdaAlter, per seed", "GB sent per worker",
+                    "fewer bytes than sync AdaAlter"]
+        + [f"s to sync AdaAlter's final perplexity at {r} Mbit/s (seeds reaching it)" for r in links],
+        "rows": rows,
+        "caption": f"{params['steps']} steps, 2 workers, seeds {seeds}; perplexity of the worker-averaged model on "
+                   "the validation pages; times composed from the testbed's measured step times"}}
+    kinds = ("sync", "local", "local+sync")
+    rows = []
+    for i, n in enumerate(notes):
+        for a in arms:
+            label = a if len(notes) == 1 else f"{a} (slice {i + 1})"
+            t = {r: n["step_times_s"][f"{r}mbit"].get(a, {}) for r in links}
+            rows.append([label] + [f"{t[r][k] * 1e3:.0f}" if k in t[r] else "—" for r in links for k in kinds])
+    out["step_times"] = {"columns": ["run"] + [f"{k} step at {r} Mbit/s (ms)" for r in links for k in kinds],
+                         "rows": rows, "caption": None}
+    return out
+
+
 def evidence(ctx):
     """Protocol bench/protocols/local_adaalter_wiki.yaml: the step times on the testbed first (every
     configuration on each link), then every (seed, configuration) run on loopback, seed-major with
     synchronous AdaAlter first (its final perplexity is the seed's target)."""
-    from gluon_suite.evidence import stats
     from gluon_suite.whatif.testbed import Testbed, stop_on_signal
     p = ctx.params
     arms = [a for a in ctx.arms if a in p.get("arms", ctx.arms)]
@@ -276,30 +318,8 @@ def evidence(ctx):
                 return run_metrics(name, c, target if target is not None else c["curve"][-1]["valid_ppl"], links)
             m = ctx.measure(name, seed, one)
             target = m["target_ppl"] if target is None else target
-    rows = []
-    for name in arms:
-        v = ctx.values(name, "final_ppl")
-        seeds = sorted(v)
-        f = stats.summary([v[s] for s in seeds])
-        base = ctx.values(BASELINE, "final_ppl")
-        ratios = ", ".join(f"{v[s] / base[s]:.3f}" for s in seeds)
-        b = ctx.values(name, "bytes_sent")
-        bb = ctx.values(BASELINE, "bytes_sent")
-        row = [name, f"{f['mean']:.2f}" + (f" ± {f['std']:.2f}" if f["std"] is not None else ""), ratios,
-               f"{sum(b.values()) / len(b) / 1e9:.2f}", f"{sum(bb.values()) / sum(b.values()):.2f}x"]
-        for rate in p["links_mbit"]:
-            t = [x for x in ctx.values(name, f"time_to_target_{rate}mbit_s").values() if x is not None]
-            row.append(f"{sum(t) / len(t):.0f} ({len(t)}/{len(seeds)})" if t else f"not reached (0/{len(seeds)})")
-        rows.append(row)
-    ctx.table("summary", ["run", "final validation perplexity", "ratio to sync AdaAlter, per seed",
-                          "GB sent per worker", "fewer bytes than sync AdaAlter"]
-              + [f"s to sync AdaAlter's final perplexity at {r} Mbit/s (seeds reaching it)" for r in p["links_mbit"]],
-              rows, caption=f"{p['steps']} steps, 2 workers, {len(ctx.seeds)} seeds; perplexity of the worker-averaged "
-                            "model on the validation pages; times composed from the testbed's measured step times")
-    ctx.table("step_times", ["run"] + [f"{k} step at {r} Mbit/s (ms)" for r in p["links_mbit"]
-                                       for k in ("sync", "local", "local+sync")],
-              [[a] + [f"{links[r][a][k] * 1e3:.0f}" if k in links[r][a] else "—" for r in p["links_mbit"]
-                      for k in ("sync", "local", "local+sync")] for a in arms])
+    for name, t in combined_tables(ctx.runs, p, [ctx.notes]).items():
+        ctx.table(name, t["columns"], t["rows"], caption=t.get("caption"))
     _, _, record = corpus_ids()
     ctx.note("corpus", record)
     ctx.note("recipe", {"lr": lal.LR, "epsilon": lal.EPS, "clip_global_norm_lstm": lal.CLIP, "warmup_steps": lal.WARMUP,

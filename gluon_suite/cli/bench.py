@@ -1,5 +1,5 @@
 """``gluon-suite bench``: ``list`` the protocols with their latest verdicts, ``run`` one (a new result
-file under bench/results/NAME/), ``show`` a result, ``render`` the docs tables from the results
+file under bench/results/NAME/), ``combine`` partial runs into one result, ``show`` a result, ``render`` the docs tables from the results
 (``--check`` fails when one differs). docs/benchmarks.md explains it."""
 import os
 import sys
@@ -40,6 +40,14 @@ def _cmd_run(args):
             raise UserError(f"--seeds {args.seeds!r}: give seeds as comma-separated integers, e.g. --seeds 0") from None
     runner.run(args.name, quick=args.quick, root=root, results_dir=results, allow_dirty=args.allow_dirty,
                only_seeds=only)
+    return 0
+
+
+def _cmd_combine(args):
+    from ..evidence.combine import combine
+    root = _root(args)
+    combine(args.name, [os.path.abspath(f) for f in args.files], root=root,
+            results_dir=os.path.abspath(args.results) if args.results else None)
     return 0
 
 
@@ -102,6 +110,12 @@ def add_parser(sub):
     p.add_argument("--allow-dirty", action="store_true", help="run on uncommitted changes (the result says so)")
     common(p)
     p.set_defaults(func=_cmd_run)
+    p = bs.add_parser("combine", help="one new result from partial runs (--seeds slices) of a protocol, its "
+                      "criteria over all their seeds; the slices stay as they are")
+    p.add_argument("name", help="protocol name")
+    p.add_argument("files", nargs="+", help="the slices' result files")
+    common(p)
+    p.set_defaults(func=_cmd_combine)
     p = bs.add_parser("show", help="a result's claim, verdict and tables")
     p.add_argument("name", nargs="?", help="protocol name (its latest result)")
     p.add_argument("--file", help="a result file instead of the latest")

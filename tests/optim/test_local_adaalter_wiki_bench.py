@@ -53,3 +53,19 @@ def test_run_metrics_read_the_target_between_evaluations():
 def test_kind_times_leave_out_each_kind_s_first_steps():
     rec = {"step_times": {"sync": [9.0] * 5 + [1.0] * 20, "local": [5.0, 2.0, 2.0], "local+sync": [7.0]}}
     assert bench.kind_times(rec) == {"sync": 1.0, "local": 2.0, "local+sync": 7.0}
+
+
+def test_combined_tables_pair_each_seed_with_sync_adaalter():
+    def run(arm, seed, ppl, sent, t100):
+        return {"arm": arm, "seed": seed, "metrics": {"final_ppl": ppl, "bytes_sent": sent,
+                                                      "time_to_target_100mbit_s": t100}}
+    runs = [run("sync adaalter", 0, 100.0, 4e9, 50.0), run("sync adaalter", 1, 110.0, 4e9, 60.0),
+            run("local adaalter H=4", 0, 101.0, 2e9, 30.0), run("local adaalter H=4", 1, 99.0, 2e9, None)]
+    notes = [{"step_times_s": {"100mbit": {"sync adaalter": {"sync": 0.5},
+                                           "local adaalter H=4": {"sync": 0.5, "local": 0.1, "local+sync": 1.1}}}}]
+    t = bench.combined_tables(runs, {"links_mbit": [100], "steps": 10}, notes)
+    rows = {r[0]: r for r in t["summary"]["rows"]}
+    assert rows["local adaalter H=4"][2] == "1.010, 0.900"       # 101/100 and 99/110
+    assert rows["local adaalter H=4"][4] == "2.00x" and rows["local adaalter H=4"][3] == "2.00"
+    assert rows["local adaalter H=4"][5] == "30 (1/2)" and rows["sync adaalter"][5] == "55 (2/2)"
+    assert t["step_times"]["rows"][1] == ["local adaalter H=4", "500", "100", "1100"]
