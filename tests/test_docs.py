@@ -237,6 +237,8 @@ EXAMPLES = {
     "docs/nlp.md: .venv/bin/python scripts/nlp/train_language_model.py --model standard_lstm_lm_200 --emsize 64":
         long(subs=[("--epochs 2 --out runs/wiki-lm\n", "--epochs 1 --max-pages 5 --out runs/wiki-lm\n"),
                    ("--out runs/wiki-lm-la", "--out runs/wiki-lm-la --epochs 1 --max-pages 5 --emsize 32 --nhid 32")]),
+    "docs/nlp.md: from gluon_suite.model_zoo import get_model\nnet = get_model(\"standard_lstm_lm_200_wiki\"": fast(
+        check=lambda out: abs(float(out.split()[-1]) - 99.485) < 0.01),
     "docs/nlp.md: .venv/bin/python scripts/nlp/evaluate_language_model.py --run runs/wiki-lm": long(
         before=(".venv/bin/python scripts/nlp/train_language_model.py --model standard_lstm_lm_200 --emsize 16 "
                 "--nhid 16 --epochs 1 --max-pages 5 --out runs/wiki-lm")),

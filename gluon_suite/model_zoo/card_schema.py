@@ -74,6 +74,7 @@ FIELDS = {
     "vocabulary": (_text, "non-empty text"),
     "rerun": (lambda v: v == "evaluate", '"evaluate"'),
     "rerun_reason": (_text, "non-empty text"),
+    "test_metric": (lambda v: isinstance(v, dict), "an object with name, value and dataset (the test split's)"),
 }
 _FIX = "fix the field in the file (the fields are listed in docs/model_zoo.md, \"Model cards\")"
 
@@ -109,6 +110,11 @@ def check_card(card, path):
         raise ZooError(f"model card {path} lacks {', '.join(missing)}; every card needs {', '.join(REQUIRED)}")
     _check_fields(path, card, FIELDS)
     _check_fields(path, card["metric"], METRIC, "metric.")
+    if "test_metric" in card:
+        lacking = [k for k in ("name", "value", "dataset") if k not in card["test_metric"]]
+        if lacking:
+            raise ZooError(f"model card {path}: test_metric lacks {', '.join(lacking)}; {_FIX}")
+        _check_fields(path, card["test_metric"], METRIC, "test_metric.")
     _check_fields(path, card["hyperparameters"], HYPERPARAMETERS, "hyperparameters.", known_only=False)
     if "checkpoint" in card:
         lacking = [k for k in CHECKPOINT if k not in card["checkpoint"]]

@@ -167,8 +167,9 @@ for _name in WORD_MODELS + (BIG,):
 
 @register_model("standard_lstm_lm_200_wiki", task="language-model")
 def standard_lstm_lm_200_wiki(vocab_size=12349, **sizes):
-    """GluonNLP's standard_lstm_lm_200 trained on gensim's Wikipedia excerpt with Local AdaAlter (2 workers,
-    configs/nlp/wiki_lm_local_adaalter.yaml; 12,349-word vocabulary, published beside it)."""
+    """GluonNLP's standard_lstm_lm_200 trained with Local AdaAlter on gensim's Wikipedia excerpt (12,349 words).
+
+    Two workers, configs/nlp/wiki_lm_local_adaalter.yaml; the vocabulary is published beside it."""
     return build_model("standard_lstm_lm_200", vocab_size, **sizes)
 
 

@@ -70,5 +70,5 @@ def evaluate_run(folder, data_path=None, params="best.params"):
         cfg = _settings(json.load(f), data_path)
     vocab = Vocabulary.load(paths["vocab.json"])
     net = build_model(cfg["model"], len(vocab), **_sizes(cfg))
-    net.load_parameters(paths[params], ctx=mx.cpu())
+    net.load_parameters(paths[params], ctx=mx.cpu(), cast_dtype=True, dtype_source="current")   # float16 storage
     return _perplexities(net, cfg, vocab, f"{folder}'s vocab.json")

@@ -51,6 +51,8 @@ def rerun_command(card, out, short):
         cmd += ["--epochs", "1"]
     if short and argv[1].endswith(("train_detection.py", "train_segmentation.py")):   # one epoch of a few canvases
         cmd += ["--epochs", "1", "--canvases", "32", "--val-canvases", "16", "--batch-size", "8"]
+    if short and "train_language_model.py" in argv[1]:   # one epoch (added above) of a few pages
+        cmd += ["--max-pages", "10"]
     if short and "pretrain_bert.py" in argv[1]:   # one short phase instead of the config's two
         cmd += ["--phase", "seq_len=64,batch_size=32,steps=20,lr=0.02,warmup=0.1,constant=0.3"]
     if workers > 1:
@@ -63,6 +65,8 @@ def metric_of(out, card):
     evaluation's test accuracy (graphs) or the training MLM accuracy over the last 10 steps (BERT)."""
     with open(out / "state.json") as f:
         state = json.load(f)
+    if card["metric"]["name"] == "validation perplexity":   # language models: the best epoch's
+        return state["best_ppl"]
     if card["metric"]["name"].startswith("MLM accuracy"):
         last = state["history"][-10:]
         return sum(h["mlm_acc"] for h in last) / len(last)
@@ -86,6 +90,10 @@ def test_shortened_commands_of_every_card_train(tmp_path):
         value = run(card, tmp_path / card["name"], short=True)
         if card["metric"]["name"].startswith("MLM accuracy"):
             assert 0.0 < value < 1.0, value          # 20 steps of a 4,156-token masked LM: it runs
+        elif card["metric"]["name"] == "validation perplexity":
+            # one epoch on 10 pages: below a uniform guess over the run's vocabulary
+            vocab = json.loads((tmp_path / card["name"] / "vocab.json").read_text())["size"]
+            assert 1.0 < value < vocab, (card["name"], value, vocab)
         elif "canvases" in card["metric"]["dataset"]:
             assert 0.0 <= value <= 1.0, (card["name"], value)   # one epoch of 32 canvases: it trains and evaluates
         elif card["metric"]["dataset"].startswith("digits"):
@@ -102,6 +110,17 @@ def test_shortened_commands_of_every_card_train(tmp_path):
 @pytest.mark.horovod
 @pytest.mark.parametrize("card", cards(), ids=lambda c: c["name"])
 def test_card_command_reproduces_the_published_metric(tmp_path, card):
+    if card.get("rerun") == "evaluate" and "evaluate_language_model.py" in card["evaluate"]:
+        # a language model: validation and test perplexity of the shipped checkpoint, offline
+        p = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "nlp", "evaluate_language_model.py"),
+                            "--model", card["name"], "--pretrained"], capture_output=True, text=True, timeout=1800,
+                           cwd=REPO, env=dict(ENV, GLUON_SUITE_OFFLINE="1", GLUON_SUITE_HOME=str(tmp_path / "home")))
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+        valid = float(p.stdout.split("validation perplexity ")[1].split(",")[0])
+        test = float(p.stdout.split("test perplexity ")[1].split()[0])
+        assert abs(test - card["test_metric"]["value"]) <= card["tolerance"], (test, card["test_metric"])
+        assert abs(valid - card["metric"]["value"]) <= card["tolerance"], (valid, card["metric"])
+        return
     if card.get("rerun") == "evaluate":   # the shipped checkpoint, offline, with the card's settings
         assert card.get("rerun_reason"), card["name"]
         p = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "cv", "evaluate.py"), "--model", card["name"],
