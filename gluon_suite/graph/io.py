@@ -20,6 +20,12 @@ graph, and ``"labels"``: ``{label name: array key}``. A graph's object has ``"ki
 ``g<i>.n<j>`` (``.s<j>``, ``.d<j>`` for the two sides), ``g<i>.e<j>`` and ``l<j>``: feature names are
 only in the header, so any string may name a feature.
 
+A heterograph with several relations has ``"kind": "hetero"``, ``"idtype"``, ``"ntypes"`` (in order),
+``"num_nodes"`` (``{node type: count}``), ``"ndata"`` (``{node type: {feature name: array key}}``) and
+``"relations"``: one object per canonical edge type, in order, with ``"canonical"`` (the source type,
+edge type and destination type), ``"src"``, ``"dst"`` and ``"edata"``. Its array keys are
+``g<i>.t<k>.n<j>`` for node type k's features and ``g<i>.r<k>.src``/``.dst``/``.e<j>`` for relation k's.
+
 Reading checks, before MXNet parses anything, the magic, the header's JSON, format and version,
 the payload's length (a shorter file is truncated) and its checksum (a corrupt one), then that
 every array the header names is in the payload with the right rows and id type; anything else is
@@ -42,6 +48,7 @@ import numpy as np
 from .base import GraphError
 from .block import Block
 from .digraph import Graph
+from .hetero_graph import HeteroGraph
 from .heterograph import BipartiteGraph
 
 __all__ = ["save_graphs", "load_graphs"]
@@ -81,18 +88,48 @@ def _describe(i, g, arrays):
     return entry
 
 
+def _features(i, where, frame, key, arrays):
+    out = {}
+    for j, (k, v) in enumerate(frame.items()):
+        if not isinstance(k, str):
+            raise GraphError(f"save_graphs: graph {i} has a feature named {k!r} on {where}; feature names must be "
+                             "strings")
+        out[k] = f"{key}{j}"
+        arrays[out[k]] = _host(v)
+    return out
+
+
+def _describe_hetero(i, g, arrays):
+    """The header entry of heterograph ``i`` (several relations)."""
+    idt = np.dtype(g.idtype).name
+    entry = {"kind": "hetero", "idtype": idt, "ntypes": list(g.ntypes),
+             "num_nodes": {t: int(g.num_nodes(t)) for t in g.ntypes},
+             "ndata": {t: _features(i, f"node type {t!r}", g._node_frames[t], f"g{i}.t{k}.n", arrays)
+                       for k, t in enumerate(g.ntypes)}, "relations": []}
+    for k, c in enumerate(g.canonical_etypes):
+        rel = g[c]
+        rec = {"canonical": list(c), "src": f"g{i}.r{k}.src", "dst": f"g{i}.r{k}.dst",
+               "edata": _features(i, f"relation {c!r}", rel.edata, f"g{i}.r{k}.e", arrays)}
+        arrays[rec["src"]] = mx.nd.array(rel._src, dtype=idt)
+        arrays[rec["dst"]] = mx.nd.array(rel._dst, dtype=idt)
+        entry["relations"].append(rec)
+    return entry
+
+
 def save_graphs(filename, g_list, labels=None, formats=None):
-    """DGL's ``save_graphs``: write the graph ``g_list`` (or a list of graphs, bipartite graphs
-    and blocks) with their structure, id types and features, and ``labels`` (``{name: array}``),
+    """DGL's ``save_graphs``: write the graph ``g_list`` (or a list of graphs, heterographs,
+    bipartite graphs and blocks) with their structure, id types and features, and ``labels`` (``{name: array}``),
     to ``filename`` in the format above. The file is replaced atomically."""
-    graphs = [g_list] if isinstance(g_list, Graph) else list(g_list) if isinstance(g_list, (list, tuple)) else None
-    if graphs is None or not all(isinstance(g, Graph) for g in graphs):
-        raise GraphError("save_graphs takes a graph or a list of graphs as g_list")
+    kinds = (Graph, HeteroGraph)
+    graphs = [g_list] if isinstance(g_list, kinds) else list(g_list) if isinstance(g_list, (list, tuple)) else None
+    if graphs is None or not all(isinstance(g, kinds) for g in graphs):
+        raise GraphError("save_graphs takes a graph, a heterograph or a list of them as g_list")
     if labels is not None and (not isinstance(labels, dict) or not all(isinstance(k, str) for k in labels)):
         raise GraphError("save_graphs: labels must be a dict {name (str): array}")
     arrays = {}
-    header = {"format": FORMAT, "version": VERSION, "graphs": [_describe(i, g, arrays) for i, g in enumerate(graphs)],
-              "labels": {}}
+    header = {"format": FORMAT, "version": VERSION, "labels": {},
+              "graphs": [(_describe_hetero if isinstance(g, HeteroGraph) else _describe)(i, g, arrays)
+                         for i, g in enumerate(graphs)]}
     for j, (k, v) in enumerate((labels or {}).items()):
         header["labels"][k] = f"l{j}"
         arrays[f"l{j}"] = _host(v)
@@ -177,29 +214,56 @@ def _array(path, arrays, key, what):
     return arrays[key]
 
 
+def _ends(path, arrays, rec, idt, what):
+    ends = []
+    for side in ("src", "dst"):
+        a = _array(path, arrays, rec.get(side), f"{what}'s {side}")
+        if a.ndim != 1 or np.dtype(a.dtype).name != idt:
+            raise GraphError(f"{path} is corrupt: {what}'s {side} is not a 1-D {idt} array")
+        ends.append(a.asnumpy())
+    return tuple(ends)
+
+
+def _build_hetero(path, i, entry, arrays, idt):
+    try:
+        ntypes, counts = list(entry["ntypes"]), {t: int(n) for t, n in dict(entry["num_nodes"]).items()}
+        rels = [(tuple(r["canonical"]), r) for r in entry["relations"]]
+        edges = {c: _ends(path, arrays, r, idt, f"graph {i}'s relation {c!r}") for c, r in rels}
+        g = HeteroGraph(edges, counts, ntypes, idtype=idt)
+        for t, feats in dict(entry["ndata"]).items():
+            for k, key in dict(feats).items():
+                g.nodes[t].data[k] = _array(path, arrays, key, f"graph {i}'s ndata[{t!r}][{k!r}]")
+        for c, r in rels:
+            for k, key in dict(r["edata"]).items():
+                g.edges[c].data[k] = _array(path, arrays, key, f"graph {i}'s relation {c!r} edata[{k!r}]")
+    except GraphError as e:
+        raise GraphError(f"{path} is corrupt: graph {i}: {e}") from None
+    except (KeyError, TypeError, ValueError) as e:
+        raise GraphError(f"{path} is corrupt: graph {i}'s header entry is malformed "
+                         f"({type(e).__name__}: {e})") from None
+    return g
+
+
 def _build(path, i, entry, arrays):
     """Graph ``i`` from its header entry."""
-    if not isinstance(entry, dict) or entry.get("kind") not in ("graph", "bipartite", "block"):
-        raise GraphError(f"{path} is corrupt: graph {i} has no kind graph, bipartite or block")
+    if not isinstance(entry, dict) or entry.get("kind") not in ("graph", "bipartite", "block", "hetero"):
+        raise GraphError(f"{path} is corrupt: graph {i} has no kind graph, bipartite, block or hetero")
     idt = entry.get("idtype")
     if idt not in ("int32", "int64"):
         raise GraphError(f"{path} is corrupt: graph {i} has id type {idt!r}, not int32 or int64")
-    ends = []
-    for side in ("src", "dst"):
-        a = _array(path, arrays, entry.get(side), f"graph {i}'s {side}")
-        if a.ndim != 1 or np.dtype(a.dtype).name != idt:
-            raise GraphError(f"{path} is corrupt: graph {i}'s {side} is not a 1-D {idt} array")
-        ends.append(a.asnumpy())
+    if entry["kind"] == "hetero":
+        return _build_hetero(path, i, entry, arrays, idt)
+    ends = _ends(path, arrays, entry, idt, f"graph {i}")
     try:
         ns, nd = int(entry["num_src_nodes"]), int(entry["num_dst_nodes"])
         ntypes, etype, kind = tuple(entry["ntypes"]), str(entry["etype"]), entry["kind"]
         if kind == "graph":
-            g = Graph(tuple(ends), num_nodes=ns, idtype=idt)
+            g = Graph(ends, num_nodes=ns, idtype=idt)
             g._ntypes, g._etype = ntypes, etype
         elif kind == "block":
-            g = Block(tuple(ends), ns, nd, idtype=idt)
+            g = Block(ends, ns, nd, idtype=idt)
         else:
-            g = BipartiteGraph(tuple(ends), ns, nd, ntypes, etype, idt)
+            g = BipartiteGraph(ends, ns, nd, ntypes, etype, idt)
         frames = [("edata", g.edata)]
         frames += [("srcdata", g.srcdata), ("dstdata", g.dstdata)] if g._two_sides else [("ndata", g.ndata)]
         for name, frame in frames:

@@ -159,7 +159,7 @@ def test_bad_requests_are_one_line_errors(tmp_path):
     dgl.save_graphs(path, [g, g])
     for call, match in ((lambda: dgl.load_graphs(path, [2]), "holds 2 graphs"),
                         (lambda: dgl.load_graphs(str(tmp_path / "nope.bin")), "does not exist"),
-                        (lambda: dgl.save_graphs(path, ["not a graph"]), "graph or a list of graphs"),
+                        (lambda: dgl.save_graphs(path, ["not a graph"]), "a graph, a heterograph or a list of them"),
                         (lambda: dgl.save_graphs(path, g, labels=[1, 2]), "labels must be a dict"),
                         (lambda: dgl.save_graphs(str(tmp_path / "no" / "g.bin"), g), "does not exist")):
         with pytest.raises(dgl.DGLError, match=match) as info:
