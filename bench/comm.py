@@ -400,7 +400,7 @@ def _tables(ctx, models, two, counts):
 def main():
     """``--worker`` (under horovodrun, the 2-worker section); anything else runs the protocol."""
     if "--worker" in sys.argv:
-        p = argparse.ArgumentParser()
+        p = argparse.ArgumentParser(allow_abbrev=False)
         p.add_argument("--worker", action="store_true")
         p.add_argument("--steps", type=int, default=5)
         return worker(p.parse_args())

@@ -459,7 +459,7 @@ def main():
         from gluon_suite.cli import entry
         sys.argv = ["gluon-suite", "bench", "run", *(sys.argv[1:] or ["cser_speedup_resnet"])]
         return entry()
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     ap.add_argument("--model", choices=sorted(MODELS), default="mlp")
     ap.add_argument("--epochs", type=int, required=True)
     ap.add_argument("--eval-bn", choices=("recompute", "auto", "average"), default="recompute")

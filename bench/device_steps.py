@@ -111,7 +111,7 @@ def bert_base(ctx, dtype, batch, seq_len, steps):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     ap.add_argument("--ctx", default="gpu:0")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--image-batch", type=int, default=32)

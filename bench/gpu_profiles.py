@@ -90,7 +90,7 @@ def compare(prof, derived):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     ap.add_argument("--raw", required=True, help="the JSON bench/torch_step_profile.py wrote")
     ap.add_argument("--prefix", help="profile names' prefix (default: from the device, e.g. h100)")
     ap.add_argument("--profiles-dir", default=BUNDLED_DIR)

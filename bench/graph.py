@@ -576,7 +576,7 @@ def evidence(ctx):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     ap.add_argument("--worker", choices=FRAMEWORKS, help="run one (framework, model) and print its JSON line")
     ap.add_argument("--model", choices=["gcn", "gat", "sage", "kernels", *LAYERS])
     ap.add_argument("--epochs", type=int, default=3)

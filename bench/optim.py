@@ -148,7 +148,8 @@ def evidence(ctx):
 
 def _worker_main(argv):
     import argparse
-    ap = argparse.ArgumentParser(description="one optimizer's timed steps (a process of bench/optim.py)")
+    ap = argparse.ArgumentParser(description="one optimizer's timed steps (a process of bench/optim.py)",
+                                 allow_abbrev=False)
     ap.add_argument("--worker", required=True, choices=sorted(OPTIMIZERS.values()))
     ap.add_argument("--repeats", type=int, required=True)
     ap.add_argument("--warmup", type=int, default=1)

@@ -67,7 +67,7 @@ def main(args):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description="GCN node classification")
+    parser = argparse.ArgumentParser(description="GCN node classification", allow_abbrev=False)
     add_data_args(parser, default="karate")
     parser.add_argument("--epochs", type=int, default=200)
     parser.add_argument("--lr", type=float, default=0.01)

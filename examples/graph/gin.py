@@ -101,7 +101,7 @@ def main(args):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description="GIN graph classification")
+    parser = argparse.ArgumentParser(description="GIN graph classification", allow_abbrev=False)
     parser.add_argument("--dataset", default="families", help="'families' (embedded) or a TU data set name")
     parser.add_argument("--data-dir", default=None, help="folder holding the TU data set's text files")
     parser.add_argument("--gpu", type=int, default=-1, help="GPU id, -1 for the CPU")

@@ -66,7 +66,7 @@ def main(args):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description="GraphSAGE node classification (full graph)")
+    parser = argparse.ArgumentParser(description="GraphSAGE node classification (full graph)", allow_abbrev=False)
     add_data_args(parser)
     parser.add_argument("--epochs", type=int, default=200)
     parser.add_argument("--lr", type=float, default=0.01)

@@ -53,7 +53,7 @@ def main(args):
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description="GraphSAGE node classification on sampled blocks")
+    parser = argparse.ArgumentParser(description="GraphSAGE node classification on sampled blocks", allow_abbrev=False)
     add_data_args(parser)
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--lr", type=float, default=0.01)

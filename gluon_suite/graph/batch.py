@@ -10,10 +10,14 @@ from .digraph import Graph
 def batch(graphs, ndata=ALL, edata=ALL):
     """One graph holding ``graphs`` side by side (node ids offset). Features are concatenated:
     ``ndata``/``edata`` name which (default: those present in every graph; DGL instead requires
-    every graph to have the same ones). ``unbatch`` reverses it; readouts reduce per graph."""
+    every graph to have the same ones). ``unbatch`` reverses it; readouts reduce per graph.
+    Heterographs with several relations batch per node type and relation (``hetero_batch``)."""
     graphs = list(graphs)
     if not graphs:
         raise GraphError("batch needs at least one graph")
+    if any(type(g).__name__ == "HeteroGraph" for g in graphs):   # several relations: per type
+        from .hetero_batch import batch_hetero
+        return batch_hetero(graphs, ndata, edata)
     for g in graphs[1:]:
         if g.device != graphs[0].device or g.idtype != graphs[0].idtype:
             raise GraphError(f"batch: graphs on {graphs[0].device} with {np.dtype(graphs[0].idtype).name} ids and on "
@@ -52,6 +56,9 @@ def _rows(v, a, b):
 
 def unbatch(bg):
     """The graphs that ``batch`` put together, with their features."""
+    if type(bg).__name__ == "HeteroGraph":
+        from .hetero_batch import unbatch_hetero
+        return unbatch_hetero(bg)
     nn_, ne = bg._batch_sizes()
     noff, eoff = np.cumsum([0] + nn_), np.cumsum([0] + ne)
     out = []

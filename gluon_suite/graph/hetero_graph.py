@@ -26,7 +26,7 @@ from .conversion import _idtype
 from .digraph import Graph
 from .hetero_bipartite import BipartiteGraph
 from .hetero_message import HeteroMessagePassing
-from .hetero_views import EdgeDataView, EdgeView, NodeView, TypeDataView, TypeFrame
+from .hetero_views import BatchCounts, EdgeDataView, EdgeView, NodeView, TypeDataView, TypeFrame
 
 __all__ = ["HeteroGraph", "relation_graph", "node_frames", "as_hetero"]
 
@@ -52,7 +52,7 @@ class _OneRelationOnly(GraphError, AttributeError):
     ``AttributeError``, so ``hasattr`` and ``getattr`` with a default still work)."""
 
 
-class HeteroGraph(HeteroMessagePassing):
+class HeteroGraph(HeteroMessagePassing, BatchCounts):
     """A graph with node types ``ntypes`` and relations ``canonical_etypes`` (see the module
     docstring). ``edges`` maps each canonical type to host id arrays ``(src, dst)`` (int64),
     ``num_nodes`` each node type to its count; ``idtype`` (int32/int64) and ``device`` (an MXNet

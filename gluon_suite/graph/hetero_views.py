@@ -163,3 +163,24 @@ class EdgeDataView(TypeDataView):
             raise GraphError("the graph has several relations: assign a dict {edge type: tensor} "
                              "(or use g.edges[etype].data)")
         super().__setitem__(key, {self._canonical(t): v for t, v in value.items()})
+
+
+class BatchCounts:
+    """A heterograph's per-graph counts after ``dgl.batch`` (``hetero_batch``)."""
+
+    @property
+    def batch_size(self):
+        """How many heterographs ``dgl.batch`` put together here (1 for one graph)."""
+        info = self.__dict__.get("_hbatch")
+        return len(next(iter(info[0].values()))) if info else 1
+
+    def batch_num_nodes(self, ntype=None):
+        """Nodes of type ``ntype`` in each graph of the batch (the only type when None)."""
+        from .hetero_batch import _sizes
+        t = self._ntypes[0] if ntype is None and len(self._ntypes) == 1 else self._ntype(ntype)
+        return mx.nd.array(_sizes(self)[0][t], dtype=self._idtype, ctx=self._ctx)
+
+    def batch_num_edges(self, etype=None):
+        """Edges of relation ``etype`` in each graph of the batch (the only relation when None)."""
+        from .hetero_batch import _sizes
+        return mx.nd.array(_sizes(self)[1][self.to_canonical_etype(etype)], dtype=self._idtype, ctx=self._ctx)
