@@ -86,6 +86,29 @@ def _segments(graph, kind):
     return graph._get(("readout", kind, str(graph.device)), lambda: _Segments(sizes, graph.device, graph.idtype))
 
 
+def _view(graph, kind, t):
+    """``(frame, segments)`` of ``graph``'s nodes (node type ``t``) or edges (relation ``t``): for a
+    heterograph (a batch of them too) the type's frame and per-graph counts; ``t`` may be left out
+    when there is one type."""
+    if type(graph).__name__ != "HeteroGraph":
+        return (graph.ndata if kind == "nodes" else graph.edata), _segments(graph, kind)
+    from .hetero_batch import _sizes
+    nodes, edges = _sizes(graph)
+    if kind == "nodes":
+        if t is None and len(graph.ntypes) != 1:
+            raise GraphError(f"name the node type (ntype=...): the graph has {len(graph.ntypes)} "
+                             f"({', '.join(graph.ntypes)})")
+        key = graph.ntypes[0] if t is None else graph._ntype(t)
+        frame, sizes = graph._node_frames[key], nodes[key]
+    else:
+        key = graph.to_canonical_etype(t)
+        frame, sizes = graph[key].edata, edges[key]
+    cache = graph.__dict__.setdefault("_readout_cache", {})
+    if (kind, key, str(graph.device)) not in cache:
+        cache[kind, key, str(graph.device)] = _Segments(sizes, graph.device, graph.idtype)
+    return frame, cache[kind, key, str(graph.device)]
+
+
 def _feature(graph, frame, feat, what):
     if isinstance(feat, mx.nd.NDArray):
         return feat
@@ -94,11 +117,10 @@ def _feature(graph, frame, feat, what):
     return frame[feat]
 
 
-def _readout(graph, kind, x, op, w=None):
+def _readout(seg, kind, x, op, w=None):
     """Per-graph ``op`` of the rows of ``x`` (multiplied by ``w`` first when given)."""
     if op not in _OPS:
         raise GraphError(f"unknown readout op {op!r}; choose one of {', '.join(_OPS)}")
-    seg = _segments(graph, kind)
     seg.check(x, kind[:-1] + " feature")
     if w is not None:
         seg.check(w, "weight")
@@ -115,24 +137,27 @@ def readout_nodes(graph, feat, weight=None, op="sum", ntype=None):
     """DGL's ``readout_nodes``: per graph of the batch, the ``op`` (sum, mean, max, min) of node
     feature ``feat`` (a name in ``ndata``; an NDArray is taken as the feature itself), each row
     multiplied first by node feature ``weight`` (a name, shape (N, 1) or (N,)) when given.
-    Returns (graphs, ...)."""
-    x = _feature(graph, graph.ndata, feat, "ndata")
-    w = None if weight is None else _feature(graph, graph.ndata, weight, "ndata")
-    return _readout(graph, "nodes", x, op, w)
+    Returns (graphs, ...). On a heterograph ``ntype`` names the node type."""
+    frame, seg = _view(graph, "nodes", ntype)
+    x = _feature(graph, frame, feat, "ndata")
+    w = None if weight is None else _feature(graph, frame, weight, "ndata")
+    return _readout(seg, "nodes", x, op, w)
 
 
 def readout_edges(graph, feat, weight=None, op="sum", etype=None):
-    """DGL's ``readout_edges``: as ``readout_nodes`` over edge features (``edata``)."""
-    x = _feature(graph, graph.edata, feat, "edata")
-    w = None if weight is None else _feature(graph, graph.edata, weight, "edata")
-    return _readout(graph, "edges", x, op, w)
+    """DGL's ``readout_edges``: as ``readout_nodes`` over edge features (``edata``; relation
+    ``etype`` on a heterograph)."""
+    frame, seg = _view(graph, "edges", etype)
+    x = _feature(graph, frame, feat, "edata")
+    w = None if weight is None else _feature(graph, frame, weight, "edata")
+    return _readout(seg, "edges", x, op, w)
 
 
 def _named(kind, op):
     base = readout_nodes if kind == "nodes" else readout_edges
 
     def f(graph, feat, weight=None, **kwargs):
-        return base(graph, feat, weight, op)
+        return base(graph, feat, weight, op, kwargs.get("ntype" if kind == "nodes" else "etype"))
     f.__name__ = f"{op}_{kind}"
     f.__doc__ = f"DGL's ``{op}_{kind}(graph, feat, weight=None)``: ``readout_{kind}`` with ``op='{op}'``."
     return f
@@ -142,8 +167,7 @@ sum_nodes, mean_nodes, max_nodes, min_nodes = (_named("nodes", op) for op in _OP
 sum_edges, mean_edges, max_edges, min_edges = (_named("edges", op) for op in _OPS)
 
 
-def _softmax(graph, kind, x):
-    seg = _segments(graph, kind)
+def _softmax(seg, kind, x):
     seg.check(x, kind[:-1] + " feature")
     shift = seg.broadcast(mx.nd.stop_gradient(seg.extreme(x, "max")))
     e = mx.nd.exp(x - shift)
@@ -153,16 +177,17 @@ def _softmax(graph, kind, x):
 def softmax_nodes(graph, feat, ntype=None):
     """DGL's ``softmax_nodes``: softmax of node feature ``feat`` over the nodes of each graph,
     element-wise: out[v] = exp(x[v]) / sum over nodes u of v's graph of exp(x[u]). Shape of ``feat``."""
-    return _softmax(graph, "nodes", _feature(graph, graph.ndata, feat, "ndata"))
+    frame, seg = _view(graph, "nodes", ntype)
+    return _softmax(seg, "nodes", _feature(graph, frame, feat, "ndata"))
 
 
 def softmax_edges(graph, feat, etype=None):
     """DGL's ``softmax_edges``: as ``softmax_nodes`` over the edges of each graph."""
-    return _softmax(graph, "edges", _feature(graph, graph.edata, feat, "edata"))
+    frame, seg = _view(graph, "edges", etype)
+    return _softmax(seg, "edges", _feature(graph, frame, feat, "edata"))
 
 
-def _broadcast(graph, kind, graph_feat):
-    seg = _segments(graph, kind)
+def _broadcast(seg, kind, graph_feat):
     if graph_feat.shape[0] != seg.b:
         raise GraphError(f"broadcast_{kind}: graph_feat has {graph_feat.shape[0]} rows for a batch of {seg.b} "
                          "graphs; give one row per graph")
@@ -172,16 +197,15 @@ def _broadcast(graph, kind, graph_feat):
 def broadcast_nodes(graph, graph_feat, ntype=None):
     """DGL's ``broadcast_nodes``: per-graph values (graphs, ...) repeated on every node of their
     graph -> (nodes, ...)."""
-    return _broadcast(graph, "nodes", graph_feat)
+    return _broadcast(_view(graph, "nodes", ntype)[1], "nodes", graph_feat)
 
 
 def broadcast_edges(graph, graph_feat, etype=None):
     """DGL's ``broadcast_edges``: per-graph values repeated on every edge of their graph."""
-    return _broadcast(graph, "edges", graph_feat)
+    return _broadcast(_view(graph, "edges", etype)[1], "edges", graph_feat)
 
 
-def _topk(graph, kind, x, k, descending, sortby):
-    seg = _segments(graph, kind)
+def _topk(seg, kind, x, k, descending, sortby):
     seg.check(x, kind[:-1] + " feature")
     if x.ndim != 2:
         raise GraphError(f"topk_{kind} takes a (rows, features) feature, got shape {x.shape}")
@@ -211,7 +235,7 @@ def _topk(graph, kind, x, k, descending, sortby):
         rows = mx.nd.broadcast_add(idx, (mx.nd.arange(B, ctx=x.context, dtype="int64") * width).reshape((B, 1)))
         vals = mx.nd.take(padded.reshape((-1, D)), rows.reshape(-1)).reshape((B, k, D))
         keep = mx.nd.take(valid.reshape(-1), rows.reshape(-1)).reshape((B, k, 1))
-    return mx.nd.broadcast_mul(vals, keep), idx.astype(np.dtype(graph.idtype).name)
+    return mx.nd.broadcast_mul(vals, keep), idx.astype(np.dtype(seg.idtype).name)
 
 
 def topk_nodes(graph, feat, k, descending=True, sortby=None, ntype=None):
@@ -221,12 +245,14 @@ def topk_nodes(graph, feat, k, descending=True, sortby=None, ntype=None):
     (negative j counts from the end, ``-1`` the last column, as in DGL) -> values (graphs, k, D)
     and positions (graphs, k). A graph with fewer than k nodes gets zero rows at the end (their
     positions are >= its node count)."""
-    return _topk(graph, "nodes", _feature(graph, graph.ndata, feat, "ndata"), k, descending, sortby)
+    frame, seg = _view(graph, "nodes", ntype)
+    return _topk(seg, "nodes", _feature(graph, frame, feat, "ndata"), k, descending, sortby)
 
 
 def topk_edges(graph, feat, k, descending=True, sortby=None, etype=None):
     """DGL's ``topk_edges``: as ``topk_nodes`` over the edges of each graph."""
-    return _topk(graph, "edges", _feature(graph, graph.edata, feat, "edata"), k, descending, sortby)
+    frame, seg = _view(graph, "edges", etype)
+    return _topk(seg, "edges", _feature(graph, frame, feat, "edata"), k, descending, sortby)
 
 
 __all__ = ["readout_nodes", "readout_edges", "sum_nodes", "mean_nodes", "max_nodes", "min_nodes", "sum_edges",

@@ -70,3 +70,19 @@ def test_graphs_with_other_relations_are_refused():
     other = dgl.heterograph({("user", "rates", "game"): ([0], [0])})
     with pytest.raises(dgl.DGLError, match="same node types and relations"):
         dgl.batch([a, other])
+
+
+def test_readouts_of_a_heterograph_batch_work_per_type():
+    a, b = _pair()
+    bg = dgl.batch([a, b])
+    ha, hb = a.nodes["game"].data["h"].asnumpy(), b.nodes["game"].data["h"].asnumpy()
+    np.testing.assert_allclose(dgl.sum_nodes(bg, "h", ntype="game").asnumpy(), [ha.sum(0), hb.sum(0)], rtol=1e-6)
+    np.testing.assert_allclose(dgl.readout_nodes(bg, "h", op="max", ntype="user").asnumpy(),
+                               [a.nodes["user"].data["h"].asnumpy().max(0), b.nodes["user"].data["h"].asnumpy().max(0)],
+                               rtol=1e-6)
+    wa, wb = a.edges["plays"].data["w"].asnumpy(), b.edges["plays"].data["w"].asnumpy()
+    np.testing.assert_allclose(dgl.mean_edges(bg, "w", etype="plays").asnumpy(), [wa.mean(), wb.mean()], rtol=1e-6)
+    out = dgl.broadcast_nodes(bg, mx.nd.array([[1.0], [2.0]]), ntype="game")
+    assert out.asnumpy().ravel().tolist() == [1, 1, 2, 2, 2]
+    with pytest.raises(dgl.DGLError, match="name the node type"):
+        dgl.sum_nodes(bg, "h")

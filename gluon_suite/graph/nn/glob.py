@@ -1,7 +1,7 @@
 """Graph-level readouts (``dgl.nn.mxnet.glob``): one row per graph of a batch."""
 from mxnet import gluon
 
-from ..readout import _readout
+from ..readout import _readout, _view
 
 
 class _Pooling(gluon.Block):
@@ -9,7 +9,7 @@ class _Pooling(gluon.Block):
 
     def forward(self, graph, feat):
         """(graphs in the batch, ...) readout of node features ``feat`` (N, ...)."""
-        return _readout(graph, "nodes", feat, self._op)
+        return _readout(_view(graph, "nodes", None)[1], "nodes", feat, self._op)
 
 
 class SumPooling(_Pooling):
