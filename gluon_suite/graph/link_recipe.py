@@ -18,6 +18,7 @@ training graph; each validation or test pair (u, v) is ranked against ``eval_neg
 ``log.jsonl`` gets AUC (all positives against all negatives), MRR and Hits@10 for both splits.
 The averaged model (encoder and scorer) is written to ``OUT/model.params``."""
 import contextlib
+import os
 import dataclasses
 from typing import ClassVar
 
@@ -28,7 +29,7 @@ from mxnet import autograd, gluon
 from ..distributed import DistributedTrainer
 from ..distributed.loop import RunFolder, fit
 from ..distributed.sampler import EpochSampler
-from ..model_zoo import get_model
+from ..model_zoo import get_model, register_model
 from ..utils import UserError
 from ..utils.runconfig import option
 from ..utils.validate import existing_dir, float_range, nonneg_float, output_dir, positive_float, positive_int
@@ -82,8 +83,14 @@ class LinkConfig(_GraphConfig):
             raise UserError(f"--val-fraction {self.val_fraction} + --test-fraction {self.test_fraction} leave no "
                             "edges for training; keep their sum below 1")
         if self.publish:
-            raise UserError("--publish: the zoo has no registered link-prediction model yet; train without it "
-                            "and keep OUT/model.params")
+            from ..model_zoo.registry import resolve
+            name = self.publish_name or self.model
+            if resolve(name).task != "link-prediction":
+                raise UserError(f"--publish needs --publish-name, a registered link-prediction model (e.g. "
+                                f"{LINK_ZOO}); {name!r} is a {resolve(name).task} model")
+
+
+LINK_ZOO = "sage_link_lee"
 
 
 class LinkPredictor(gluon.Block):
@@ -102,6 +109,13 @@ class LinkPredictor(gluon.Block):
 
     def forward(self, pair, h):
         return self.scorer(pair, h)
+
+
+@register_model(LINK_ZOO, task="link-prediction")
+def sage_link_lee(in_feats=64, embed=32, hidden=32):
+    """GraphSAGE (mean) encoder and MLP scorer for the Lee corpus's word co-occurrence graph (64 features)."""
+    return LinkPredictor(get_model("sage", in_feats=in_feats, classes=embed, hidden=hidden, dropout=0.0),
+                         MLPScorer(embed, hidden))
 
 
 def link_dataset(cfg):
@@ -213,5 +227,13 @@ def _train_link(cfg, comm, log):
     comm = trainer.communicator
     _save_averaged(net, trainer, comm, cfg["out"])
     last = history[-1] if history else {}
+    if cfg["publish"] and comm.rank == 0 and history:
+        from ..model_zoo.publish import publish_run
+        metric = {"name": "test AUC", "value": last["test_auc"], "higher_is_better": True,
+                  "dataset": f"{cfg['dataset']}: held-out edges ({cfg['test_fraction']} of them, split seed "
+                             f"{cfg['seed']}), each against {cfg['eval_negatives']} uniform non-edges"}
+        rec = publish_run(cfg, cfg.to_dict(), os.path.join(cfg["out"], "model.params"), LinkConfig.SCRIPT, metric,
+                          comm.size, log=log)
+        log(f"published {rec['file_name']} into {cfg['publish']}")
     return {"test_auc": last.get("test_auc"), "test_mrr": last.get("test_mrr"), "test_hits10": last.get("test_hits10"),
             "val_auc": last.get("val_auc"), "history": history, "rank": comm.rank}

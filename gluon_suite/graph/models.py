@@ -113,3 +113,7 @@ def gat_sbm(in_feats=16, classes=3, hidden=16, heads=8, dropout=0.5):
 def gin_families(in_feats=1, classes=4, hidden=32, layers=2):
     """GIN graph classifier for the embedded graph families (cycles, stars, grids, trees)."""
     return gin(in_feats, classes, hidden, layers)
+
+
+# the zoo's link predictor registers where its recipe lives
+from . import link_recipe as _link_recipe  # noqa: E402,F401

@@ -74,6 +74,7 @@ FIELDS = {
     "vocabulary": (_text, "non-empty text"),
     "rerun": (lambda v: v == "evaluate", '"evaluate"'),
     "rerun_reason": (_text, "non-empty text"),
+    "note": (_text, "non-empty text (what the metric means for this model)"),
     "test_metric": (lambda v: isinstance(v, dict), "an object with name, value and dataset (the test split's)"),
 }
 _FIX = "fix the field in the file (the fields are listed in docs/model_zoo.md, \"Model cards\")"

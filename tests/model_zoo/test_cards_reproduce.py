@@ -65,6 +65,8 @@ def metric_of(out, card):
     evaluation's test accuracy (graphs) or the training MLM accuracy over the last 10 steps (BERT)."""
     with open(out / "state.json") as f:
         state = json.load(f)
+    if card["metric"]["name"] == "test AUC":   # link prediction: the last evaluation's
+        return state["history"][-1]["test_auc"]
     if card["metric"]["name"] == "validation perplexity":   # language models: the best epoch's
         return state["best_ppl"]
     if card["metric"]["name"].startswith("MLM accuracy"):

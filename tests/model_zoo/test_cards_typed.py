@@ -50,6 +50,7 @@ BAD = [
     ({"checkpoint": {"file_name": "x.params", "sha256": "abc", "size": 3}}, "checkpoint.sha256", "64 lower-case hex"),
     ({"checkpoint": {"file_name": "x.params"}}, "checkpoint", "lacks sha256, size"),
     ({"rerun": "train"}, "rerun", '"evaluate"'),
+    ({"note": ""}, "note", "non-empty text"),
     ({"test_metric": {"name": "test perplexity", "value": "126", "dataset": "wiki"}}, "test_metric.value",
      "must be a number"),
     ({"test_metric": {"name": "test perplexity", "value": 126.0}}, "test_metric", "lacks dataset"),
