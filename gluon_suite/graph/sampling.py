@@ -38,19 +38,28 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, replace=False, 
     """DGL's ``sample_neighbors``: for each node in ``nodes``, up to ``fanout`` of its incoming
     (``edge_dir='in'``) or outgoing edges, drawn uniformly (without replacement unless
     ``replace``; all of them when it has fewer, or when ``fanout`` is -1). Returns a graph with
-    all of ``g``'s nodes and the drawn edges, ``edata[EID]`` their ids in ``g``."""
+    all of ``g``'s nodes and the drawn edges, ``edata[EID]`` their ids in ``g``. On a heterograph
+    ``nodes`` is ``{node type: ids}`` and ``fanout`` a number or ``{edge type: number}``
+    (``hetero_sampling``)."""
     from .subgraph import edge_subgraph
     if prob is not None:
         raise GraphError("sample_neighbors: weighted sampling (prob=...) is not supported; sample uniformly")
     if edge_dir not in ("in", "out"):
         raise GraphError(f"sample_neighbors(edge_dir={edge_dir!r}): choose 'in' or 'out'")
     rng = rng or _RNG
+    if type(g).__name__ == "HeteroGraph":   # several relations: each sampled on its own
+        from .hetero_sampling import sample_neighbors_hetero
+        return sample_neighbors_hetero(g, nodes, fanout, edge_dir, replace, rng)
     nodes = as_ids(nodes, "nodes")
     if len(nodes) and (nodes.min() < 0 or nodes.max() >= g.num_nodes()):
         raise GraphError(f"sample_neighbors: node ids must lie in 0..{g.num_nodes() - 1}")
+    return edge_subgraph(g, pick(g, nodes, int(fanout), edge_dir, replace, rng), relabel_nodes=False)
+
+
+def pick(g, nodes, fanout, edge_dir, replace, rng):
+    """The edge ids ``sample_neighbors`` draws in graph (or relation graph) ``g`` for ``nodes``."""
     indptr, eids = _csr(g, edge_dir)
     picked = []
-    fanout = int(fanout)
     for v in nodes:
         a, b = indptr[v], indptr[v + 1]
         deg = b - a
@@ -60,7 +69,7 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, replace=False, 
             picked.append(eids[a:b])
         else:
             picked.append(eids[a + rng.choice(deg, fanout, replace=replace)])
-    return edge_subgraph(g, np.concatenate(picked) if picked else np.zeros(0, np.int64), relabel_nodes=False)
+    return np.concatenate(picked) if picked else np.zeros(0, np.int64)
 
 
 def sample_blocks(g, seeds, fanouts, rng=None):
