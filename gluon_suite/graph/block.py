@@ -81,7 +81,13 @@ def to_block(g, dst_nodes=None, include_dst_in_src=True, src_nodes=None):
     edge-id order (or ``src_nodes`` when given); edges keep ``g``'s order.
     ``srcdata[NID]``/``dstdata[NID]`` map back to ``g``'s node ids, ``edata[EID]`` to its edge ids
     (``g.edata[EID]`` when ``g`` is itself a sampled subgraph). Features are not copied. The block
-    has ``g``'s id type and context."""
+    has ``g``'s id type and context. A heterograph frontier gives a ``HeteroBlock``
+    (``hetero_block``), ``dst_nodes`` then being ``{node type: ids}``."""
+    if type(g).__name__ == "HeteroGraph":
+        from .hetero_block import to_block_hetero
+        if src_nodes is not None:
+            raise GraphError("to_block: src_nodes is not supported for a heterograph; leave it out")
+        return to_block_hetero(g, dst_nodes, include_dst_in_src)
     if g._two_sides:
         raise GraphError("to_block takes a graph (a sampled frontier), not a block or a bipartite graph")
     dst = np.unique(g._dst) if dst_nodes is None else as_ids(dst_nodes, "dst_nodes")

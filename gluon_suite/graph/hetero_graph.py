@@ -378,7 +378,7 @@ def as_hetero(g):
 def relation_graph(g, c):
     """The graph of relation ``c`` of ``g``: ``g[c]`` for a heterograph, ``g`` itself for a
     graph with one relation."""
-    return g[c] if isinstance(g, HeteroGraph) else g
+    return g[c] if isinstance(g, HeteroGraph) or type(g).__name__ == "HeteroBlock" else g
 
 
 def node_frames(g):
