@@ -38,7 +38,8 @@ class MultiLayerNeighborSampler:
                              "pass replace=False")
         if not fanouts:
             raise GraphError("MultiLayerNeighborSampler needs one fanout per layer, e.g. [10, 25]")
-        self.fanouts, self.rng = [int(f) for f in fanouts], rng
+        # a layer's fan-out: a number, or {edge type: number} on a heterograph
+        self.fanouts, self.rng = [f if isinstance(f, dict) else int(f) for f in fanouts], rng
 
     def sample_blocks(self, g, seed_nodes, exclude_eids=None):
         """Blocks for ``seed_nodes``, input layer first."""
@@ -51,6 +52,9 @@ class MultiLayerNeighborSampler:
         """``(input_nodes, output_nodes, blocks)``: the ids to gather input features for, the
         seeds, and the blocks (input layer first)."""
         blocks = self.sample_blocks(g, seed_nodes, exclude_eids)
+        if getattr(blocks[0], "_src_frames", None) is not None:   # heterograph blocks: per node type
+            return ({t: blocks[0].srcnodes[t].data[NID] for t in blocks[0].ntypes},
+                    {t: blocks[-1].dstnodes[t].data[NID] for t in blocks[-1].ntypes}, blocks)
         return blocks[0].srcdata[NID], blocks[-1].dstdata[NID], blocks
 
 
@@ -78,17 +82,31 @@ class DataLoader:
     def __init__(self, graph, indices, graph_sampler, batch_size=1, shuffle=False, drop_last=False,
                  rng=None, device=None, **kwargs):
         self.graph, self.sampler, self.device = graph, graph_sampler, device
-        arr = np.asarray(indices.asnumpy() if isinstance(indices, mx.nd.NDArray) else indices)
-        self.indices = np.flatnonzero(arr) if arr.dtype == bool else as_ids(arr, "indices")
         if int(batch_size) < 1:
             raise GraphError(f"batch_size must be at least 1, got {batch_size}")
         self.batch_size, self.shuffle, self.drop_last, self.rng = int(batch_size), shuffle, drop_last, rng
+        if isinstance(indices, dict):   # a heterograph: {node type: ids}
+            if device is not None:
+                raise GraphError("DataLoader(device=...) is not supported for a heterograph; build the graph on "
+                                 "that device instead")
+            self.indices = {t: as_ids(v.asnumpy() if isinstance(v, mx.nd.NDArray) else v, f"indices[{t!r}]")
+                            for t, v in indices.items()}
+            return
+        arr = np.asarray(indices.asnumpy() if isinstance(indices, mx.nd.NDArray) else indices)
+        self.indices = np.flatnonzero(arr) if arr.dtype == bool else as_ids(arr, "indices")
 
     def __len__(self):
-        n = len(self.indices) / self.batch_size
+        total = sum(map(len, self.indices.values())) if isinstance(self.indices, dict) else len(self.indices)
+        n = total / self.batch_size
         return int(n) if self.drop_last else math.ceil(n)
 
     def __iter__(self):
+        if isinstance(self.indices, dict):
+            from .hetero_sampling import seed_batches
+            for seeds in seed_batches(self.indices, self.batch_size, self.shuffle, self.drop_last,
+                                      self.rng or default_rng()):
+                yield self.sampler.sample(self.graph, seeds)
+            return
         idx = self.indices
         if self.shuffle:
             idx = (self.rng or default_rng()).permutation(idx)

@@ -7,7 +7,7 @@ relation."""
 import mxnet as mx
 import numpy as np
 
-from .base import EID, GraphError, as_ids
+from .base import EID, NID, GraphError, as_ids
 from .hetero_graph import HeteroGraph
 
 
@@ -60,3 +60,33 @@ def sample_neighbors_hetero(g, nodes, fanout, edge_dir, replace, rng):
                 out[c].edata[k] = mx.nd.take(v, idx)
         out[c].edata[EID] = mx.nd.array(e, dtype=np.dtype(g.idtype).name, ctx=g.device)
     return out
+
+
+def sample_blocks_hetero(g, seeds, fanouts, rng):
+    """Blocks of heterograph ``g`` for a ``len(fanouts)``-layer model computing outputs at ``seeds``
+    (``{node type: ids}``); ``fanouts[i]``: a number or ``{edge type: number}`` for layer i. Input
+    layer first."""
+    from .hetero_block import to_block_hetero
+    dst = _seeds(g, seeds)
+    if not sum(len(v) for v in dst.values()):
+        raise GraphError("sample_blocks needs at least one seed node")
+    blocks = []
+    for fanout in reversed(list(fanouts)):
+        block = to_block_hetero(sample_neighbors_hetero(g, dst, fanout, "in", False, rng), dst)
+        blocks.append(block)
+        dst = {t: block._src_frames[t][NID].asnumpy().astype(np.int64) for t in g.ntypes}
+    return blocks[::-1]
+
+
+def seed_batches(indices, batch_size, shuffle, drop_last, rng):
+    """Mini-batches ``{node type: ids}`` over ``indices`` (``{node type: ids}``): every (type, id)
+    pair once per pass, in type order then id order, or shuffled together with ``shuffle``."""
+    pairs = [(t, int(i)) for t in sorted(indices) for i in as_ids(indices[t], f"indices[{t!r}]")]
+    order = rng.permutation(len(pairs)) if shuffle else np.arange(len(pairs))
+    n = len(pairs) // batch_size if drop_last else -(-len(pairs) // batch_size)
+    for b in range(n):
+        out = {}
+        for k in order[b * batch_size:(b + 1) * batch_size]:
+            t, i = pairs[k]
+            out.setdefault(t, []).append(i)
+        yield {t: np.asarray(v, np.int64) for t, v in out.items()}

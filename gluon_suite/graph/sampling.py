@@ -77,6 +77,9 @@ def sample_blocks(g, seeds, fanouts, rng=None):
     the number of neighbours sampled for layer i (-1: all). Returned input layer first; feed
     ``feat[blocks[0].src_nodes]`` to the first layer."""
     rng = rng or _RNG
+    if type(g).__name__ == "HeteroGraph":
+        from .hetero_sampling import sample_blocks_hetero
+        return sample_blocks_hetero(g, seeds, fanouts, rng)
     seeds = as_ids(seeds, "seeds")
     if len(seeds) == 0:
         raise GraphError("sample_blocks needs at least one seed node")

@@ -73,3 +73,26 @@ def test_bad_destinations_are_one_line_errors():
         with pytest.raises(dgl.DGLError, match=match) as info:
             call()
         assert "\n" not in str(info.value)
+
+
+def test_a_data_loader_over_a_heterograph_covers_every_seed_once_and_matches_the_whole_graph():
+    g = dgl.heterograph(REL)
+    rng = np.random.RandomState(0)
+    x = {"user": mx.nd.array(rng.rand(5, 3)), "game": mx.nd.array(rng.rand(2, 3))}
+    full_layers, block_layers = _model(2), _model(2)
+    full = full_layers[1](g, full_layers[0](g, x))
+    sampler = dgl.dataloading.MultiLayerFullNeighborSampler(2)
+    loader = dgl.dataloading.DataLoader(g, {"user": [0, 1, 2, 3, 4], "game": [0, 1]}, sampler, batch_size=3,
+                                        shuffle=True, rng=np.random.RandomState(1))
+    assert len(loader) == 3
+    seen = {"user": [], "game": []}
+    for input_nodes, output_nodes, blocks in loader:
+        h = {t: mx.nd.take(x[t], ids.astype("int64")) for t, ids in input_nodes.items() if ids.shape[0]}
+        for layer, block in zip(block_layers, blocks):
+            h = layer(block, h)
+        for t, ids in output_nodes.items():
+            ids = ids.asnumpy().astype(np.int64)
+            seen[t] += ids.tolist()
+            if len(ids):
+                np.testing.assert_allclose(h[t].asnumpy(), full[t].asnumpy()[ids], rtol=1e-5, atol=1e-6)
+    assert sorted(seen["user"]) == [0, 1, 2, 3, 4] and sorted(seen["game"]) == [0, 1]

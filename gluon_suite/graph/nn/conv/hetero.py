@@ -105,6 +105,8 @@ class HeteroGraphConv(Block):
             stype, etype, dtype = c
             if stype not in src_in or (dtype not in dst_in and isinstance(inputs, tuple)):
                 continue
+            if g.is_block and not (g.num_src_nodes(stype) and g.num_dst_nodes(dtype)):
+                continue   # a sampled block without such nodes (MXNet has no zero-row tensors to give)
             mod = self._module(c)
             args = mod_args.get(c, mod_args.get(etype, ()))
             kwargs = mod_kwargs.get(c, mod_kwargs.get(etype, {}))
