@@ -244,6 +244,8 @@ EXAMPLES = {
                 "--nhid 16 --epochs 1 --max-pages 5 --out runs/wiki-lm")),
     "docs/nlp.md: .venv/bin/python scripts/nlp/train_language_model.py --model big_rnn_lm_2048_512":
         long(subs=[("--max-pages 30", "--max-pages 5")]),
+    "docs/graph.md: .venv/bin/python scripts/graph/train_entity_classification.py --epochs 50 --out runs/rgcn":
+        fast(subs=[("--epochs 50", "--epochs 10")]),
     # docs/optim.md
     "docs/optim.md: import gluon_suite.optim": fast(),
     "docs/optim.md: from gluon_suite.distributed import make_algorithm": fast(

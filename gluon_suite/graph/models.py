@@ -117,3 +117,4 @@ def gin_families(in_feats=1, classes=4, hidden=32, layers=2):
 
 # the zoo's link predictor registers where its recipe lives
 from . import link_recipe as _link_recipe  # noqa: E402,F401
+from . import hetero_recipe as _hetero_recipe  # noqa: E402,F401  (the zoo's R-GCN)

@@ -35,6 +35,7 @@ SCRIPTS = (
     "scripts/graph/train_node_classification.py",
     "scripts/graph/train_graph_classification.py",
     "scripts/graph/train_link_prediction.py",
+    "scripts/graph/train_entity_classification.py",
     "scripts/distributed/check_allreduce.py",
 )
 _DEFAULT = re.compile(r"\bdefault\b[^;()]*")
