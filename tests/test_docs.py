@@ -248,6 +248,9 @@ EXAMPLES = {
         fast(subs=[("--epochs 50", "--epochs 10")]),
     # docs/optim.md
     "docs/optim.md: import gluon_suite.optim": fast(),
+    "docs/optim.md: .venv/bin/gluon-suite bench run local_adaalter_wiki --seeds 0": skip(
+        "an hour of training on two workers and a network-namespace testbed (root); the long tier runs the "
+        "protocol's --quick (tests/evidence/test_quick_runs.py)"),
     "docs/optim.md: from gluon_suite.distributed import make_algorithm": fast(
         prelude="from gluon_suite.distributed import DistributedTrainer\n" + NET + "T = 1000\n"),
     "docs/optim.md: from gluon_suite.distributed.local_adaalter import LocalAdaAlter": fast(
