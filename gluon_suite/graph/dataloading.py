@@ -86,9 +86,6 @@ class DataLoader:
             raise GraphError(f"batch_size must be at least 1, got {batch_size}")
         self.batch_size, self.shuffle, self.drop_last, self.rng = int(batch_size), shuffle, drop_last, rng
         if isinstance(indices, dict):   # a heterograph: {node type: ids}
-            if device is not None:
-                raise GraphError("DataLoader(device=...) is not supported for a heterograph; build the graph on "
-                                 "that device instead")
             self.indices = {t: as_ids(v.asnumpy() if isinstance(v, mx.nd.NDArray) else v, f"indices[{t!r}]")
                             for t, v in indices.items()}
             return
@@ -105,7 +102,12 @@ class DataLoader:
             from .hetero_sampling import seed_batches
             for seeds in seed_batches(self.indices, self.batch_size, self.shuffle, self.drop_last,
                                       self.rng or default_rng()):
-                yield self.sampler.sample(self.graph, seeds)
+                input_nodes, output_nodes, blocks = self.sampler.sample(self.graph, seeds)
+                if self.device is not None:
+                    blocks = [b.to(self.device) for b in blocks]
+                    input_nodes = {t: blocks[0].srcnodes[t].data[NID] for t in blocks[0].ntypes}
+                    output_nodes = {t: blocks[-1].dstnodes[t].data[NID] for t in blocks[-1].ntypes}
+                yield input_nodes, output_nodes, blocks
             return
         idx = self.indices
         if self.shuffle:

@@ -122,6 +122,22 @@ class HeteroBlock:
         """Edge features over the relations: items are ``{canonical type: tensor}``."""
         return EdgeDataView({c: r.edata for c, r in self._rels.items()}, self._canonical)
 
+    def to(self, device, **kwargs):
+        """The block with its structure and features on ``device`` (an MXNet context)."""
+        if not isinstance(device, mx.Context):
+            raise GraphError(f"block.to({device!r}): pass an MXNet context such as mx.cpu() or mx.gpu(0)")
+        if device == self._ctx:
+            return self
+        out = HeteroBlock({c: (r._src, r._dst) for c, r in self._rels.items()}, self._nsrc, self._ndst,
+                          self._ntypes, self._idtype, device)
+        pairs = [(self._src_frames[t], out._src_frames[t]) for t in self._ntypes]
+        pairs += [(self._dst_frames[t], out._dst_frames[t]) for t in self._ntypes]
+        pairs += [(r.edata, out._rels[c].edata) for c, r in self._rels.items()]
+        for a, b in pairs:
+            for k, v in a.items():   # MXNet cannot copy an empty array across contexts: build it there
+                b[k] = v.as_in_context(device) if v.size else mx.nd.array(v.asnumpy(), dtype=v.dtype, ctx=device)
+        return out
+
     def __repr__(self):
         return (f"HeteroBlock(num_src_nodes={self._nsrc}, num_dst_nodes={self._ndst}, "
                 f"num_edges={ {c: r.num_edges() for c, r in self._rels.items()} })")

@@ -96,3 +96,16 @@ def test_a_data_loader_over_a_heterograph_covers_every_seed_once_and_matches_the
             if len(ids):
                 np.testing.assert_allclose(h[t].asnumpy(), full[t].asnumpy()[ids], rtol=1e-5, atol=1e-6)
     assert sorted(seen["user"]) == [0, 1, 2, 3, 4] and sorted(seen["game"]) == [0, 1]
+
+
+def test_a_data_loader_moves_heterograph_blocks_to_its_device():
+    g = dgl.heterograph(REL)
+    g.edges["plays"].data["w"] = mx.nd.arange(5)
+    sampler = dgl.dataloading.MultiLayerNeighborSampler([-1])
+    for device in (mx.cpu(0), mx.cpu(1)):
+        loader = dgl.dataloading.DataLoader(g, {"game": [0, 1]}, sampler, batch_size=2, device=device)
+        (input_nodes, output_nodes, (block,)), = list(loader)
+        assert block.device == device and block["plays"].device == device
+        assert input_nodes["user"].context == device and output_nodes["game"].asnumpy().tolist() == [0, 1]
+        moved = block.srcnodes["user"].data[dgl.NID]
+        assert moved.context == device and sorted(moved.asnumpy().tolist()) == [0, 1, 2, 3, 4]
