@@ -85,9 +85,7 @@ def to_block(g, dst_nodes=None, include_dst_in_src=True, src_nodes=None):
     (``hetero_block``), ``dst_nodes`` then being ``{node type: ids}``."""
     if type(g).__name__ == "HeteroGraph":
         from .hetero_block import to_block_hetero
-        if src_nodes is not None:
-            raise GraphError("to_block: src_nodes is not supported for a heterograph; leave it out")
-        return to_block_hetero(g, dst_nodes, include_dst_in_src)
+        return to_block_hetero(g, dst_nodes, include_dst_in_src, src_nodes)
     if g._two_sides:
         raise GraphError("to_block takes a graph (a sampled frontier), not a block or a bipartite graph")
     dst = np.unique(g._dst) if dst_nodes is None else as_ids(dst_nodes, "dst_nodes")

@@ -155,12 +155,13 @@ class _Side:
         return type("NodeSpace", (), {"data": self._frames[ntype]})()
 
 
-def to_block_hetero(g, dst_nodes=None, include_dst_in_src=True):
+def to_block_hetero(g, dst_nodes=None, include_dst_in_src=True, src_nodes=None):
     """DGL's ``to_block`` of a heterograph frontier ``g`` towards ``dst_nodes`` (``{node type: ids}``;
     default: every node with an in-edge, per type in id order). A type's source nodes are its
     destination nodes (with ``include_dst_in_src``), then the other sources of its out-edges, in
     order of first appearance over the relations in canonical order, each relation's edges in id
-    order; edges keep ``g``'s order within a relation."""
+    order; edges keep ``g``'s order within a relation. ``src_nodes`` (``{node type: ids}``) gives each
+    type's source nodes and their order instead; it must hold every source of the edges."""
     rels = {c: (g[c]._src, g[c]._dst) for c in g.canonical_etypes}
     if dst_nodes is None:
         dst = {t: np.unique(np.concatenate([d for c, (_, d) in rels.items() if c[2] == t] or [np.zeros(0, np.int64)]))
@@ -184,14 +185,24 @@ def to_block_hetero(g, dst_nodes=None, include_dst_in_src=True):
         if len(d) and (pos[c[2]][d] < 0).any():
             raise GraphError(f"to_block: a {c[2]!r} node receives a {c} edge but is not among dst_nodes; pass "
                              "every destination of the frontier's edges")
-    src = {t: list(dst[t]) if include_dst_in_src else [] for t in g.ntypes}
+    if src_nodes is not None:
+        if not isinstance(src_nodes, dict):
+            raise GraphError("to_block: give src_nodes per node type ({ntype: ids}) for a heterograph")
+        src = {t: [int(v) for v in as_ids(src_nodes.get(t, []), f"src_nodes[{t!r}]")] for t in g.ntypes}
+    else:
+        src = {t: list(dst[t]) if include_dst_in_src else [] for t in g.ntypes}
     spos = {t: np.full(g.num_nodes(t), -1, np.int64) for t in g.ntypes}
     for t in g.ntypes:
+        if len(set(src[t])) != len(src[t]) or any(not 0 <= v < g.num_nodes(t) for v in src[t]):
+            raise GraphError(f"to_block: src_nodes[{t!r}] must be distinct ids in 0..{g.num_nodes(t) - 1}")
         spos[t][np.asarray(src[t], np.int64)] = np.arange(len(src[t]))
     for c, (s, _) in rels.items():
         t = c[0]
         first = s[np.sort(np.unique(s, return_index=True)[1])] if len(s) else s
         new = [int(v) for v in first if spos[t][v] < 0]
+        if new and src_nodes is not None:
+            raise GraphError(f"to_block: src_nodes[{t!r}] lacks node {new[0]}, a source of {c} edges; give every "
+                             "source of the frontier's edges")
         spos[t][np.asarray(new, np.int64)] = np.arange(len(src[t]), len(src[t]) + len(new))
         src[t] += new
     b = HeteroBlock({c: (spos[c[0]][s], pos[c[2]][d]) for c, (s, d) in rels.items()},

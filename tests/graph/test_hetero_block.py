@@ -109,3 +109,14 @@ def test_a_data_loader_moves_heterograph_blocks_to_its_device():
         assert input_nodes["user"].context == device and output_nodes["game"].asnumpy().tolist() == [0, 1]
         moved = block.srcnodes["user"].data[dgl.NID]
         assert moved.context == device and sorted(moved.asnumpy().tolist()) == [0, 1, 2, 3, 4]
+
+
+def test_given_source_nodes_set_each_type_s_order():
+    g = dgl.heterograph(REL)
+    f = dgl.sampling.sample_neighbors(g, {"user": [2]}, -1)
+    b = dgl.to_block(f, {"user": [2]}, src_nodes={"user": [3, 2, 4], "game": [0, 1]})
+    assert b.srcnodes["user"].data[dgl.NID].asnumpy().tolist() == [3, 2, 4]
+    u, v = b.edges(etype="follows")
+    assert (u.asnumpy().tolist(), v.asnumpy().tolist()) == ([0], [0])      # user 3 is source 0 now
+    with pytest.raises(dgl.DGLError, match="lacks node 3"):
+        dgl.to_block(f, {"user": [2]}, src_nodes={"user": [2], "game": [0]})
