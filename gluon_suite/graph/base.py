@@ -91,6 +91,21 @@ def zeros(shape, dtype, ctx):
     return mx.nd.zeros(shape, dtype=dtype, ctx=ctx)
 
 
+def concat_rows(parts):
+    """Row-wise concatenation that skips empty parts (MXNet reads a 0 in a shape as unknown)."""
+    full = [p for p in parts if p.shape[0]]
+    if not full:
+        return parts[0]
+    return full[0] if len(full) == 1 else mx.nd.concat(*full, dim=0)
+
+
+def slice_rows(v, a, b):
+    """Rows a..b-1 of ``v`` (an empty slice too)."""
+    if b > a:
+        return v[a:b]
+    return zeros((0,) + v.shape[1:], v.dtype, v.context)
+
+
 def take_rows(x, idx, ctx_ids):
     """Rows ``idx`` (host ids) of ``x``; ``ctx_ids(idx)`` makes the index NDArray. No index gives
     an empty (0, ...) tensor, which ``mx.nd.take`` cannot make."""

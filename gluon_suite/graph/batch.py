@@ -1,9 +1,8 @@
 """Batching many small graphs into one block-diagonal graph (DGL's ``dgl.batch``,
 ``dgl.unbatch``); the per-graph readouts are in ``readout``."""
-import mxnet as mx
 import numpy as np
 
-from .base import ALL, GraphError, zeros
+from .base import ALL, GraphError, concat_rows, slice_rows
 from .digraph import Graph
 
 
@@ -33,25 +32,10 @@ def batch(graphs, ndata=ALL, edata=ALL):
         for k in keys:
             if k not in common:
                 raise GraphError(f"batch: {attr}[{k!r}] is missing from some of the graphs")
-            getattr(bg, attr)[k] = _concat([getattr(g, attr)[k] for g in graphs])
+            getattr(bg, attr)[k] = concat_rows([getattr(g, attr)[k] for g in graphs])
     bg._batch_num_nodes = sum((g._batch_sizes()[0] for g in graphs), [])
     bg._batch_num_edges = sum((g._batch_sizes()[1] for g in graphs), [])
     return bg
-
-
-def _concat(parts):
-    """Row-wise concatenation that skips empty parts (MXNet reads a 0 in a shape as unknown)."""
-    full = [p for p in parts if p.shape[0]]
-    if not full:
-        return parts[0]
-    return full[0] if len(full) == 1 else mx.nd.concat(*full, dim=0)
-
-
-def _rows(v, a, b):
-    """Rows a..b-1 of ``v`` (an empty slice too)."""
-    if b > a:
-        return v[a:b]
-    return zeros((0,) + v.shape[1:], v.dtype, v.context)
 
 
 def unbatch(bg):
@@ -66,8 +50,8 @@ def unbatch(bg):
         s, d = bg._src[eoff[i]:eoff[i + 1]] - noff[i], bg._dst[eoff[i]:eoff[i + 1]] - noff[i]
         g = Graph((s, d), num_nodes=nn_[i], idtype=bg.idtype, device=bg.device)
         for k, v in bg.ndata.items():
-            g.ndata[k] = _rows(v, int(noff[i]), int(noff[i + 1]))
+            g.ndata[k] = slice_rows(v, int(noff[i]), int(noff[i + 1]))
         for k, v in bg.edata.items():
-            g.edata[k] = _rows(v, int(eoff[i]), int(eoff[i + 1]))
+            g.edata[k] = slice_rows(v, int(eoff[i]), int(eoff[i + 1]))
         out.append(g)
     return out

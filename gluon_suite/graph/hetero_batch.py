@@ -4,17 +4,9 @@ features of each type concatenated. The graphs must have the same node types and
 DGL requires. ``batch`` and ``unbatch`` in ``batch`` hand heterographs here."""
 import numpy as np
 
-from .base import ALL, GraphError
+from .base import ALL, GraphError, concat_rows, slice_rows
 from .hetero_graph import HeteroGraph
-
-
-def _sizes(g):
-    """(per-graph node counts per type, per-graph edge counts per relation) of ``g``, itself a
-    batch or one graph."""
-    info = g.__dict__.get("_hbatch")
-    if info is not None:
-        return info
-    return ({t: [g.num_nodes(t)] for t in g.ntypes}, {c: [g.num_edges(c)] for c in g.canonical_etypes})
+from .hetero_views import batch_sizes as _sizes
 
 
 def _feature_keys(frames, names, where):
@@ -29,7 +21,6 @@ def _feature_keys(frames, names, where):
 def batch_hetero(graphs, ndata=ALL, edata=ALL):
     """One heterograph holding ``graphs`` side by side (see the module docstring); ``ndata`` and
     ``edata`` as for ``batch`` (default: the features every graph has, per type)."""
-    from .batch import _concat
     first = graphs[0]
     for g in graphs[1:]:
         if not isinstance(g, HeteroGraph) or g.ntypes != first.ntypes or g.canonical_etypes != first.canonical_etypes:
@@ -49,11 +40,11 @@ def batch_hetero(graphs, ndata=ALL, edata=ALL):
     for t in first.ntypes:
         frames = [g._node_frames[t] for g in graphs]
         for k in _feature_keys(frames, ndata, f"nodes[{t!r}].data"):
-            bg._node_frames[t][k] = _concat([f[k] for f in frames])
+            bg._node_frames[t][k] = concat_rows([f[k] for f in frames])
     for c in first.canonical_etypes:
         frames = [g[c].edata for g in graphs]
         for k in _feature_keys(frames, edata, f"edges[{c!r}].data"):
-            bg[c].edata[k] = _concat([f[k] for f in frames])
+            bg[c].edata[k] = concat_rows([f[k] for f in frames])
     sizes = [_sizes(g) for g in graphs]
     bg._hbatch = ({t: sum((n[t] for n, _ in sizes), []) for t in first.ntypes},
                   {c: sum((e[c] for _, e in sizes), []) for c in first.canonical_etypes})
@@ -62,7 +53,6 @@ def batch_hetero(graphs, ndata=ALL, edata=ALL):
 
 def unbatch_hetero(bg):
     """The heterographs that ``batch`` put together, with their features."""
-    from .batch import _rows
     nodes, edges = _sizes(bg)
     noff = {t: np.cumsum([0] + n) for t, n in nodes.items()}
     eoff = {c: np.cumsum([0] + e) for c, e in edges.items()}
@@ -75,9 +65,9 @@ def unbatch_hetero(bg):
         g = HeteroGraph(rel, {t: nodes[t][i] for t in bg.ntypes}, bg.ntypes, bg.idtype, bg.device)
         for t in bg.ntypes:
             for k, v in bg._node_frames[t].items():
-                g._node_frames[t][k] = _rows(v, int(noff[t][i]), int(noff[t][i + 1]))
+                g._node_frames[t][k] = slice_rows(v, int(noff[t][i]), int(noff[t][i + 1]))
         for c in bg.canonical_etypes:
             for k, v in bg[c].edata.items():
-                g[c].edata[k] = _rows(v, int(eoff[c][i]), int(eoff[c][i + 1]))
+                g[c].edata[k] = slice_rows(v, int(eoff[c][i]), int(eoff[c][i + 1]))
         out.append(g)
     return out

@@ -9,6 +9,7 @@ import numpy as np
 
 from .base import EID, NID, GraphError, as_ids
 from .hetero_graph import HeteroGraph
+from .neighbors import pick
 
 
 def _seeds(g, nodes):
@@ -40,7 +41,6 @@ def _fanouts(g, fanout):
 
 def sample_neighbors_hetero(g, nodes, fanout, edge_dir, replace, rng):
     """The frontier of heterograph ``g`` for seed ``nodes`` (see the module docstring)."""
-    from .sampling import pick
     seeds, fanouts = _seeds(g, nodes), _fanouts(g, fanout)
     picked = {}
     for c in g.canonical_etypes:

@@ -165,6 +165,15 @@ class EdgeDataView(TypeDataView):
         super().__setitem__(key, {self._canonical(t): v for t, v in value.items()})
 
 
+def batch_sizes(g):
+    """(per-graph node counts per type, per-graph edge counts per relation) of ``g``, itself a
+    batch or one graph."""
+    info = g.__dict__.get("_hbatch")
+    if info is not None:
+        return info
+    return ({t: [g.num_nodes(t)] for t in g.ntypes}, {c: [g.num_edges(c)] for c in g.canonical_etypes})
+
+
 class BatchCounts:
     """A heterograph's per-graph counts after ``dgl.batch`` (``hetero_batch``)."""
 
@@ -176,11 +185,9 @@ class BatchCounts:
 
     def batch_num_nodes(self, ntype=None):
         """Nodes of type ``ntype`` in each graph of the batch (the only type when None)."""
-        from .hetero_batch import _sizes
         t = self._ntypes[0] if ntype is None and len(self._ntypes) == 1 else self._ntype(ntype)
-        return mx.nd.array(_sizes(self)[0][t], dtype=self._idtype, ctx=self._ctx)
+        return mx.nd.array(batch_sizes(self)[0][t], dtype=self._idtype, ctx=self._ctx)
 
     def batch_num_edges(self, etype=None):
         """Edges of relation ``etype`` in each graph of the batch (the only relation when None)."""
-        from .hetero_batch import _sizes
-        return mx.nd.array(_sizes(self)[1][self.to_canonical_etype(etype)], dtype=self._idtype, ctx=self._ctx)
+        return mx.nd.array(batch_sizes(self)[1][self.to_canonical_etype(etype)], dtype=self._idtype, ctx=self._ctx)

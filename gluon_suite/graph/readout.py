@@ -92,8 +92,8 @@ def _view(graph, kind, t):
     when there is one type."""
     if type(graph).__name__ != "HeteroGraph":
         return (graph.ndata if kind == "nodes" else graph.edata), _segments(graph, kind)
-    from .hetero_batch import _sizes
-    nodes, edges = _sizes(graph)
+    from .hetero_views import batch_sizes
+    nodes, edges = batch_sizes(graph)
     if kind == "nodes":
         if t is None and len(graph.ntypes) != 1:
             raise GraphError(f"name the node type (ntype=...): the graph has {len(graph.ntypes)} "

@@ -8,6 +8,7 @@ import numpy as np
 
 from .base import GraphError, as_ids
 from .block import to_block
+from .neighbors import pick
 
 _RNG = np.random.RandomState()
 
@@ -21,17 +22,6 @@ def seed(value):
 def default_rng():
     """The module's generator, used when no ``rng`` is passed."""
     return _RNG
-
-
-def _csr(g, edge_dir):
-    """Edge ids grouped by destination (``'in'``) or source (``'out'``): ``(indptr, eids)``."""
-    def build():
-        key, n = (g._dst, g._ndst) if edge_dir == "in" else (g._src, g._nsrc)
-        order = np.argsort(key, kind="stable")
-        indptr = np.zeros(n + 1, np.int64)
-        np.add.at(indptr, key[order] + 1, 1)
-        return np.cumsum(indptr), order
-    return g._get(("csr", edge_dir), build)
 
 
 def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, replace=False, rng=None, **kwargs):
@@ -54,22 +44,6 @@ def sample_neighbors(g, nodes, fanout, edge_dir="in", prob=None, replace=False, 
     if len(nodes) and (nodes.min() < 0 or nodes.max() >= g.num_nodes()):
         raise GraphError(f"sample_neighbors: node ids must lie in 0..{g.num_nodes() - 1}")
     return edge_subgraph(g, pick(g, nodes, int(fanout), edge_dir, replace, rng), relabel_nodes=False)
-
-
-def pick(g, nodes, fanout, edge_dir, replace, rng):
-    """The edge ids ``sample_neighbors`` draws in graph (or relation graph) ``g`` for ``nodes``."""
-    indptr, eids = _csr(g, edge_dir)
-    picked = []
-    for v in nodes:
-        a, b = indptr[v], indptr[v + 1]
-        deg = b - a
-        if deg == 0:
-            continue
-        if fanout < 0 or (deg <= fanout and not replace):
-            picked.append(eids[a:b])
-        else:
-            picked.append(eids[a + rng.choice(deg, fanout, replace=replace)])
-    return np.concatenate(picked) if picked else np.zeros(0, np.int64)
 
 
 def sample_blocks(g, seeds, fanouts, rng=None):

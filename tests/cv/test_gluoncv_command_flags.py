@@ -205,6 +205,7 @@ def test_log_interval_prints_every_n_batches_with_the_mean_loss():
     assert len(lines) == 3          # the count starts again with the epoch
 
 
+@pytest.mark.long   # a real two-epoch run (about 20 s); the flags' parsing and meanings stay in make test
 def test_eval_frequency_and_log_interval_in_a_run(tmp_path, capsys):
     """Three epochs with --eval-frequency 2: epoch 2 and the last are evaluated, epoch 1 is not (its
     test_acc is null); --log-interval 2 prints the batch lines."""

@@ -41,6 +41,7 @@ def _run(*args, np_=1):
     return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=600, cwd=REPO)
 
 
+@pytest.mark.long
 @pytest.mark.horovod
 def test_two_workers_train_as_one_process_does(tmp_path):
     # full-graph training: each worker holds the whole graph and its share of the training papers,

@@ -52,7 +52,9 @@ def rerun_command(card, out, short):
     if short and argv[1].endswith(("train_detection.py", "train_segmentation.py")):   # one epoch of a few canvases
         cmd += ["--epochs", "1", "--canvases", "32", "--val-canvases", "16", "--batch-size", "8"]
     if short and "train_language_model.py" in argv[1]:   # one epoch (added above) of a few pages
-        cmd += ["--max-pages", "10"]
+        cmd += ["--max-pages", "6"]
+    if short and "train_link_prediction.py" in argv[1]:   # two of its epochs: it trains and evaluates
+        cmd += ["--epochs", "2"]
     if short and "pretrain_bert.py" in argv[1]:   # one short phase instead of the config's two
         cmd += ["--phase", "seq_len=64,batch_size=32,steps=20,lr=0.02,warmup=0.1,constant=0.3"]
     if workers > 1:
