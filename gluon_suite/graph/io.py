@@ -37,6 +37,7 @@ Graphs are loaded onto the CPU (``mx.cpu()``), as DGL does, with their id type; 
 labels keep their dtypes. Batch information and feature initializers are not saved; ``formats``
 is accepted and ignored (sparse formats are built on demand).
 """
+import contextlib
 import hashlib
 import json
 import os
@@ -224,8 +225,20 @@ def _ends(path, arrays, rec, idt, what):
     return tuple(ends)
 
 
-def _build_hetero(path, i, entry, arrays, idt):
+@contextlib.contextmanager
+def _entry_errors(path, i):
+    """Graph ``i``'s entry read inside: any error is one line naming the file and the graph."""
     try:
+        yield
+    except GraphError as e:
+        raise GraphError(f"{path} is corrupt: graph {i}: {e}") from None
+    except (KeyError, TypeError, ValueError) as e:
+        raise GraphError(f"{path} is corrupt: graph {i}'s header entry is malformed "
+                         f"({type(e).__name__}: {e})") from None
+
+
+def _build_hetero(path, i, entry, arrays, idt):
+    with _entry_errors(path, i):
         ntypes, counts = list(entry["ntypes"]), {t: int(n) for t, n in dict(entry["num_nodes"]).items()}
         rels = [(tuple(r["canonical"]), r) for r in entry["relations"]]
         edges = {c: _ends(path, arrays, r, idt, f"graph {i}'s relation {c!r}") for c, r in rels}
@@ -236,11 +249,6 @@ def _build_hetero(path, i, entry, arrays, idt):
         for c, r in rels:
             for k, key in dict(r["edata"]).items():
                 g.edges[c].data[k] = _array(path, arrays, key, f"graph {i}'s relation {c!r} edata[{k!r}]")
-    except GraphError as e:
-        raise GraphError(f"{path} is corrupt: graph {i}: {e}") from None
-    except (KeyError, TypeError, ValueError) as e:
-        raise GraphError(f"{path} is corrupt: graph {i}'s header entry is malformed "
-                         f"({type(e).__name__}: {e})") from None
     return g
 
 
@@ -254,7 +262,7 @@ def _build(path, i, entry, arrays):
     if entry["kind"] == "hetero":
         return _build_hetero(path, i, entry, arrays, idt)
     ends = _ends(path, arrays, entry, idt, f"graph {i}")
-    try:
+    with _entry_errors(path, i):
         ns, nd = int(entry["num_src_nodes"]), int(entry["num_dst_nodes"])
         ntypes, etype, kind = tuple(entry["ntypes"]), str(entry["etype"]), entry["kind"]
         if kind == "graph":
@@ -269,11 +277,6 @@ def _build(path, i, entry, arrays):
         for name, frame in frames:
             for k, key in dict(entry.get(name) or {}).items():
                 frame[k] = _array(path, arrays, key, f"graph {i}'s {name}[{k!r}]").as_in_context(mx.cpu())
-    except GraphError as e:
-        raise GraphError(f"{path} is corrupt: graph {i}: {e}") from None
-    except (KeyError, TypeError, ValueError) as e:
-        raise GraphError(f"{path} is corrupt: graph {i}'s header entry is malformed "
-                         f"({type(e).__name__}: {e})") from None
     return g
 
 
