@@ -1,6 +1,6 @@
 """Worker script for tests/distributed/test_ef_reference.py: runs under horovodrun and trains the
-linear model of ``_algo_job`` for a few steps with error feedback (top-k and sign, one bucket and
-one bucket per tensor), with the compiled compression kernels (when they are loaded) and with
+linear model of ``_algo_job`` for a few steps with error feedback (every lossy compressor: top-k,
+scaled sign, random-k, float16 and bfloat16; one bucket and one bucket per tensor), with the compiled compression kernels (when they are loaded) and with
 MXNet's operators, each with the ``ef`` algorithm as it is and with ``UnfusedEF`` (the error
 feedback written out: compress, send, then subtract C(p) from the residual). Saves the
 trajectories and residuals per rank."""
@@ -13,7 +13,8 @@ from gluon_suite.distributed import get_communicator, native
 from gluon_suite.distributed.algorithms import ErrorFeedbackSGD, sync_payload
 
 STEPS = 6
-CONFIGS = {"ef_topk": ("topk", 2), "ef_sign": ("sign", None)}
+CONFIGS = {"ef_topk": ("topk", 2), "ef_sign": ("sign", None), "ef_randomk": ("randomk", 2),
+           "ef_fp16": ("fp16", None), "ef_bf16": ("bf16", None)}
 
 
 class UnfusedEF(ErrorFeedbackSGD):
