@@ -96,13 +96,13 @@ def test_the_recipe_trains_on_mnist5k(tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS="1", MXNET_CPU_WORKER_NTHREADS="1")
     p = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "cv", "train_classification.py"),
                         "--model", "digits_cnn", "--dataset", "mnist5k", "--image-size", "8",
-                        "--batch-size", "64", "--lr", "0.1", "--epochs", "1", "--no-progress",
+                        "--batch-size", "64", "--lr", "0.1", "--epochs", "2", "--seed", "0", "--no-progress",
                         "--out", str(tmp_path / "run")], capture_output=True, text=True, env=env,
                        timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "on mnist5k" in p.stdout
     import json
-    line = json.loads((tmp_path / "run" / "log.jsonl").read_text().splitlines()[0])
-    # chance is 0.1: images and labels line up (one epoch, all of it warm-up: 0.46-0.58 over sample
-    # orders; labels out of line with their images stay near 0.1)
-    assert line["test_acc"] > 0.3
+    line = json.loads((tmp_path / "run" / "log.jsonl").read_text().splitlines()[-1])
+    # chance is 0.1: images and labels line up (two seeded epochs: 0.76 at seed 0, 0.75 and 0.77 at
+    # seeds 1 and 2; labels out of line with their images stay near 0.1)
+    assert line["epoch"] == 2 and line["test_acc"] > 0.5

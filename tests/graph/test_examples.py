@@ -26,14 +26,16 @@ def run_example(name, args, cwd):
 
 @pytest.mark.parametrize("name, args, threshold", [
     ("gcn.py", ["--dataset", "karate", "--epochs", "60"], 0.8),
-    ("gcn.py", ["--dataset", "sbm", "--epochs", "30"], 0.85),
-    ("gat.py", ["--dataset", "sbm", "--epochs", "30"], 0.85),
-    ("graphsage.py", ["--dataset", "sbm", "--epochs", "30", "--aggregator-type", "mean"], 0.85),
-    ("graphsage_sampling.py", ["--dataset", "sbm", "--epochs", "5", "--fanouts", "5,10"], 0.85),
-    ("gin.py", ["--dataset", "families", "--epochs", "20"], 0.85),
+    ("gcn.py", ["--dataset", "sbm", "--epochs", "30"], 0.9),
+    ("gat.py", ["--dataset", "sbm", "--epochs", "30"], 0.9),
+    ("graphsage.py", ["--dataset", "sbm", "--epochs", "30", "--aggregator-type", "mean"], 0.9),
+    ("graphsage_sampling.py", ["--dataset", "sbm", "--epochs", "5", "--fanouts", "5,10"], 0.9),
+    ("gin.py", ["--dataset", "families", "--epochs", "20"], 0.9),
 ])
 def test_example_trains(name, args, threshold, tmp_path):
-    acc, out = run_example(name, args, tmp_path)
+    """Seeded (--seed 0: weights, dropout and loader shuffles; see the next test), so each run is
+    the same run. Over seeds 0-3 the SBM and families runs reach 0.944-1.0."""
+    acc, out = run_example(name, args + ["--seed", "0"], tmp_path)
     assert acc >= threshold, out[-2000:]
 
 
@@ -87,8 +89,9 @@ def test_cora_dataset_reads_local_files_with_planetoid_sized_masks(tmp_path):
 
 def test_gcn_example_on_cora_files(tmp_path):
     write_linqs(str(tmp_path), "cora")
-    acc, out = run_example("gcn.py", ["--dataset", "cora", "--data-dir", str(tmp_path), "--epochs", "60"], tmp_path)
-    assert acc >= 0.85, out[-2000:]
+    acc, out = run_example("gcn.py", ["--dataset", "cora", "--data-dir", str(tmp_path), "--epochs", "60",
+                                      "--seed", "0"], tmp_path)
+    assert acc >= 0.9, out[-2000:]   # 0.983 at seed 0; 0.967-0.983 over seeds 0-3
 
 
 def test_cora_without_a_folder_says_where_to_point_it():

@@ -32,7 +32,7 @@ def cards():
 
 def rerun_command(card, out, short):
     """The card's command with its run folder in ``out`` and no publishing; ``short``: one epoch
-    where the full run is long (several workers)."""
+    where the full run is long (several workers), two for a classification card."""
     argv = shlex.split(card["command"].split("  (")[0])    # a trailing "(as run by ...)" note
     workers = 1
     if argv[0] == "horovodrun":
@@ -47,8 +47,8 @@ def rerun_command(card, out, short):
         args.append(argv[i])
         i += 1
     cmd = [sys.executable, os.path.join(REPO, argv[1]), *args, "--out", str(out)]
-    if short and workers > 1:
-        cmd += ["--epochs", "1"]
+    if short and workers > 1:   # one epoch; two of a vision card's (past the first, warm-up, epoch)
+        cmd += ["--epochs", "2" if argv[1].endswith("train_classification.py") else "1"]
     if short and argv[1].endswith(("train_detection.py", "train_segmentation.py")):   # one epoch of a few canvases
         cmd += ["--epochs", "1", "--canvases", "32", "--val-canvases", "16", "--batch-size", "8"]
     if short and "train_language_model.py" in argv[1]:   # one epoch (added above) of a few pages
@@ -101,10 +101,10 @@ def test_shortened_commands_of_every_card_train(tmp_path):
         elif "canvases" in card["metric"]["dataset"]:
             assert 0.0 <= value <= 1.0, (card["name"], value)   # one epoch of 32 canvases: it trains and evaluates
         elif card["metric"]["dataset"].startswith("digits"):
-            # one epoch of the long vision run (10 classes, chance 0.1; the warm-up epoch with its
-            # rising learning rate): it learns, at least 3x chance. The full run's metric is checked
-            # against the card by the long test below.
-            assert value > 0.3, (card["name"], value)
+            # two epochs of the long vision run, seeded (10 classes, chance 0.1; 0.905 for
+            # resnest14_digits, its first, warm-up, epoch 0.74): it learns, at least 5x chance. The
+            # full run's metric is checked against the card by the long test below.
+            assert value > 0.5, (card["name"], value)
         else:
             # the whole graph run: clearly better than chance
             assert value > 0.5, (card["name"], value)
