@@ -86,16 +86,17 @@ def warmup_lr(lr, step):
     return lr * min(1.0, (step + 1) / WARMUP)
 
 
-def build():
+def build(vocab=VOCAB):
+    """The LSTM LM: embedding EMBED, one HIDDEN-unit LSTM layer, a dense output over ``vocab`` words."""
     from mxnet import gluon
 
     class LM(gluon.HybridBlock):
         def __init__(self):
             super().__init__()
             with self.name_scope():
-                self.embed = gluon.nn.Embedding(VOCAB, EMBED)
+                self.embed = gluon.nn.Embedding(vocab, EMBED)
                 self.rnn = gluon.rnn.LSTM(HIDDEN, input_size=EMBED, layout="NTC")
-                self.out = gluon.nn.Dense(VOCAB, in_units=HIDDEN, flatten=False)
+                self.out = gluon.nn.Dense(vocab, in_units=HIDDEN, flatten=False)
 
         def hybrid_forward(self, F, x, h, c):
             y, (h, c) = self.rnn(self.embed(x), [h, c])
@@ -103,7 +104,21 @@ def build():
     return LM()
 
 
-def worker(cfg, steps, seed, seeds, out):
+def step_kind(cfg, step):
+    """"sync" (gradients averaged), "local" or "local+sync" (a local step that ends in averaging the
+    models and accumulators) for 0-based ``step`` of configuration ``cfg``."""
+    if cfg["algorithm"] != "local_adaalter" or step < WARMUP:
+        return "sync"
+    return "local+sync" if (step - WARMUP + 1) % cfg["period"] == 0 else "local"
+
+
+def train_worker(cfg, train, valid, steps, seed, seeds, eval_every, vocab=VOCAB):
+    """One Horovod process of one run of the reference recipe on the token-id streams ``train`` and
+    ``valid``: returns (rank, {"curve", "step_times", "bytes"}). The curve has one record per
+    evaluation (every ``eval_every`` steps and after the last; 0: none): step, training seconds so
+    far, synchronisations so far, payload bytes sent so far and the worker-averaged model's
+    validation perplexity; step_times the seconds of each step by kind (``step_kind``); bytes the
+    communicator's counts over every collective."""
     import mxnet as mx
     import numpy as np
     from mxnet import autograd, gluon
@@ -112,8 +127,7 @@ def worker(cfg, steps, seed, seeds, out):
     from gluon_suite.distributed.local_adaalter import LocalAdaAlter
     comm = get_communicator()
     mx.random.seed(seed)
-    train, valid = corpus_ids()
-    net = build()
+    net = build(vocab)
     net.initialize(mx.init.Uniform(0.1))
     net.hybridize(static_alloc=True)
     if cfg["algorithm"] == "local_adaalter":
@@ -148,8 +162,8 @@ def worker(cfg, steps, seed, seeds, out):
             cnt += vcols * (e - s)
         return float(np.exp(tot / cnt))
 
-    syncs = 0
-    rec, wall = [], 0.0
+    comm.stats.reset()
+    rec, wall, kinds, syncs = [], 0.0, {}, 0
     h, c = zeros(BATCH)
     for step in range(steps):
         mx.nd.waitall()
@@ -169,19 +183,28 @@ def worker(cfg, steps, seed, seeds, out):
         gluon.utils.clip_global_norm([p.grad() for p in lstm_params], CLIP)
         tr.step(1)
         mx.nd.waitall()
-        wall += time.perf_counter() - t0
-        if cfg["algorithm"] != "local_adaalter" or step < WARMUP:
-            syncs += 1
-        elif (step - WARMUP + 1) % cfg["period"] == 0:
-            syncs += 1
-        if (step + 1) % EVAL_EVERY == 0 or step + 1 == steps:
+        dt = time.perf_counter() - t0
+        wall += dt
+        kind = step_kind(cfg, step)
+        kinds.setdefault(kind, []).append(dt)
+        syncs += kind != "local"
+        if eval_every and ((step + 1) % eval_every == 0 or step + 1 == steps):
             with tr.averaged():
                 ppl = perplexity()
-            rec.append({"step": step + 1, "time_s": wall, "syncs": syncs, "valid_ppl": ppl})
+            rec.append({"step": step + 1, "time_s": wall, "syncs": syncs, "bytes_sent": comm.stats.total_payload,
+                        "valid_ppl": ppl})
+    sent = comm.stats.as_dict()
     comm.barrier()
-    if comm.rank == 0:
+    return comm.rank, {"curve": rec, "step_times": kinds, "bytes": sent}
+
+
+def worker(cfg, steps, seed, seeds, out):
+    """One worker of a run on the protocol's corpus; rank 0 writes the curve to ``out``."""
+    train, valid = corpus_ids()
+    rank, result = train_worker(cfg, train, valid, steps, seed, seeds, EVAL_EVERY)
+    if rank == 0:
         with open(out, "w") as f:
-            json.dump(rec, f)
+            json.dump(result["curve"], f)
 
 
 def unigram_perplexity():

@@ -48,7 +48,8 @@ CONFIGS = {
     "local adaalter H=8": lal.CONFIGS["local adaalter H=8"],
     "local adaalter H=16": dict(optimizer="adaalter", algorithm="local_adaalter", period=16, pad="constant"),
 }
-VOCAB, EMBED, HIDDEN, BPTT, BATCH = 8000, 64, 128, 20, 16
+VOCAB = 8000
+EMBED, HIDDEN, BPTT, BATCH = lal.EMBED, lal.HIDDEN, lal.BPTT, lal.BATCH
 EVAL_TOKENS = 16000
 BASELINE = "sync adaalter"
 
@@ -65,106 +66,17 @@ def corpus_ids():
     return vocab.to_indices(train), vocab.to_indices(corpus.tokens("valid")[:EVAL_TOKENS]), corpus.record()
 
 
-def build():
-    from mxnet import gluon
-
-    class LM(gluon.HybridBlock):
-        def __init__(self):
-            super().__init__()
-            with self.name_scope():
-                self.embed = gluon.nn.Embedding(VOCAB, EMBED)
-                self.rnn = gluon.rnn.LSTM(HIDDEN, input_size=EMBED, layout="NTC")
-                self.out = gluon.nn.Dense(VOCAB, in_units=HIDDEN, flatten=False)
-
-        def hybrid_forward(self, F, x, h, c):
-            y, (h, c) = self.rnn(self.embed(x), [h, c])
-            return self.out(y), h, c
-    return LM()
-
-
-def step_kind(cfg, step):
-    """"sync" (gradients averaged), "local" or "local+sync" (a local step that ends in averaging the
-    models and accumulators) for 0-based ``step`` of configuration ``cfg``."""
-    if cfg["algorithm"] != "local_adaalter" or step < lal.WARMUP:
-        return "sync"
-    return "local+sync" if (step - lal.WARMUP + 1) % cfg["period"] == 0 else "local"
+step_kind = lal.step_kind
 
 
 def worker(cfg, steps, seed, seeds, eval_every, out):
-    """One Horovod process of one run: the loop of bench/local_adaalter_lm.py on the Wikipedia
-    stream. ``eval_every`` 0 skips evaluation (the testbed's timing runs)."""
-    import mxnet as mx
-    import numpy as np
-    from mxnet import autograd, gluon
-    import gluon_suite.optim  # noqa: F401  registers 'adaalter'
-    from gluon_suite.distributed import DistributedTrainer, get_communicator
-    from gluon_suite.distributed.local_adaalter import LocalAdaAlter
-    comm = get_communicator()
-    mx.random.seed(seed)
+    """One Horovod process of one run: bench/local_adaalter_lm.py's loop (``train_worker``) on the
+    Wikipedia stream. ``eval_every`` 0 skips evaluation (the testbed's timing runs)."""
     train, valid, _ = corpus_ids()
-    net = build()
-    net.initialize(mx.init.Uniform(0.1))
-    net.hybridize(static_alloc=True)
-    algo = (LocalAdaAlter(cfg["period"], warmup_steps=lal.WARMUP, pad=cfg["pad"])
-            if cfg["algorithm"] == "local_adaalter" else cfg["algorithm"])
-    opt = {"learning_rate": lal.LR, ("epsilon" if cfg["optimizer"] == "adaalter" else "eps"): lal.EPS}
-    tr = DistributedTrainer(net.collect_params(), cfg["optimizer"], opt, algorithm=algo, communicator=comm)
-    lstm_params = list(net.rnn.collect_params().values())
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    cols = BATCH * comm.size
-    n = len(train) // cols
-    data = np.array(train[:n * cols], dtype=np.float32).reshape(cols, n)[comm.rank::comm.size]
-    vcols = 10
-    vn = len(valid) // vcols
-    vdata = mx.nd.array(np.array(valid[:vn * vcols], dtype=np.float32).reshape(vcols, vn))
-    span = n - BPTT - 1
-    offset = (seed % seeds) * span // seeds
-
-    def zeros(b):
-        return mx.nd.zeros((1, b, HIDDEN)), mx.nd.zeros((1, b, HIDDEN))
-
-    def perplexity():
-        h, c = zeros(vcols)
-        tot, cnt = 0.0, 0
-        for s in range(0, vn - 1, 64):
-            e = min(s + 64, vn - 1)
-            y, h, c = net(vdata[:, s:e], h, c)
-            tot += float(loss_fn(y, vdata[:, s + 1:e + 1]).sum().asscalar()) * (e - s)
-            cnt += vcols * (e - s)
-        return float(np.exp(tot / cnt))
-
-    comm.stats.reset()
-    rec, wall, kinds = [], 0.0, {}
-    h, c = zeros(BATCH)
-    for step in range(steps):
-        mx.nd.waitall()
-        t0 = time.perf_counter()
-        if step <= lal.WARMUP:
-            tr.set_learning_rate(lal.warmup_lr(lal.LR, step))
-        s = (offset + step * BPTT) % span
-        x = mx.nd.array(data[:, s:s + BPTT])
-        y = mx.nd.array(data[:, s + 1:s + BPTT + 1])
-        h, c = h.detach(), c.detach()
-        with autograd.record():
-            logits, h, c = net(x, h, c)
-            loss = loss_fn(logits, y) * (BPTT / BATCH)   # summed over the window, averaged over the batch
-        loss.backward()
-        gluon.utils.clip_global_norm([p.grad() for p in lstm_params], lal.CLIP)
-        tr.step(1)
-        mx.nd.waitall()
-        dt = time.perf_counter() - t0
-        wall += dt
-        kinds.setdefault(step_kind(cfg, step), []).append(dt)
-        if eval_every and ((step + 1) % eval_every == 0 or step + 1 == steps):
-            with tr.averaged():
-                ppl = perplexity()
-            rec.append({"step": step + 1, "time_s": wall, "bytes_sent": comm.stats.total_payload,
-                        "valid_ppl": ppl})
-    sent = comm.stats.as_dict()
-    comm.barrier()
-    if comm.rank == 0:
+    rank, result = lal.train_worker(cfg, train, valid, steps, seed, seeds, eval_every, vocab=VOCAB)
+    if rank == 0:
         with open(out, "w") as f:
-            json.dump({"curve": rec, "step_times": kinds, "bytes": sent}, f)
+            json.dump(result, f)
 
 
 def worker_main(argv):
@@ -230,16 +142,28 @@ def composed_time(cfg, steps, times):
     return total + (steps - whole) * times[step_kind(cfg, whole)] if steps > whole else total
 
 
-def run_metrics(name, curve, target, links):
-    """The metrics of one run: final and best perplexity, bytes, loopback training seconds, and for
-    ``target`` (synchronous AdaAlter's final perplexity on the same seed) the step at which the run
-    reaches it (interpolated between evaluations) and the composed time to it on each link."""
+def end_perplexity(ppl, last=5):
+    """A run's final perplexity: the median of its last ``last`` evaluations (protocol version 2; one
+    evaluation alone can sit on a spike of the training curve)."""
+    tail = sorted(ppl[-last:])
+    k = len(tail)
+    return tail[k // 2] if k % 2 else 0.5 * (tail[k // 2 - 1] + tail[k // 2])
+
+
+def run_metrics(name, curve, target, links, last=5):
+    """The metrics of one run: final perplexity (``end_perplexity`` over the last ``last``
+    evaluations), the last evaluation's and the best, bytes, loopback training seconds, and for
+    ``target`` (synchronous AdaAlter's final perplexity on the same seed; None: this run's own) the
+    step at which the run first reaches it (interpolated between evaluations) and the composed time
+    to it on each link."""
     from gluon_suite.evidence import stats
     c = curve["curve"]
     steps = [r["step"] for r in c]
     ppl = [r["valid_ppl"] for r in c]
+    final = end_perplexity(ppl, last)
+    target = final if target is None else target
     at = stats.time_to_target(steps, ppl, target, higher_is_better=False)
-    m = {"final_ppl": ppl[-1], "best_ppl": min(ppl), "bytes_sent": curve["bytes"]["total_payload"],
+    m = {"final_ppl": final, "last_ppl": ppl[-1], "best_ppl": min(ppl), "bytes_sent": curve["bytes"]["total_payload"],
          "wire_bytes": curve["bytes"]["total_wire"], "collective_calls": sum(curve["bytes"]["calls"].values()),
          "loopback_time_s": c[-1]["time_s"], "target_ppl": target, "steps_to_target": at,
          "steps": steps, "valid_ppl": ppl}
@@ -278,7 +202,8 @@ def combined_tables(runs, params, notes):
         + [f"s to sync AdaAlter's final perplexity at {r} Mbit/s (seeds reaching it)" for r in links],
         "rows": rows,
         "caption": f"{params['steps']} steps, 2 workers, seeds {seeds}; perplexity of the worker-averaged model on "
-                   "the validation pages; times composed from the testbed's measured step times"}}
+                   f"the validation pages, final = the median of the last {params.get('final_of_last', 1)} "
+                   "evaluations; times composed from the testbed's measured step times"}}
     kinds = ("sync", "local", "local+sync")
     rows = []
     for i, n in enumerate(notes):
@@ -315,7 +240,7 @@ def evidence(ctx):
             def one():
                 c = run_loopback(name, seed, p["steps"], p["workers"], p["offsets"], p["eval_every"])
                 curves[name].append(c)
-                return run_metrics(name, c, target if target is not None else c["curve"][-1]["valid_ppl"], links)
+                return run_metrics(name, c, target, links, p.get("final_of_last", 5))
             m = ctx.measure(name, seed, one)
             target = m["target_ppl"] if target is None else target
     for name, t in combined_tables(ctx.runs, p, [ctx.notes]).items():

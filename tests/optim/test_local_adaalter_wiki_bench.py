@@ -46,8 +46,22 @@ def test_run_metrics_read_the_target_between_evaluations():
     m = bench.run_metrics("sync adaalter", curve, 350.0, links)
     assert m["steps_to_target"] == pytest.approx(150.0)        # halfway from 400 (step 100) to 300 (step 200)
     assert m["time_to_target_100mbit_s"] == pytest.approx(75.0)
-    assert (m["final_ppl"], m["best_ppl"], m["bytes_sent"]) == (250.0, 250.0, 30)
+    # final: the median of the last 5 evaluations (here all 3); the last one and the best kept apart
+    assert (m["final_ppl"], m["last_ppl"], m["best_ppl"], m["bytes_sent"]) == (300.0, 250.0, 250.0, 30)
     assert bench.run_metrics("sync adaalter", curve, 200.0, links)["time_to_target_100mbit_s"] is None
+    # no target given: the run's own final (the median of 300 and 250) is its target, reached halfway
+    # from step 200 to step 300
+    own = bench.run_metrics("sync adaalter", curve, None, links, last=2)
+    assert own["final_ppl"] == own["target_ppl"] == 275.0 and own["steps_to_target"] == pytest.approx(250.0)
+
+
+def test_the_final_perplexity_is_the_median_of_the_last_evaluations():
+    # version 1's seed 0 of synchronous AdaAlter: a spike at the last evaluation
+    ppl = [93.63, 90.01, 89.87, 89.16, 87.11, 95.72]
+    assert bench.end_perplexity(ppl) == 89.87                  # of 90.01, 89.87, 89.16, 87.11, 95.72
+    assert bench.end_perplexity(ppl, last=1) == 95.72
+    assert bench.end_perplexity(ppl, last=4) == pytest.approx((89.16 + 89.87) / 2)
+    assert bench.end_perplexity([120.0], last=5) == 120.0
 
 
 def test_kind_times_leave_out_each_kind_s_first_steps():
