@@ -52,14 +52,17 @@ from .readout import (broadcast_edges, broadcast_nodes, max_edges, max_nodes, me
                       min_nodes, readout_edges, readout_nodes, softmax_edges, softmax_nodes, sum_edges, sum_nodes,
                       topk_edges, topk_nodes)
 from .sampling import seed
-from .subgraph import edge_subgraph, in_subgraph, khop_adj, khop_graph, line_graph, node_subgraph, out_subgraph
+from .hetero_subgraph import (add_reverse_edges, edge_subgraph, edge_type_subgraph, in_subgraph, node_subgraph,
+                              node_type_subgraph, out_subgraph)
+from .subgraph import khop_adj, khop_graph, line_graph
 from .transform import add_self_loop, remove_self_loop, reverse, to_bidirected
 
 __all__ = ["graph", "Graph", "DGLGraph", "Block", "BipartiteGraph", "HeteroGraph", "heterograph", "create_block",
            "to_homogeneous", "to_heterogeneous", "metapath_reachable_graph", "NTYPE", "ETYPE", "GraphError",
            "DGLError", "EdgeBatch", "NodeBatch", "ALL", "NID", "EID", "from_scipy", "from_networkx", "rand_graph",
            "add_nodes", "add_edges", "remove_edges", "remove_nodes", "add_self_loop", "remove_self_loop",
-           "to_bidirected", "reverse", "node_subgraph", "edge_subgraph", "in_subgraph", "out_subgraph", "khop_adj",
+           "to_bidirected", "reverse", "node_subgraph", "edge_subgraph", "in_subgraph", "out_subgraph",
+           "node_type_subgraph", "edge_type_subgraph", "add_reverse_edges", "khop_adj",
            "khop_graph", "line_graph", "save_graphs", "load_graphs", "to_block", "batch", "unbatch", "readout_nodes",
            "readout_edges", "sum_nodes", "mean_nodes", "max_nodes", "min_nodes", "sum_edges", "mean_edges",
            "max_edges", "min_edges", "softmax_nodes", "softmax_edges", "broadcast_nodes", "broadcast_edges",

@@ -89,6 +89,8 @@ def test_mistakes_are_one_line_dgl_errors():
             site()
         assert "\n" not in str(info.value)
     with pytest.raises(dgl.DGLError, match=r"one relation.*g\[etype\]"):
+        dgl.khop_graph(g, 2)
+    with pytest.raises(dgl.DGLError, match=r"node types .*; pass a dict \{node type: ids\}"):
         dgl.node_subgraph(g, [0])
     assert not hasattr(g, "_src") and not hasattr(g, "nothing")
     with pytest.raises(dgl.DGLError, match="ambiguous.*canonical"):
