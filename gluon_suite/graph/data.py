@@ -1,5 +1,6 @@
 """Graph data: networkx's bundled graphs as embedded defaults, and the LINQS (Cora/Citeseer) and
 TU graph-classification text formats from a local path. No pickle-based formats."""
+import math
 import os
 
 import mxnet as mx
@@ -43,7 +44,9 @@ def load_linqs(folder, name="cora", dangling="error"):
     it). A cites line naming a paper absent from the content file is a GraphError naming the file,
     the line and the id (``dangling='drop'`` skips such lines instead: CiteSeer's published files
     have a few); a paper id listed twice, a row of another width or a non-numeric attribute is a
-    GraphError naming the file and the line. Returns the graph and the class names."""
+    GraphError naming the file and the line, and so is an attribute that is not a finite number
+    (``nan``, ``inf``: it would train to NaN weights without a word). Returns the graph and the
+    class names."""
     if dangling not in ("error", "drop"):
         raise GraphError(f"dangling={dangling!r}: use 'error' or 'drop'")
     content, cites = (os.path.join(folder, f"{name}.{ext}") for ext in ("content", "cites"))
@@ -63,9 +66,13 @@ def load_linqs(folder, name="cora", dangling="error"):
             elif len(parts) != width:
                 raise GraphError(f"{content}:{no}: {len(parts) - 2} attributes, the first line had {width - 2}")
             try:
-                feats.append([float(v) for v in parts[1:-1]])
+                row = [float(v) for v in parts[1:-1]]
             except ValueError:
                 raise GraphError(f"{content}:{no}: attributes must be numbers") from None
+            if not all(math.isfinite(v) for v in row):
+                bad = next(v for v in parts[1:-1] if not math.isfinite(float(v)))
+                raise GraphError(f"{content}:{no}: attribute {bad!r} is not a finite number; fix or remove the row")
+            feats.append(row)
             if parts[0] in ids:
                 raise GraphError(f"{content}:{no}: paper id {parts[0]} appears twice (first on line "
                                  f"{lines[parts[0]]}); remove one of the rows or give it its own id")
@@ -109,7 +116,7 @@ def _read_ints(path, cols, what):
                 raise GraphError(f"{path}:{no}: expected {what}, got {line.strip()!r}")
             try:
                 rows.append([int(float(p)) for p in parts])
-            except ValueError:
+            except (ValueError, OverflowError):   # 'nan' gives the first, 'inf' the second
                 raise GraphError(f"{path}:{no}: expected integers ({what}), got {line.strip()!r}") from None
     return np.array(rows, np.int64).reshape(-1, cols)
 
@@ -117,7 +124,8 @@ def _read_ints(path, cols, what):
 def load_tu(folder, name):
     """A TU graph-classification data set: ``{name}_A.txt`` (``i, j`` edges, 1-based node ids),
     ``{name}_graph_indicator.txt`` (graph id per node), ``{name}_graph_labels.txt`` and, when
-    present, ``{name}_node_labels.txt`` (one-hot ``feat``). Returns ``(graphs, labels)``."""
+    present, ``{name}_node_labels.txt`` (one-hot ``feat``). Returns ``(graphs, labels)``. A line
+    that is not integers (``nan`` and ``inf`` included) is a GraphError naming the file and line."""
     p = lambda s: os.path.join(folder, f"{name}_{s}.txt")  # noqa: E731
     for s in ("A", "graph_indicator", "graph_labels"):
         if not os.path.isfile(p(s)):

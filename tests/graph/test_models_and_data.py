@@ -107,6 +107,11 @@ def test_linqs_loader_and_errors(tmp_path):
     (tmp_path / "cora.content").write_text("p1 1 0 1 A\np2 0 1 B\n")
     with pytest.raises(GraphError, match=r"cora.content:2: 2 attributes, the first line had 3"):
         load_linqs(str(tmp_path))
+    # a NaN or an infinity among the attributes would train to NaN weights without a word
+    for bad in ("nan", "-inf", "Infinity"):
+        (tmp_path / "cora.content").write_text(f"p1 1 0 1 A\np2 0 {bad} 0 B\np3 1 1 0 A\n")
+        with pytest.raises(GraphError, match=rf"cora.content:2: attribute '{bad}' is not a finite number"):
+            load_linqs(str(tmp_path))
 
 
 def test_tu_loader_and_errors(tmp_path):
@@ -124,6 +129,10 @@ def test_tu_loader_and_errors(tmp_path):
     (d / "T_A.txt").write_text("1, 2\n2, 9\n")
     with pytest.raises(GraphError, match=r"T_A.txt:2: node id out of range 1..5"):
         load_tu(str(d), "T")
+    for bad in ("nan", "inf"):
+        (d / "T_A.txt").write_text(f"1, 2\n2, {bad}\n")
+        with pytest.raises(GraphError, match=r"T_A.txt:2: expected integers"):
+            load_tu(str(d), "T")
 
 
 def test_gin_dataset_reads_like_dgls(tmp_path):
