@@ -22,6 +22,10 @@ fixed-size job runs. The learning rate follows the worker count through ``Elasti
 --host-discovery-script ... --network-interface lo`` (see docs/elastic.md).
 """
 import functools
+import os
+import socket
+import sys
+import time
 
 import mxnet as mx
 import numpy as np
@@ -30,7 +34,11 @@ from horovod.common.exceptions import HorovodInternalError
 
 from .sampler import VIRTUAL_STEPS, over_epochs, progress_of  # noqa: F401  (first defined here)
 from .sampler import EpochSampler as ElasticSampler  # noqa: F401  (the name it had here first)
+from ..utils.env import env
 from .state_handlers import CountersHandler, ParametersHandler, SamplerHandler, TrainerHandler, ramp_callback
+
+EXIT_CUT_OFF = 75          # EX_TEMPFAIL: the worker left the job, cut off from the rendezvous server
+RENDEZVOUS_TRIES, RENDEZVOUS_WAIT_S = 5, 1.0
 
 
 class GluonState(State):
@@ -167,7 +175,39 @@ def _reset():
     except mx.base.MXNetError:
         pass  # a collective that failed because a peer died: the state is restored from the commit
     hvd.shutdown()
+    leave_if_cut_off()
     hvd.init()
+
+
+def leave_if_cut_off(environ=None, tries=RENDEZVOUS_TRIES, wait_s=RENDEZVOUS_WAIT_S,
+                     connect=socket.create_connection, sleep=time.sleep, leave=os._exit):
+    """Before a reset's ``hvd.init()``: leave the job cleanly if the rendezvous server cannot be
+    reached. Horovod's Gloo rendezvous client gives up after three tries half a second apart and
+    then ends the process natively (an uncaught C++ error: "terminate called", SIGABRT); a worker
+    that a network fault has cut off from the server (``HOROVOD_GLOO_RENDEZVOUS_ADDR``/``_PORT``,
+    set by horovodrun) would die that way in its reset. This tries a TCP connection to the server
+    ``tries`` times, each waiting up to ``wait_s`` and ``wait_s`` apart; when none succeeds it
+    writes one line to stderr and exits with status ``EXIT_CUT_OFF`` (75). Horovod's driver treats
+    the host as failed, as it would the abort, and the other workers go on from the last commit;
+    the host can be added back later under another name. Outside an elastic horovodrun job (no
+    server named) it does nothing."""
+    addr = env("HOROVOD_GLOO_RENDEZVOUS_ADDR", environ)
+    port = env("HOROVOD_GLOO_RENDEZVOUS_PORT", environ)
+    if not addr or not port:
+        return
+    last = None
+    for attempt in range(tries):
+        try:
+            connect((addr, int(port)), timeout=wait_s).close()
+            return
+        except (OSError, ValueError) as exc:
+            last = exc
+            if attempt + 1 < tries:
+                sleep(wait_s)
+    sys.stderr.write(f"gluon-suite elastic: this worker cannot reach the rendezvous server {addr}:{port} "
+                     f"({tries} tries, {last}); it leaves the job and the others go on from the last commit\n")
+    sys.stderr.flush()
+    leave(EXIT_CUT_OFF)
 
 
 def run(func):
