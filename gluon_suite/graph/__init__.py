@@ -35,7 +35,7 @@ def _backward_unbulked():
 
 
 _backward_unbulked()
-from . import dataloading, function, init, ops, propagate, sampling, subgraph
+from . import dataloading, function, init, node_apply, ops, propagate, sampling, subgraph  # noqa: F401
 from .base import ALL, EID, NID, DGLError, EdgeBatch, GraphError, NodeBatch
 from .batch import batch, unbatch
 from .block import Block, to_block
