@@ -97,6 +97,27 @@ def test_image_folder_layout(tmp_path):
         folder_dataset(str(tmp_path / "empty"))
 
 
+def test_image_folder_refuses_files_that_are_not_images_and_names_one_that_does_not_decode(tmp_path):
+    for c in ("cat", "dog"):
+        (tmp_path / c).mkdir()
+        _png(tmp_path / c / "0.png", 10)
+    zero = tmp_path / "dog" / "1.jpg"
+    zero.write_bytes(b"")
+    with pytest.raises(UserError, match=rf"image file {zero} is empty \(0 bytes\); remove it"):
+        folder_dataset(str(tmp_path))
+    zero.write_bytes(b"GIF89a not what the name says")
+    with pytest.raises(UserError, match=rf"image file {zero} is not a JPEG or PNG image \(it starts with b'GIF8'\)"):
+        folder_dataset(str(tmp_path))
+    # a JPEG's first bytes, then garbage: found when it is decoded, named in one line
+    zero.write_bytes(b"\xff\xd8\xff\xe0" + b"garbage" * 20)
+    ds = folder_dataset(str(tmp_path))
+    assert ds[0][0].shape == (12, 10, 3)
+    bad = [i for i, (path, _) in enumerate(ds.items) if path == str(zero)][0]
+    with pytest.raises(UserError, match=rf"image file {zero} cannot be decoded \(.*Invalid image file\.\); remove") as info:
+        ds[bad]
+    assert "\n" not in str(info.value)
+
+
 def test_recordio(tmp_path):
     rec, idx = str(tmp_path / "train.rec"), str(tmp_path / "train.idx")
     w = mx.recordio.MXIndexedRecordIO(idx, rec, "w")

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 
+import cv2
 import mxnet as mx
 import numpy as np
 import pytest
@@ -108,6 +109,7 @@ def test_global_batch_must_divide_across_workers():
     (["--dataset", "cifar10", "--data-dir", "/nonexistent/cifar"], "does not exist"),
     (["--model", "resnest14_digitz"], "did you mean: resnest14_digits"),
     (["--dataset", "folder", "--data-dir", "FLAT"], "one sub-folder per class"),
+    (["--dataset", "folder", "--data-dir", "ZERO"], "train/b/0.jpg is empty (0 bytes)"),
     (["--dataset", "cifar10", "--data-dir", "CUT"], "truncated"),
     (["--epochs", "0"], "--epochs/--num-epochs: must be a whole number >= 1"),
     (["--averaged-bn", "running"], "'running'"),
@@ -121,9 +123,17 @@ def test_bad_input_is_one_line_and_nonzero(tmp_path, args, needle):
     cut.mkdir(parents=True)
     for f in [f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]:
         (cut / f).write_bytes(b"\0" * 3073 * 2 + b"\1" * 10)
-    args = [a.replace("FLAT", str(tmp_path / "flat")).replace("CUT", str(tmp_path / "cut")) for a in args]
+    for c in ("a", "b"):   # an image folder whose one image of class b is a zero-byte file
+        (tmp_path / "zero" / "train" / c).mkdir(parents=True)
+        (tmp_path / "zero" / "val" / c).mkdir(parents=True)
+    (tmp_path / "zero" / "train" / "b" / "0.jpg").write_bytes(b"")
+    for part in ("train/a/0.png", "val/a/0.png", "val/b/0.png"):
+        cv2.imwrite(str(tmp_path / "zero" / part), np.zeros((8, 8, 3), np.uint8))
+    args = [a.replace("FLAT", str(tmp_path / "flat")).replace("CUT", str(tmp_path / "cut"))
+            .replace("ZERO", str(tmp_path / "zero")) for a in args]
     p = run(args + ["--out", str(tmp_path / "o")])
     assert p.returncode != 0
+    assert not (tmp_path / "o").exists()        # refused before the run folder is made
     assert "Traceback" not in p.stderr
     errors = [l for l in p.stderr.splitlines() if l.startswith("error:")]
     assert len(errors) == 1 and needle in errors[0], p.stderr[-1500:]

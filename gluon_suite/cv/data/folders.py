@@ -38,10 +38,45 @@ def record_labels(data):
     return out
 
 
+_MAGIC = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n")   # JPEG, PNG (OpenCV reads either whatever the name)
+
+
+def check_image_file(path):
+    """A one-line UserError when ``path`` is empty or does not start like a JPEG or PNG file (8
+    bytes read; a file that starts right but is corrupt further in is caught when it is decoded)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError as exc:
+        raise UserError(f"image file {path} cannot be read ({exc.strerror}); fix its permissions or remove it") from None
+    if not head:
+        raise UserError(f"image file {path} is empty (0 bytes); remove it or replace it with the image")
+    if not head.startswith(_MAGIC):
+        raise UserError(f"image file {path} is not a JPEG or PNG image (it starts with {head[:4]!r}); remove it "
+                        "or replace it with the image")
+
+
+def _decode_error(exc):
+    """The reason in MXNet's multi-line decoding error (its last non-empty line)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[-1] if lines else type(exc).__name__
+
+
 def folder_dataset(root):
     """``gluon.data.vision.ImageFolderDataset`` for ``root``, after checking it has one sub-folder
-    per class holding images."""
+    per class holding images and that every image file starts like a JPEG or PNG file
+    (``check_image_file``). An image that cannot be decoded when it is read is a one-line
+    UserError naming the file, not OpenCV's traceback."""
+    import mxnet as mx
     from mxnet.gluon.data.vision import ImageFolderDataset
+
+    class CheckedImageFolder(ImageFolderDataset):
+        def __getitem__(self, idx):
+            try:
+                return super().__getitem__(idx)
+            except mx.base.MXNetError as exc:
+                raise UserError(f"image file {self.items[idx][0]} cannot be decoded ({_decode_error(exc)}); "
+                                "remove it or replace it with the image") from None
     root = os.path.expanduser(root)
     if not os.path.isdir(root):
         raise UserError(f"image folder {root} does not exist")
@@ -55,4 +90,7 @@ def folder_dataset(root):
                                            for f in os.listdir(os.path.join(root, c)))]
     if empty:
         raise UserError(f"class folder(s) {', '.join(empty[:5])} in {root} hold no images")
-    return ImageFolderDataset(root)
+    data = CheckedImageFolder(root)
+    for path, _ in data.items:
+        check_image_file(path)
+    return data
