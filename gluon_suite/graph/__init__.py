@@ -43,7 +43,8 @@ from .digraph import DGLGraph, Graph, from_networkx, from_scipy, graph
 from .hetero_convert import ETYPE, NTYPE, metapath_reachable_graph, to_heterogeneous, to_homogeneous
 from .heterograph import BipartiteGraph, HeteroGraph, create_block, heterograph
 from .io import load_graphs, save_graphs
-from .mutation import add_edges, add_nodes, rand_graph, remove_edges, remove_nodes
+from .hetero_mutation import add_edges, add_nodes, remove_edges, remove_nodes
+from .mutation import rand_graph
 from .nn.conv.propagation import laplacian_lambda_max
 from .ops import edge_softmax
 from .propagate import (bfs_edges_generator, bfs_nodes_generator, prop_nodes_bfs, prop_nodes_topo,
