@@ -1,5 +1,5 @@
 """Changing a heterograph in place (add_nodes, add_edges, remove_edges, remove_nodes with
-ntype=/etype=), against hand-worked graphs: counts, edges, features that follow their rows,
+ntype=/etype=) and its local_var, against hand-worked graphs: counts, edges, features that follow their rows,
 relation graphs that change with their heterograph, message passing afterwards; int32/int64 ids,
 cpu(0)/cpu(1)."""
 import mxnet as mx
@@ -91,3 +91,17 @@ def test_batch_counts_go_and_mistakes_are_one_line():
     h = dgl.graph(([0], [1]))
     dgl.add_nodes(h, 2)                          # a graph goes on to the one-relation functions
     assert h.num_nodes() == 4
+
+
+def test_local_var_keeps_new_features_off_the_heterograph():
+    g = make()
+    lv = g.local_var()
+    lv.nodes["user"].data["x2"] = lv.nodes["user"].data["x"] * 2
+    lv.edges["plays"].data["w"] = mx.nd.zeros(3)
+    lv.update_all(fn.copy_u("x", "m"), fn.sum("m", "s"), etype="plays")
+    # games: game 0 from user 2 (3.0), game 1 from users 0 and 2 (1.0 + 3.0)
+    assert col(lv.nodes["game"].data, "s") == [3.0, 4.0]
+    assert "x2" not in g.nodes["user"].data and "s" not in g.nodes["game"].data
+    assert col(g.edges["plays"].data, "w") == [5.0, 6.0, 7.0]
+    assert col(lv.nodes["user"].data, "x") == [1.0, 2.0, 3.0]          # the tensors are shared
+    assert edges(lv, PLAYS) == edges(g, PLAYS)
