@@ -17,7 +17,6 @@ Node types and canonical edge types keep the order they are given in (``heterogr
 them, as DGL does). An edge type name that names several relations is an error wherever a name
 is taken: pass the canonical triple."""
 import contextlib
-import copy
 
 import mxnet as mx
 import numpy as np
@@ -331,20 +330,6 @@ class HeteroGraph(HeteroMessagePassing, BatchCounts):
         finally:
             for f, s in zip(frames, saved):
                 f._restore(s)
-
-    def local_var(self):
-        """DGL's ``local_var``: a heterograph object sharing this one's structure, relation
-        structures and feature tensors whose feature dictionaries (per node type and relation) are
-        its own, so features set on it leave this heterograph alone."""
-        g = copy.copy(self)
-        g._node_frames = {t: f._copy() for t, f in self._node_frames.items()}
-        g._rels = {}
-        for c, r in self._rels.items():
-            local = copy.copy(r)
-            local.srcdata, local.dstdata = g._node_frames[c[0]], g._node_frames[c[2]]
-            local.edata = r.edata._copy()
-            g._rels[c] = local
-        return g
 
     def _clone(self, idtype=None, device=None):
         g = HeteroGraph({c: (r._src, r._dst) for c, r in self._rels.items()}, self._num_nodes, self._ntypes,

@@ -9,7 +9,10 @@ nodes its ids reach beyond a type's end first, as DGL does. ``remove_nodes`` dro
 edges in every relation that touches the type and renumbers the type's other nodes in order;
 ``store_ids`` keeps the ids before the change in ``NID``/``EID``. A relation graph ``g[etype]``
 is changed with its heterograph (the same object); a heterograph made by ``dgl.batch`` counts as
-one graph afterwards."""
+one graph afterwards. ``g.local_var()`` gives a heterograph whose features are its own (the
+structure and tensors shared)."""
+import copy
+
 import numpy as np
 
 from . import mutation as _one
@@ -165,5 +168,20 @@ def remove_nodes(g, nids, ntype=None, store_ids=False):
     return _one.remove_nodes(g, nids, ntype, store_ids)
 
 
-for _f in (add_nodes, add_edges, remove_edges, remove_nodes):
+def local_var(g):
+    """DGL's ``local_var`` of a heterograph: a heterograph object sharing ``g``'s structure,
+    relation structures and feature tensors whose feature dictionaries (per node type and
+    relation) are its own, so features set on it leave ``g`` alone."""
+    out = copy.copy(g)
+    out._node_frames = {t: f._copy() for t, f in g._node_frames.items()}
+    out._rels = {}
+    for c, r in g._rels.items():
+        local = copy.copy(r)
+        local.srcdata, local.dstdata = out._node_frames[c[0]], out._node_frames[c[2]]
+        local.edata = r.edata._copy()
+        out._rels[c] = local
+    return out
+
+
+for _f in (add_nodes, add_edges, remove_edges, remove_nodes, local_var):
     setattr(HeteroGraph, _f.__name__, _f)
