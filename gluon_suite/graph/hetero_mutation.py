@@ -79,15 +79,7 @@ def _hetero_add_nodes(g, num, data, ntype):
 
 def _hetero_add_edges(g, u, v, data, etype):
     c = _canonical(g, etype, "add_edges")
-    u, v = as_ids(u, "u"), as_ids(v, "v")
-    if len(u) == 1 and len(v) > 1:
-        u = np.repeat(u, len(v))
-    elif len(v) == 1 and len(u) > 1:
-        v = np.repeat(v, len(u))
-    if len(u) != len(v):
-        raise GraphError(f"add_edges: u has {len(u)} ids and v {len(v)}; give one (u, v) pair per edge")
-    if len(u) and min(u.min(), v.min()) < 0:
-        raise GraphError("add_edges: node ids must be >= 0")
+    u, v = _one.edge_pairs(u, v)
     for t, ids in ((c[0], u), (c[2], v)):
         top = int(ids.max(initial=-1)) + 1
         if top > g._num_nodes[t]:

@@ -55,10 +55,9 @@ def add_nodes(g, num, data=None, ntype=None):
     _restructure(g, g._src, g._dst, n + num)
 
 
-def add_edges(g, u, v, data=None, etype=None):
-    """Add edges ``u[i] -> v[i]`` to ``g`` in place (one side may be a single id, repeated); nodes
-    beyond the graph's end are added first, as in DGL. ``data`` maps edge feature names to rows."""
-    _mutable(g, "add_edges")
+def edge_pairs(u, v):
+    """``add_edges``' ids as two equal-length int64 arrays (a single id on one side repeated),
+    each >= 0, or a one-line GraphError."""
     u, v = as_ids(u, "u"), as_ids(v, "v")
     if len(u) == 1 and len(v) > 1:
         u = np.repeat(u, len(v))
@@ -68,6 +67,14 @@ def add_edges(g, u, v, data=None, etype=None):
         raise GraphError(f"add_edges: u has {len(u)} ids and v {len(v)}; give one (u, v) pair per edge")
     if len(u) and min(u.min(), v.min()) < 0:
         raise GraphError("add_edges: node ids must be >= 0")
+    return u, v
+
+
+def add_edges(g, u, v, data=None, etype=None):
+    """Add edges ``u[i] -> v[i]`` to ``g`` in place (one side may be a single id, repeated); nodes
+    beyond the graph's end are added first, as in DGL. ``data`` maps edge feature names to rows."""
+    _mutable(g, "add_edges")
+    u, v = edge_pairs(u, v)
     top = int(max(u.max(initial=-1), v.max(initial=-1))) + 1
     if top > g.num_nodes():
         add_nodes(g, top - g.num_nodes())
