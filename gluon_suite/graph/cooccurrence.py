@@ -28,6 +28,7 @@ import mxnet as mx
 import numpy as np
 
 from ..utils.packaged import package_file
+from ..utils.readers import data_reader
 from .base import GraphError
 from .digraph import Graph
 
@@ -39,6 +40,8 @@ _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"'])")
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 
+@data_reader("UTF-8 text corpus", checks=("utf-8 text",),
+             path=lambda path=None: path or package_file("gensim", LEE_FILE, GENSIM_PIP))
 def lee_sentences(path=None):
     """The Lee background corpus (``path``, default: the installed gensim's copy) as sentences of
     lower-cased tokens, in file order (the module docstring's rule)."""

@@ -8,6 +8,7 @@ import numpy as np
 
 from .base import GraphError
 from .digraph import Graph
+from ..utils.readers import data_reader
 
 
 def karate_club():
@@ -37,6 +38,18 @@ def sbm_graph(sizes=(100, 100, 100), p_in=0.1, p_out=0.01, feat_dim=16, noise=1.
     return g
 
 
+@data_reader("graph data set text file", checks=("utf-8 text",), path="path")
+def _lines(path):
+    """``(line number, line)`` for each line of the text file ``path`` that is not blank."""
+    with open(path, encoding="utf-8") as fh:
+        for no, line in enumerate(fh, start=1):
+            if line.strip():
+                yield no, line
+
+
+@data_reader("LINQS citation folder", path="folder",
+             checks=("both files there", "rows of one width", "finite numeric attributes", "paper ids unique",
+                     "citations name known papers (or are dropped)"))
 def load_linqs(folder, name="cora", dangling="error"):
     """A LINQS citation data set: ``{name}.content`` (``<paper id> <0/1 word attributes...> <class>``
     per line) and ``{name}.cites`` (``<cited id> <citing id>``). Edges go both ways: edge 2i is the
@@ -54,50 +67,44 @@ def load_linqs(folder, name="cora", dangling="error"):
         if not os.path.isfile(f):
             raise GraphError(f"{f} does not exist; a LINQS folder holds {name}.content and {name}.cites")
     ids, lines, feats, labels, width = {}, {}, [], [], None
-    with open(content, encoding="utf-8") as fh:
-        for no, line in enumerate(fh, start=1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) < 3:
-                raise GraphError(f"{content}:{no}: expected '<id> <attributes...> <label>', got {len(parts)} fields")
-            if width is None:
-                width = len(parts)
-            elif len(parts) != width:
-                raise GraphError(f"{content}:{no}: {len(parts) - 2} attributes, the first line had {width - 2}")
-            try:
-                row = [float(v) for v in parts[1:-1]]
-            except ValueError:
-                raise GraphError(f"{content}:{no}: attributes must be numbers") from None
-            if not all(math.isfinite(v) for v in row):
-                bad = next(v for v in parts[1:-1] if not math.isfinite(float(v)))
-                raise GraphError(f"{content}:{no}: attribute {bad!r} is not a finite number; fix or remove the row")
-            feats.append(row)
-            if parts[0] in ids:
-                raise GraphError(f"{content}:{no}: paper id {parts[0]} appears twice (first on line "
-                                 f"{lines[parts[0]]}); remove one of the rows or give it its own id")
-            ids[parts[0]] = len(ids)
-            lines[parts[0]] = no
-            labels.append(parts[-1])
+    for no, line in _lines(content):
+        parts = line.split()
+        if len(parts) < 3:
+            raise GraphError(f"{content}:{no}: expected '<id> <attributes...> <label>', got {len(parts)} fields")
+        if width is None:
+            width = len(parts)
+        elif len(parts) != width:
+            raise GraphError(f"{content}:{no}: {len(parts) - 2} attributes, the first line had {width - 2}")
+        try:
+            row = [float(v) for v in parts[1:-1]]
+        except ValueError:
+            raise GraphError(f"{content}:{no}: attributes must be numbers") from None
+        if not all(math.isfinite(v) for v in row):
+            bad = next(v for v in parts[1:-1] if not math.isfinite(float(v)))
+            raise GraphError(f"{content}:{no}: attribute {bad!r} is not a finite number; fix or remove the row")
+        feats.append(row)
+        if parts[0] in ids:
+            raise GraphError(f"{content}:{no}: paper id {parts[0]} appears twice (first on line "
+                             f"{lines[parts[0]]}); remove one of the rows or give it its own id")
+        ids[parts[0]] = len(ids)
+        lines[parts[0]] = no
+        labels.append(parts[-1])
     if not ids:
         raise GraphError(f"{content} is empty")
     src, dst = [], []
-    with open(cites, encoding="utf-8") as fh:
-        for no, line in enumerate(fh, start=1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 2:
-                raise GraphError(f"{cites}:{no}: expected '<cited id> <citing id>', got {len(parts)} fields")
-            a, b = parts
-            missing = [paper for paper in (a, b) if paper not in ids]
-            if missing and dangling == "drop":
-                continue
-            if missing:
-                raise GraphError(f"{cites}:{no}: paper {missing[0]} is not in {content}; add its row there, "
-                                 "remove the citation, or pass --drop-dangling-cites to skip such lines")
-            src += [ids[b], ids[a]]
-            dst += [ids[a], ids[b]]
+    for no, line in _lines(cites):
+        parts = line.split()
+        if len(parts) != 2:
+            raise GraphError(f"{cites}:{no}: expected '<cited id> <citing id>', got {len(parts)} fields")
+        a, b = parts
+        missing = [paper for paper in (a, b) if paper not in ids]
+        if missing and dangling == "drop":
+            continue
+        if missing:
+            raise GraphError(f"{cites}:{no}: paper {missing[0]} is not in {content}; add its row there, "
+                             "remove the citation, or pass --drop-dangling-cites to skip such lines")
+        src += [ids[b], ids[a]]
+        dst += [ids[a], ids[b]]
     classes = sorted(set(labels))
     g = Graph((np.array(src, np.int64), np.array(dst, np.int64)), num_nodes=len(ids))
     g.ndata["feat"] = mx.nd.array(np.array(feats, np.float32))
@@ -107,20 +114,20 @@ def load_linqs(folder, name="cora", dangling="error"):
 
 def _read_ints(path, cols, what):
     rows = []
-    with open(path, encoding="utf-8") as fh:
-        for no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            parts = [p.strip() for p in line.split(",")]
-            if len(parts) != cols:
-                raise GraphError(f"{path}:{no}: expected {what}, got {line.strip()!r}")
-            try:
-                rows.append([int(float(p)) for p in parts])
-            except (ValueError, OverflowError):   # 'nan' gives the first, 'inf' the second
-                raise GraphError(f"{path}:{no}: expected integers ({what}), got {line.strip()!r}") from None
+    for no, line in _lines(path):
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != cols:
+            raise GraphError(f"{path}:{no}: expected {what}, got {line.strip()!r}")
+        try:
+            rows.append([int(float(p)) for p in parts])
+        except (ValueError, OverflowError):   # 'nan' gives the first, 'inf' the second
+            raise GraphError(f"{path}:{no}: expected integers ({what}), got {line.strip()!r}") from None
     return np.array(rows, np.int64).reshape(-1, cols)
 
 
+@data_reader("TU graph-classification folder", path="folder",
+             checks=("the three files there", "integers only (nan and inf refused)", "node ids in range",
+                     "graph ids 1..G in order without gaps", "edges inside one graph", "one label per graph and node"))
 def load_tu(folder, name):
     """A TU graph-classification data set: ``{name}_A.txt`` (``i, j`` edges, 1-based node ids),
     ``{name}_graph_indicator.txt`` (graph id per node), ``{name}_graph_labels.txt`` and, when

@@ -51,6 +51,7 @@ from .block import Block
 from .digraph import Graph
 from .hetero_graph import HeteroGraph
 from .heterograph import BipartiteGraph
+from ..utils.readers import data_reader
 
 __all__ = ["save_graphs", "load_graphs"]
 
@@ -280,6 +281,9 @@ def _build(path, i, entry, arrays):
     return g
 
 
+@data_reader("graph file written by save_graphs", path="filename", fix="copy or save it again",
+             checks=("the magic line", "a JSON header of the format and version", "the payload's length and sha256",
+                     "every array named, with its rows and id type", "idx_list in range"))
 def load_graphs(filename, idx_list=None):
     """DGL's ``load_graphs``: ``(graphs, labels)`` from a file ``save_graphs`` wrote; the graphs
     at ``idx_list`` (positions in the saved list, in that order) or all of them, and the labels

@@ -33,6 +33,7 @@ from .hetero_graph import HeteroGraph
 from .heterograph import heterograph
 from .samples import write_linqs
 from ..utils.fileio import atomic_path
+from ..utils.readers import data_reader
 
 __all__ = ["citation_graph", "citation_heterograph", "linqs_heterograph", "load_hetero_tsv", "write_hetero_tsv",
            "write_citation_hetero", "undirected_split"]
@@ -106,6 +107,8 @@ def write_citation_hetero(folder):
     return write_hetero_tsv(hg, folder, {"paper": papers, "word": words}, {"paper": classes})
 
 
+@data_reader("heterograph TSV file", checks=("utf-8 text", "tab-separated fields of the expected count"),
+             path="path")
 def _rows(path, width, what):
     with open(path, encoding="utf-8") as fh:
         for no, line in enumerate(fh, start=1):
@@ -125,6 +128,9 @@ def _int(path, no, text, what):
         raise GraphError(f"{path}:{no}: {what} must be a whole number, got {text!r}") from None
 
 
+@data_reader("heterograph TSV folder", path="folder",
+             checks=("nodes.tsv and edges.tsv there", "ids whole numbers, in order and in range",
+                     "relations name node types of nodes.tsv", "neither file empty"))
 def load_hetero_tsv(folder):
     """A heterograph from the folder layout of the module docstring: node types and counts from
     ``nodes.tsv`` (``ndata['label']``, the index of the label among the type's sorted label

@@ -20,6 +20,7 @@ import math
 
 from ..utils.errors import UserError
 from ..utils.packaged import package_file
+from ..utils.readers import data_reader
 from .text import _sentences, read_corpus
 
 GENSIM_PIP = "gensim==4.4.0"
@@ -35,6 +36,7 @@ def gensim_corpus_path(name):
     return package_file("gensim", "test/test_data/" + GENSIM_CORPORA[name], GENSIM_PIP)
 
 
+@data_reader("document-per-line text file", checks=("utf-8 text",), path="path")
 def _lines(path):
     # head500 has CRLF line ends; splitlines() takes either
     with open(path, encoding="utf-8") as f:

@@ -25,6 +25,7 @@ import os
 import numpy as np
 
 from ..utils.errors import UserError
+from ..utils.readers import data_reader
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,6 +89,9 @@ def task_files(task, data_dir):
     return files.pop("train"), files
 
 
+@data_reader("GLUE task TSV file", path="path",
+             checks=("utf-8 text", "the task's header", "the task's column count", "labels among the task's labels",
+                     "scores finite numbers"))
 def read_glue(path, task):
     """Read one of ``task``'s files: ``(texts, y)``, texts as tuples of one or two strings, y the
     label ids (int32, into ``task.labels``) or the scores (float32). A bad row raises a one-line

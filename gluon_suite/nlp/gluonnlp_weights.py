@@ -26,6 +26,7 @@ import os
 
 from ..utils.env import env
 from ..utils.errors import UserError
+from ..utils.readers import data_reader
 
 MODELS = ("bert_12_768_12", "bert_24_1024_16")   # GluonNLP's BERT constructors this module builds with
 DEFAULT_MODEL, DEFAULT_DATASET = "bert_12_768_12", "book_corpus_wiki_en_uncased"   # GluonNLP's script defaults
@@ -99,6 +100,8 @@ def verify(path, sha1):
                         "damaged or not GluonNLP's release; copy GluonNLP's file again")
 
 
+@data_reader("GluonNLP BERT vocabulary JSON", checks=("utf-8 JSON that BERTVocab reads",),
+             path="path", fix="copy GluonNLP's file again")
 def read_vocab(path):
     """GluonNLP's ``BERTVocab`` from its JSON file ``path``."""
     from gluonnlp.vocab import BERTVocab

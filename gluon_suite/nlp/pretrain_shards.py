@@ -3,11 +3,13 @@ NumPy ``.npz`` files (no pickled objects) and read back, checked against a phase
 and the vocabulary, by a phase's ``shards`` or ``eval_shards``."""
 import glob
 import os
+import zipfile
 
 import numpy as np
 
 from ..utils import UserError
 from ..utils.fileio import atomic_path
+from ..utils.readers import data_reader
 
 KEYS = ("input_ids", "token_types", "valid_length", "masked_positions", "masked_ids", "masked_weights",
         "nsp_labels")
@@ -28,6 +30,9 @@ def write_shards(data, folder, per_shard=10000):
     return paths
 
 
+@data_reader("folder of pretraining shards", path="spec",
+             checks=("at least one shard", "the arrays of a shard", "the phase's seq_len",
+                     "token ids in the vocabulary"))
 def read_shards(spec, seq_len, vocab_size, what="shards"):
     """The instances of the shards ``spec`` (a folder of ``.npz`` files or a glob), in name order, as
     one dict of arrays; checked for the arrays, the phase's ``seq_len`` and the vocabulary's size."""
@@ -39,7 +44,7 @@ def read_shards(spec, seq_len, vocab_size, what="shards"):
         try:
             with np.load(path, allow_pickle=False) as z:
                 parts.append({k: z[k] for k in KEYS})
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             raise UserError(f"{path} is not a pretraining shard ({' '.join(str(exc).split())[:100]}); "
                             f"it needs the arrays {', '.join(KEYS)}") from None
     shapes = {(p["input_ids"].shape[1], p["masked_ids"].shape[1]) for p in parts}

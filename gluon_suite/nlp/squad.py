@@ -12,6 +12,7 @@ import json
 import numpy as np
 
 from ..utils.errors import UserError
+from ..utils.readers import data_reader
 
 _JSON_TYPES = {dict: "an object", list: "a list", str: "a string", int: "a whole number", bool: "true/false"}
 _LAYOUT = ("SQuAD: data[].paragraphs[].{context, qas[].{id, question, answers[].{text, answer_start}, "
@@ -78,6 +79,9 @@ def _answers(qa, context, path, qwhere):
     return texts, starts, impossible
 
 
+@data_reader("SQuAD JSON file", path="path",
+             checks=("utf-8 JSON with a 'data' list", "every field of its JSON type", "answers at their offsets",
+                     "unanswerable questions without answers", "question ids unique"))
 def read_squad(path, allow_impossible=True):
     """Read a SQuAD v1.1 or v2.0 JSON file: a list of dicts with id, question, context, answers
     (texts), answer_start (chars) and is_impossible (SQuAD 2.0's flag; False where absent). A

@@ -6,6 +6,7 @@ import numpy as np
 from mxnet import gluon
 
 from ..utils.errors import UserError
+from ..utils.readers import data_reader
 from .squad import (SquadFeatures, check_squad_lengths, doc_windows, encode_squad,  # noqa: F401
                     read_squad)
 from .squad_eval import (best_span, exact_match, f1_score, normalize_answer, predict_squad,  # noqa: F401
@@ -13,6 +14,9 @@ from .squad_eval import (best_span, exact_match, f1_score, normalize_answer, pre
 
 
 # ---- GLUE-style TSV ------------------------------------------------------------------------------
+@data_reader("TSV file with a header row", path="path",
+             checks=("utf-8 text", "the named columns in the header", "rows as wide as the header", "at least one row",
+                     "labels among those given"))
 def read_tsv(path, text_columns=("sentence",), label_column="label", labels=None):
     """Read a GLUE-style TSV with a header row. Returns ``(texts, label_ids, label_names)`` where
     ``texts`` are tuples of one or two strings. Malformed rows raise UserError naming file and line."""

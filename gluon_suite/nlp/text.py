@@ -12,6 +12,7 @@ import os
 import re
 
 from ..utils.errors import UserError
+from ..utils.readers import data_reader
 
 SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"'])")
@@ -41,6 +42,8 @@ def write_corpus(docs, path):
         f.write("\n\n".join("\n".join(d) for d in docs) + "\n")
 
 
+@data_reader("pretraining text file", path="path",
+             checks=("utf-8 text", "at least one document", "two sentences or more in each document"))
 def read_corpus(path):
     """Read a pretraining text file: returns ``[(first_line_number, [sentence, ...]), ...]``.
 
@@ -73,6 +76,8 @@ def read_corpus(path):
     return docs
 
 
+@data_reader("BERT vocabulary file", path="path",
+             checks=("utf-8 text", "the special tokens there", "no token twice"))
 def load_vocab(path):
     """A GluonNLP ``BERTVocab`` from a BERT vocab file (one token per line); the special tokens
     [PAD] [UNK] [CLS] [SEP] [MASK] must be present."""

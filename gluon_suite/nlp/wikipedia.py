@@ -26,6 +26,7 @@ import xml.etree.ElementTree as ET
 from ..utils.errors import UserError
 from ..utils.fileio import atomic_path
 from ..utils.packaged import package_file
+from ..utils.readers import data_reader
 from .corpora import GENSIM_PIP
 from .wikitext import STRIPPER_VERSION, split_sentences, strip_markup, tokenize  # noqa: F401
 
@@ -74,6 +75,8 @@ def _child(elem, name):
     return None
 
 
+@data_reader("MediaWiki XML dump", path="path", fix="download it again",
+             checks=("the file exists", "well-formed XML, whole (a cut .bz2 or .gz refused)", "a <mediawiki> root"))
 def _read_pages(path):
     """``(Page, namespace, is_redirect)`` for every ``<page>`` of the dump, in file order."""
     path = os.fspath(path)
@@ -267,6 +270,8 @@ class WikipediaCorpus(DocumentCorpus):
                          options=options, counts=counts)
 
 
+@data_reader("UTF-8 text corpus", path="path",
+             checks=("the file exists", "utf-8 text, named by line", "documents enough for the splits"))
 def text_file_corpus(path, seed=0, valid_fraction=0.05, test_fraction=0.05, min_words=20):
     """A ``DocumentCorpus`` of a UTF-8 text file: one document per block of non-blank lines (blank
     lines between documents), each line a paragraph; a document's id is its first line's number."""
@@ -333,6 +338,8 @@ class Vocabulary:
             json.dump({"format": VOCAB_FORMAT, **self.record(), "vocab": json.loads(self.vocab.to_json())}, f)
 
     @classmethod
+    @data_reader("vocabulary JSON written by Vocabulary.save", path="path", fix="build the vocabulary again",
+                 checks=("utf-8 JSON of the vocabulary format", "the token list matches its recorded size and sha256"))
     def load(cls, path):
         import gluonnlp as nlp
         path = os.fspath(path)

@@ -21,6 +21,7 @@ import json
 import os
 
 from ..utils.errors import UserError
+from ..utils.readers import data_reader
 from .model import StepProfile
 
 FORMAT = "gluon-suite-whatif-profile"
@@ -105,6 +106,9 @@ def bundled_profiles():
     return sorted(f[:-5] for f in os.listdir(BUNDLED_DIR) if f.endswith(".json"))
 
 
+@data_reader("what-if profile JSON", path="path",
+             checks=("utf-8 JSON of the profile format", "a version this suite reads", "times finite and >= 0",
+                     "tensors with bytes > 0 ready within backward"))
 def load_profile(path):
     """Read a profile file (or a bundled profile's name); returns ``(StepProfile, record)``. A file
     that is not JSON, not a profile, of a newer format version, or with missing or impossible

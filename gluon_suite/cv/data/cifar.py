@@ -12,6 +12,7 @@ import tarfile
 import numpy as np
 
 from ...utils.errors import UserError
+from ...utils.readers import data_reader
 
 _LAYOUT = {
     "cifar10": {"archive": "cifar-10-binary.tar.gz", "folder": "cifar-10-batches-bin", "label_bytes": 1,
@@ -50,6 +51,9 @@ def _find(path, layout):
                     f"{', '.join(layout['train'][:1] + layout['test'])}, or {layout['archive']}")
 
 
+@data_reader("CIFAR binary distribution", path="path", fix="download the archive again",
+             checks=("the files of the split are there", "whole records of 1 (CIFAR-100: 2) label bytes and 3072 "
+                     "pixel bytes", "the archive is a readable tar", "labels below the class count"))
 def load_cifar(path, split="train", dataset="cifar10"):
     """Return ``(images, labels)``: uint8 HWC images (N, 32, 32, 3) and int32 labels of a CIFAR
     split ('train' or 'test') read from the binary distribution at ``path``."""

@@ -21,10 +21,13 @@ import mxnet as mx
 import numpy as np
 
 from ...utils.errors import UserError
+from ...utils.readers import data_reader
 
 _COCO_EDGE = 1.0     # a COCO box may pass the image edge by this much (float rounding); it is clipped
 
 
+@data_reader("image file header", checks=("the file exists", "a header PIL can read"), path="path",
+             fix="replace the file")
 def image_size(path, what):
     """``(width, height)`` of the image file ``path`` from its header (UserError naming ``what``
     when it is missing or not an image)."""
@@ -38,11 +41,15 @@ def image_size(path, what):
         raise UserError(f"{what}: {path} is not a readable image ({exc}); replace the file") from None
 
 
+@data_reader("JPEG or PNG image", checks=("decodes as an image",), path="path",
+             fix="remove the image or replace it")
 def read_image(path):
     """The image at ``path`` as an ``mx.nd`` uint8 HxWx3 RGB array."""
     return mx.image.imread(path, flag=1, to_rgb=True)
 
 
+@data_reader("split list of image ids", checks=("the file exists", "utf-8 text", "at least one id"),
+             path="path")
 def read_split_list(path, layout):
     """The ids listed one per line in ``path`` (UserError when it is missing or empty)."""
     if not os.path.isfile(path):
@@ -82,6 +89,9 @@ class VOCDetectionSet(mx.gluon.data.Dataset):
 
     LAYOUT = "VOC needs root/ImageSets/Main/<split>.txt, root/Annotations/<id>.xml, root/JPEGImages/<id>.jpg"
 
+    @data_reader("Pascal VOC detection folder", path="root",
+                 checks=("every listed id has its annotation and image", "well-formed XML", "<size> is the image's",
+                         "boxes are numbers inside the image with an area", "class names among the classes"))
     def __init__(self, root, split="train", classes=None):
         self.root = os.path.expanduser(os.fspath(root))
         if not os.path.isdir(self.root):
@@ -188,6 +198,9 @@ class COCODetectionSet(mx.gluon.data.Dataset):
     ``category_id(class_index)``.
     """
 
+    @data_reader("COCO instances JSON", path="annotation_file",
+                 checks=("utf-8 JSON with images, annotations and categories", "image ids unique, sizes the files'",
+                         "annotations name known images and categories", "bbox 4 numbers inside the image"))
     def __init__(self, annotation_file, image_dir=None, classes=None):
         self.annotation_file = os.path.expanduser(os.fspath(annotation_file))
         if not os.path.isfile(self.annotation_file):

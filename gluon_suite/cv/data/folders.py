@@ -3,13 +3,17 @@ sub-folder per class), through Gluon's own readers, with their layouts checked u
 import os
 
 from ...utils.errors import UserError
+from ...utils.readers import data_reader
 
 _IMAGE_EXT = (".jpg", ".jpeg", ".png")   # what ImageFolderDataset reads; it skips others with a warning
 
 
+@data_reader("RecordIO file and index", path="path",
+             checks=("the .rec and .idx files exist", "each index line is '<key> <offset>'", "records decode"))
 def record_dataset(path, idx=None):
     """``gluon.data.vision.ImageRecordDataset`` for ``path`` (a .rec file) with its index ``idx``
-    (default: the .idx beside it)."""
+    (default: the .idx beside it). An index line that is not a key and an offset (two whole numbers
+    and a tab between) is a UserError naming the index and the line."""
     from mxnet import recordio
     from mxnet.gluon.data.vision import ImageRecordDataset
     rec = os.path.expanduser(path)
@@ -18,6 +22,7 @@ def record_dataset(path, idx=None):
     index = os.path.expanduser(idx) if idx else rec[:-4] + ".idx"
     if not os.path.isfile(index):
         raise UserError(f"index {index} is missing; make it with im2rec (MXNet's tools/im2rec.py)")
+    _check_index(index)
     if idx is None:
         return ImageRecordDataset(rec)
     data = ImageRecordDataset.__new__(ImageRecordDataset)   # the same reader, the index named
@@ -26,6 +31,18 @@ def record_dataset(path, idx=None):
     return data
 
 
+def _check_index(index):
+    """Every line of ``index`` is a key, a tab and an offset, whole numbers (what MXNet's reader parses)."""
+    with open(index, encoding="utf-8") as f:
+        for no, line in enumerate(f, start=1):
+            parts = line.strip().split("\t")
+            if len(parts) < 2 or not all(p.strip().isdigit() for p in parts[:2]):
+                raise UserError(f"{index}:{no}: {line.strip()[:40]!r} is not a key, a tab and an offset; "
+                                "make the index again with im2rec (MXNet's tools/im2rec.py)")
+
+
+@data_reader("RecordIO file", path=lambda data: data.filename,
+             checks=("every record has a readable header",))
 def record_labels(data):
     """The first label of every record of a ``record_dataset``, read from the record headers
     (no image is decoded)."""
@@ -62,6 +79,9 @@ def _decode_error(exc):
     return lines[-1] if lines else type(exc).__name__
 
 
+@data_reader("image folder of one sub-folder per class", path="root",
+             checks=("one sub-folder per class, each with images", "every image starts like a JPEG or PNG file",
+                     "an image decodes when it is read"))
 def folder_dataset(root):
     """``gluon.data.vision.ImageFolderDataset`` for ``root``, after checking it has one sub-folder
     per class holding images and that every image file starts like a JPEG or PNG file

