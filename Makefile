@@ -25,7 +25,7 @@ HOROVOD_ENV := HOROVOD_WITH_MXNET=1 HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT
 WORKER_ENV := OMP_NUM_THREADS=1 MXNET_CPU_WORKER_NTHREADS=1
 PYTEST_ARGS ?=
 
-.PHONY: setup kernels demo quickstart test test-unit test-long bench clean distclean
+.PHONY: setup kernels demo quickstart test test-unit test-long test-bench bench clean distclean
 
 setup: $(STAMP)
 	@$(MAKE) --no-print-directory kernels
@@ -145,8 +145,14 @@ test: setup
 test-unit: setup
 	$(WORKER_ENV) $(PY) -m pytest -q -p tests.unit_tier -m "not long and not horovod" --timeout=120 $(PYTEST_ARGS) tests
 
+# the long checks CI runs after `make test`: card reproductions, the demo pipeline, SIGKILL mid-epoch,
+# the documented commands, the dense recipes (about 28 minutes on 2 cores)
 test-long: setup
-	$(WORKER_ENV) $(PY) -m pytest -q -m long $(PYTEST_ARGS) tests
+	$(WORKER_ENV) $(PY) -m pytest -q -m "long and not bench" $(PYTEST_ARGS) tests
+
+# every bench protocol's quick run from the checkout (about 18 minutes on 2 cores; not in CI)
+test-bench: setup
+	$(WORKER_ENV) $(PY) -m pytest -q -m bench $(PYTEST_ARGS) tests
 
 # rerun one published claim from its protocol (bench/protocols/NAME.yaml) into a new result file under
 # bench/results/NAME/ (docs/benchmarks.md): make bench NAME=cv_models [QUICK=1] [SEEDS=0,1]

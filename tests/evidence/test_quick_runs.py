@@ -1,6 +1,7 @@
 """Every protocol runs from the checkout on its quick schedule (`gluon-suite bench run NAME --quick`),
 as a user checking that a claim can still be rerun would run it: one seed, a shortened schedule, a
-result file written under a temporary folder and nowhere else."""
+result file written under a temporary folder and nowhere else. About 18 minutes on 2 cores in all, so
+they form their own tier, `make test-bench` (before a bench is rerun), outside CI's 60 minutes."""
 import json
 import os
 import subprocess
@@ -21,6 +22,7 @@ def test_there_are_protocols():
 
 
 @pytest.mark.long
+@pytest.mark.bench
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("name", NAMES)
 def test_quick_run_works_from_the_checkout(name, tmp_path):
