@@ -2,7 +2,8 @@
 given cluster, among synchronous SGD, fp16 gradients and CSER at several ratios.
 
 Each candidate is a cycle of steps with a compression ratio each (dense bytes / sent bytes), and
-the prediction is the cycle's mean step time (``model.predict`` per step):
+the prediction is the cycle's mean step time (``model.predict`` per step, every bucket of the
+dense layout compressed by the step's ratio, as the trainer does):
 
 - ``sync``: every step dense (ratio 1);
 - ``fp16``: every step sends float16 gradients, ratio 2 (only when the gradients are float32);
@@ -14,27 +15,26 @@ the prediction is the cycle's mean step time (``model.predict`` per step):
 The choice is the candidate of the smallest overall ratio whose scaling factor reaches the target
 (ties go to the earlier candidate: sync, then fp16, then CSER); when none does, the one with the
 highest scaling factor, marked as not reaching it. Compression's own compute time is not counted
-unless ``compress_s_per_byte`` is given.
+unless ``compress_s_per_byte`` is given (then for every step that compresses; sync's steps do not).
 
 The candidates and the rule are those of the trainer's ``algorithm="auto"``
 (``distributed/auto.py``), which applies them to what it measures in the first steps of a job; the
 trainer also weighs CSER-PL (steps that send nothing between model averages), which this per-step
 model of every bucket's collective would overcharge, so the advice leaves it out.
 """
-from dataclasses import replace
-
 from ..distributed.costmodel import CANDIDATE_KINDS, candidate_list, choose, cser_cycle, overall_ratio  # noqa: F401
 from ..utils.errors import UserError
-from .model import predict
+from .model import predict_any_ratio
 
 
 def evaluate(profile, workers, bandwidth, candidate, **cluster):
     """A candidate's predicted mean step time, scaling factor and overall ratio on the cluster
     (``cluster``: ``predict``'s keyword arguments)."""
-    # a step may send more than the dense bytes (CSER's update plus a dense error: ratio < 1), which
-    # predict's ratio does not take; scale the gradient bytes instead
-    steps = [predict(replace(profile, grad_bytes=[b / c for b in profile.grad_bytes]), workers, bandwidth,
-                     **cluster)["step_s"] for c in candidate["cycle"]]
+    # each step compresses every bucket of the dense layout by its ratio (below 1 for CSER's step
+    # that sends a dense error too); a step at ratio 1 (sync) runs no compressor, so no compute for one
+    steps = [predict_any_ratio(profile, workers, bandwidth, ratio=c,
+                               **(cluster if c != 1 else {**cluster, "compress_s_per_byte": 0.0}))["step_s"]
+             for c in candidate["cycle"]]
     mean = sum(steps) / len(steps)
     base = profile.forward_s + profile.backward_s + profile.optimizer_s
     overall = overall_ratio(candidate["cycle"])

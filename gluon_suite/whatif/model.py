@@ -12,10 +12,22 @@ Communication is FIFO and overlaps backward: bucket k starts at max(ready_k, end
 
     step = max(t_f + t_b, end of the last bucket) + t_opt,   SF = (t_f + t_b + t_opt) / step
 
-(SF: scaling factor, throughput with n workers over n times one worker's). Compression by ratio c
-sends s/c bytes (plus ``compress_s_per_byte`` seconds of compute per original byte, if known).
-Network utilisation is the bytes a worker's link carries in a step over what the link could carry
-in that time.
+(SF: scaling factor, throughput with n workers over n times one worker's). Network utilisation
+is the bytes a worker's link carries in a step over what the link could carry in that time.
+
+Compression by ratio c, per bucket, as the suite's trainer does it (``distributed/buckets.py``,
+``algorithms.py``): the buckets are laid out on the dense gradients, so their boundaries and ready
+times do not depend on c, and each bucket's dense vector is compressed and sent as s/c bytes.
+Compression compute (``compress_s_per_byte``, kc seconds per dense byte, 0 unless given; a dense
+step passes 0) runs on the worker's device bucket after bucket, beside backward (it does not slow
+it), and holds back only its own bucket's transfer:
+
+    compressed_k = max(ready_k, compressed_{k-1}) + s_k * kc,   bucket k starts at max(compressed_k, end_{k-1})
+
+At a higher ratio every transfer is no longer and takes no more CPU, and no bucket starts later,
+so the step time does not rise with c (``min_ratio`` relies on it). Fusing the compressed tensors
+instead (more tensors per bucket at a higher ratio, each bucket ready later) is not what the
+trainer does, and made a 2x compression predict a slower step than none.
 
 Gradient ready times: when not measured per layer, backward is assumed to produce gradient bytes
 at a uniform rate in reverse layer order (the last layer's gradients first).
@@ -24,9 +36,11 @@ Communication's own CPU cost (``StepProfile.comm_cpu_s_per_byte``, CPU seconds p
 sends, 0 by default): on a worker without a spare core (the sockets, the reductions and the copies
 run on the cores that compute uses), a transfer of w wire bytes takes c = w * kappa CPU seconds
 and lasts max(T, c); while it runs, compute gets the rest of the core, 1 - c / max(T, c), so a
-transfer that overlaps backward slows backward down, and the buckets after it become ready later.
-With kappa = 0 this is the model above. ``bench/whatif_validation.py`` measures kappa as the
-process's CPU time during the gradient allreduce divided by the bytes it sent.
+transfer that overlaps backward slows backward down, and the buckets after it become ready later
+(ready and compressed times above are then times of compute, which runs at that reduced speed
+during a transfer, compression included). With kappa = 0 this is the model above.
+``bench/whatif_validation.py`` measures kappa as the process's CPU time during the gradient
+allreduce divided by the bytes it sent.
 
 The allreduce's local work (``StepProfile.allreduce_local_s_per_byte``, gamma, 0 by default): the
 copies into and out of the fusion buffer, the reductions and the socket calls take time even on a
@@ -159,33 +173,48 @@ def predict(profile, workers, bandwidth, latency=5e-6, ratio=1.0, fusion_bytes=6
     """Predicted step time, scaling factor and network utilisation for ``workers`` workers on links
     of ``bandwidth`` bytes/s (``float('inf')`` allowed), ``gpus_per_host`` of them per host with an
     intra-host link of ``intra_bandwidth`` bytes/s and the allreduce ``topology`` ('flat',
-    'hierarchical' or 'best': the faster of the two). Returns a dict."""
-    if topology == "best":
-        runs = [predict(profile, workers, bandwidth, latency, ratio, fusion_bytes, compress_s_per_byte,
-                        gpus_per_host, intra_bandwidth, t) for t in TOPOLOGIES]
-        return min(runs, key=lambda r: r["step_s"])
+    'hierarchical' or 'best': the faster of the two), every bucket compressed by ``ratio`` (>= 1;
+    module docstring). Returns a dict."""
     check(workers, bandwidth, ratio, gpus_per_host, intra_bandwidth)
+    return predict_any_ratio(profile, workers, bandwidth, latency, ratio, fusion_bytes, compress_s_per_byte,
+                             gpus_per_host, intra_bandwidth, topology)
+
+
+def predict_any_ratio(profile, workers, bandwidth, latency=5e-6, ratio=1.0, fusion_bytes=64 << 20,
+                      compress_s_per_byte=0.0, gpus_per_host=1, intra_bandwidth=None, topology="hierarchical"):
+    """``predict`` for any ``ratio`` > 0: below 1 a step sends more than the dense bytes (CSER's
+    step that sends the update and a dense error, ``advise``); ``inf``: a step that sends nothing
+    (a local step) and issues no collective."""
+    if topology == "best":
+        runs = [predict_any_ratio(profile, workers, bandwidth, latency, ratio, fusion_bytes, compress_s_per_byte,
+                                  gpus_per_host, intra_bandwidth, t) for t in TOPOLOGIES]
+        return min(runs, key=lambda r: r["step_s"])
+    check(workers, bandwidth, 1.0, gpus_per_host, intra_bandwidth)
+    if not ratio > 0:
+        raise UserError(f"compression ratio must be > 0, got {ratio}")
     compute = profile.forward_s + profile.backward_s
-    sizes = [b / ratio for b in profile.grad_bytes]
-    extra = [b * compress_s_per_byte for b in profile.grad_bytes]
-    ready = [r + e for r, e in zip(profile.ready_times(), extra)]
+    kc = float(compress_s_per_byte or 0.0)
     kappa = float(profile.comm_cpu_s_per_byte or 0.0)
     gamma = float(profile.allreduce_local_s_per_byte or 0.0)
-    # time t and compute done w (seconds of uncontended compute): a bucket is ready when w reaches
-    # its ready time; FIFO transfers; during a transfer compute runs at 1 - (its CPU share)
-    t = w = wire = 0.0
-    for nbytes, r in fuse(sizes, ready, fusion_bytes):
-        if w < r:                      # no transfer runs between the last one's end and this ready
-            t, w = t + (r - w), r
-        comm, sent = allreduce_s(nbytes, workers, bandwidth, latency, gamma, gpus_per_host, intra_bandwidth,
-                                 topology)
+    # time t and compute done w (seconds of uncontended compute, compression's included): a bucket
+    # can go when w reaches its compressed time; FIFO transfers; during a transfer compute runs at
+    # 1 - (its CPU share). w is not capped at the end of backward, so that compression after it
+    # runs beside the transfers still going (with kappa = 0, w equals t)
+    t = w = wire = done = 0.0
+    buckets = fuse(profile.grad_bytes, profile.ready_times(), fusion_bytes) if ratio != float("inf") else []
+    for dense, ready in buckets:
+        done = max(ready, done) + dense * kc    # the bucket compressed, after the bucket before it
+        if w < done:                            # no transfer runs between the last one's end and this
+            t, w = t + (done - w), done
+        comm, sent = allreduce_s(dense / ratio, workers, bandwidth, latency, gamma, gpus_per_host,
+                                 intra_bandwidth, topology)
         cpu = kappa * sent
         span = max(comm, cpu)
         speed = 1.0 - cpu / span if span > 0 else 1.0
-        w = min(compute, w + span * speed)
+        w += span * speed
         t += span
         wire += sent
-    end = t                            # the last transfer's end
+    end = t                                     # the last transfer's end
     step = t + max(0.0, compute - w) + profile.optimizer_s
     base = compute + profile.optimizer_s
     util = 0.0 if bandwidth == float("inf") or step == 0 else wire / (bandwidth * step)
@@ -204,8 +233,9 @@ def min_ratio(profile, workers, bandwidth, target_sf, latency=5e-6, fusion_bytes
     A faster link never needs more: at a fixed ratio the predicted scaling factor does not fall as
     the bandwidth rises (every transfer gets shorter), so the bisection, which only compares the
     scaling factor at its midpoints with the target, can only branch lower at a higher bandwidth.
-    The bisection assumes the scaling factor rises with the ratio, which fusion of compressed
-    tensors can break (docs/whatif.md), so the answer may overstate the least sufficient ratio."""
+    The bisection assumes that the scaling factor does not fall as the ratio rises, which holds:
+    the buckets are laid out on the dense gradients and each is compressed (module docstring), so
+    a higher ratio only shortens transfers."""
     if not 0 < target_sf <= 1:
         raise UserError(f"target scaling factor must be in (0, 1], got {target_sf}")
     sf = lambda c: predict(profile, workers, bandwidth, latency, c, fusion_bytes, **cluster)["scaling_factor"]  # noqa
