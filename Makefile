@@ -146,7 +146,7 @@ test-unit: setup
 	$(WORKER_ENV) $(PY) -m pytest -q -p tests.unit_tier -m "not long and not horovod" --timeout=120 $(PYTEST_ARGS) tests
 
 # the long checks CI runs after `make test`: card reproductions, the demo pipeline, SIGKILL mid-epoch,
-# the documented commands, the dense recipes (about 28 minutes on 2 cores)
+# the documented commands, the dense recipes (about 26 minutes on 2 cores)
 test-long: setup
 	$(WORKER_ENV) $(PY) -m pytest -q -m "long and not bench" $(PYTEST_ARGS) tests
 
