@@ -85,12 +85,15 @@ def resize_steps(counts):
 
 def make_schedule(policy, cfg):
     """The schedule of a policy: an ElasticRamp over a constant base with reference batch the
-    starting global batch; 'fixed' is never told of a resize, 'jump' has K = 1, 'ramp2' ramps down too."""
+    starting global batch; 'fixed' is never told of a resize, 'jump' has K = 1, 'ramp2' ramps down too.
+    With ``cfg["warmup_steps"]`` = N > 0 (bench/dynamic_sgd_bn.py; absent here) the base rises
+    linearly from eta_8/N at step 1 to eta_8 at step N (Goyal et al.'s gradual warm-up)."""
     from gluon_suite.optim import ElasticRamp
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
-    eta8, ref = base_lr(cfg), cfg["per_worker"] * cfg["workers"][0]
-    return ElasticRamp(lambda t: eta8, ref_batch=ref, ramp_steps=1 if policy == "jump" else cfg["ramp_steps"],
+    eta8, ref, warm = base_lr(cfg), cfg["per_worker"] * cfg["workers"][0], int(cfg.get("warmup_steps", 0))
+    base = (lambda t: eta8 * min(1.0, t / warm)) if warm else (lambda t: eta8)
+    return ElasticRamp(base, ref_batch=ref, ramp_steps=1 if policy == "jump" else cfg["ramp_steps"],
                        global_batch=ref, down="ramp" if policy == "ramp2" else "jump")
 
 
@@ -120,11 +123,13 @@ def eval_steps(cfg, counts, n_train):
     return sorted(out)
 
 
-def simulate(policy, seed, cfg, data):
+def simulate(policy, seed, cfg, data, build=None):
     """Train one run; ``data`` is ``(x_train, y_train, x_test, y_test)`` as NumPy arrays (NCHW in
-    [0, 1], integer labels). Returns per-step ``workers``, ``batch``, ``lr`` (the rate the update
-    used), ``loss`` (the batch's mean loss before the update, NaN after a divergence), the test
-    accuracies ``evals`` ``[(step, samples, acc), ...]``, ``final_acc`` and ``diverged_at``."""
+    [0, 1], integer labels); ``build(cfg)`` makes the network (default ``build_net``; the BatchNorm
+    variant in bench/dynamic_sgd_bn.py passes its own). Returns per-step ``workers``, ``batch``,
+    ``lr`` (the rate the update used), ``loss`` (the batch's mean loss before the update, NaN after
+    a divergence), the test accuracies ``evals`` ``[(step, samples, acc), ...]``, ``final_acc`` and
+    ``diverged_at``."""
     import mxnet as mx
     from mxnet import autograd, gluon, nd
     xtr, ytr, xte, yte = data
@@ -137,7 +142,7 @@ def simulate(policy, seed, cfg, data):
 
     mx.random.seed(seed)
     rng = np.random.RandomState(seed)
-    net = build_net(cfg)
+    net = (build or build_net)(cfg)
     # Gluon's default Xavier (uniform, fan average): He's init (gaussian, fan in, x2) gives this
     # BN-free net initial logits so large that the first phase never left loss 2.30
     net.initialize(mx.init.Xavier())
@@ -284,12 +289,12 @@ def change_key(change):
     return change.replace("->", "_")
 
 
-def run_metrics(policy, seed, cfg, data):
+def run_metrics(policy, seed, cfg, data, build=None):
     """One simulated run as the runner records it: final accuracy, each resize's accuracy before
     and ``window`` steps after (acc_before_W_W', acc_after_W_W'), loss before and largest loss after
     (loss_before_W_W', max_loss_after_W_W'), divergence, and the per-step rate and loss and the test
     accuracy curve ``[[step, samples, acc], ...]`` for the plot."""
-    rec = simulate(policy, seed, cfg, data)
+    rec = simulate(policy, seed, cfg, data, build)
     out = {"final_acc": rec["final_acc"], "diverged": int(rec["diverged_at"] is not None),
            "diverged_at": rec["diverged_at"], "ended_at_chance": int(rec["final_acc"] < 0.2)}   # 10 classes
     for c in change_metrics(rec, cfg):
