@@ -4,6 +4,7 @@ BatchNorm layers, the whole network's gradient against the mean of the workers' 
 loss spike and stability rules, the pilot's choice of rate, the refusal to run without the pilot's
 rate, and the decision rule, against hand-computed values."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -209,11 +210,22 @@ def test_the_decision_rule_by_hand():
     assert bench.decide_default(res("holds", "holds", "holds"), stable, ids, False)["default"].startswith("not decided")
 
 
-def test_the_protocol_fixes_the_plan_and_waits_for_the_pilot():
+def test_the_protocol_fixes_the_plan_and_runs_at_the_pilot_s_rate():
     p = protocols.load(REPO, "dynamic_sgd_regime")
     full, quick = p.params(), p.params(quick=True)
     assert p.bench == "dynamic_sgd_bn" and p.arms() == ["jump", "ramp"] and p.seeds() == [0, 1, 2, 3, 4]
-    assert full["lr_per_256"] is None and quick["lr_per_256"] == 0.1
+    # the rate is the committed pilot's choice: the largest grid rate below the first unstable one
+    # whose mean final accuracy is within acc_margin of the best (recomputed here from its runs)
+    with open(os.path.join(REPO, full["pilot"]["file"])) as fh:
+        pilot = json.load(fh)
+    runs = pilot["runs"]
+    first_bad = min([r["lr_per_256"] for r in runs if r["unstable"]], default=float("inf"))
+    ok = sorted({r["lr_per_256"] for r in runs if r["lr_per_256"] < first_bad})
+    acc = {lr: sum(r["final_acc"] for r in runs if r["lr_per_256"] == lr)
+           / len([r for r in runs if r["lr_per_256"] == lr]) for lr in ok}
+    best = max(acc.values())
+    chosen = max(lr for lr in ok if acc[lr] >= best - full["pilot"]["acc_margin"])
+    assert full["lr_per_256"] == chosen == pilot["chosen"]["lr_per_256"] and quick["lr_per_256"] == 0.1
     assert full["momentum"] == 0.9 and full["workers"] == [8, 32, 128, 16] and full["ramp_steps"] == 20
     counts = bench.dsgd.plan({**bench.CONFIG, **full}, 4000)
     assert len(counts) - 1 == 292 and bench.dsgd.resize_steps(counts) == [(126, 8, 32), (173, 32, 128), (205, 128, 16)]
@@ -225,7 +237,7 @@ def test_the_protocol_fixes_the_plan_and_waits_for_the_pilot():
 
 def test_a_run_refuses_the_placeholder_and_a_rate_that_is_not_the_pilot_s(tmp_path):
     p = protocols.load(REPO, "dynamic_sgd_regime")
-    cfg = p.params()
+    cfg = {**p.params(), "lr_per_256": None}       # the protocol as it stood before its pilot
     with pytest.raises(UserError, match="placeholder"):
         bench.check_rate(cfg, str(tmp_path), quick=False)
     cfg["lr_per_256"] = 0.4
