@@ -99,6 +99,9 @@ class Payload:
 
 def _dense_add(target, tensors, alpha):
     t = tensors[0]
+    if t.dtype == np.float16 and t.context == target.context and native.usable(target):
+        native.fp16_add(target, t, alpha)   # widened and added in one pass, no float32 temporary
+        return
     if t.dtype != target.dtype:
         t = t.astype(target.dtype)
     if alpha == 1.0:

@@ -14,6 +14,9 @@ each on one flat buffer, a bucket's vector:
   mean |x|; ``sign_unpack_add`` adds alpha * sum over rows of scale * (+-1) to a target.
 - ``cast_fp16(x)``: float16 (round to nearest even) and, from the same pass, 1.0 when every result
   is finite (0.0 on an overflow, inf or NaN), the loss scaler's verdict.
+- ``fp16_add(target, half)``: target += alpha * each row of a float16 payload widened to float32 (rows
+  of target.size values, one per worker), in one pass with no float32 temporary (F16C where the
+  processor has it, ``csrc/half_kernels.cc``).
 - ``scatter_add(target, values, indices)``: target[indices] += alpha * values, in place.
 - ``block_gather(x, blocks)`` / ``block_add(target, values, blocks)``: GRBS's per-member slabs of a
   bucket, each block a row (origin, rows, row length, row stride) of flat offsets.
@@ -35,6 +38,11 @@ each on one flat buffer, a bucket's vector:
 - ``grbs_rows(seed, words, plans, geometry)``: GRBS's draws and slabs for a whole bucket in one
   host call (not an operator: the slabs' sizes shape the payload, so they are needed on the host
   before its operators are pushed), the same Philox numbers as NumPy's generator.
+
+The payloads of ``cast_fp16``, ``sign_pack`` and ``ef_sign`` are written into arrays reused from step
+to step once nothing holds the previous payload (``reusable``), and the per-step index arrays go up
+without waiting on MXNet's engine (``host_array``): no page faults of fresh output buffers, no host
+stall behind queued kernels.
 
 A buffer over 2^31 bytes is refused in one line (``check_size``); ``usable`` says no to it, so a
 compressor sends such a buffer through MXNet's operators. When the library was not built (no
@@ -67,7 +75,7 @@ REASON = ""             # why not, when they are not
 # setting) counts as not loaded
 OPERATORS = ("gs_topk", "gs_ef_topk", "gs_sign_pack", "gs_sign_unpack_add", "gs_cast_fp16", "gs_scatter_add",
              "gs_block_gather", "gs_block_add", "gs_randomk_gather", "gs_randomk_add", "gs_cast_bf16", "gs_bf16_add",
-             "gs_ef_sign", "gs_members_gather", "gs_members_scatter")
+             "gs_ef_sign", "gs_members_gather", "gs_members_scatter", "gs_fp16_add")
 _HOST = None            # the library's host functions (ctypes), when it is loaded
 
 
@@ -127,6 +135,43 @@ def _empty(ctx, dtype="float32"):
     return mx.nd.empty((0,), ctx=ctx, dtype=dtype)
 
 
+_POOL = {}              # (shape, dtype, context) -> payload arrays, reused once nothing else holds them
+POOL_DEPTH = 4          # arrays kept per (shape, dtype, context)
+POOL_BYTES = 2 << 30    # the most the pool keeps in all; past it, outputs are allocated as before
+_pooled_bytes = [0]
+
+
+def reusable(shape, dtype, ctx):
+    """An array for a payload that nothing else holds: a pooled one whose last payload has been
+    dropped (only the pool still refers to it), else a new one, kept in the pool (up to POOL_DEPTH
+    per shape and POOL_BYTES in all). A payload allocated afresh at every step costs a fault per
+    page of every output buffer (glibc returns blocks of megabytes to the system when they are
+    freed), several times the conversion itself; a reused array is written in place, and MXNet's
+    engine orders the write after any queued operator still reading its previous payload."""
+    key = (tuple(int(d) for d in shape), np.dtype(dtype).str, str(ctx))
+    arrays = _POOL.setdefault(key, [])
+    for a in arrays:
+        if sys.getrefcount(a) <= 3:   # the pool's list, this loop's name and the call's argument
+            return a
+    a = mx.nd.empty(key[0], ctx=ctx, dtype=dtype)
+    nbytes = a.size * np.dtype(dtype).itemsize
+    if len(arrays) < POOL_DEPTH and _pooled_bytes[0] + nbytes <= POOL_BYTES:
+        arrays.append(a)
+        _pooled_bytes[0] += nbytes
+    return a
+
+
+def host_array(a, ctx):
+    """NumPy array ``a`` as an NDArray on CPU context ``ctx`` without waiting on MXNet's engine.
+    ``mx.nd.array`` copies synchronously, and that copy waits behind every operator already queued
+    on the engine, so a step that builds an index array per bucket blocks the host for the queued
+    kernels' time (which grows with the tensors). Here the NDArray takes ``a``'s memory (DLPack, no
+    copy; ``a`` becomes read-only and lives as long as the NDArray), and another CPU context gets
+    an engine copy, queued like any operator."""
+    nd = mx.nd.from_numpy(np.ascontiguousarray(a), zero_copy=True)
+    return nd if nd.context == ctx else nd.as_in_context(ctx)
+
+
 def topk(x, k, index_dtype="int32"):
     """(values, indices) of the ``k`` largest magnitudes of ``x`` (flattened), ascending indices."""
     check_size(x.size, 4, "tensor")
@@ -170,7 +215,9 @@ def sign_pack(x):
     check_size(x.size, 4, "tensor")
     if x.size == 0:
         return _empty(x.context, "uint8"), mx.nd.zeros((1,), ctx=x.context)
-    return mx.nd.gs_sign_pack(_flat(x))
+    bits, scale = reusable(((x.size + 7) // 8,), "uint8", x.context), mx.nd.empty((1,), ctx=x.context)
+    mx.nd.gs_sign_pack(_flat(x), out=[bits, scale])
+    return bits, scale
 
 
 def sign_unpack_add(target, bits, scales, alpha=1.0):
@@ -189,8 +236,9 @@ def cast_fp16(x, f16c=True):
     check_size(x.size, 4, "tensor")
     if x.size == 0:
         return mx.nd.empty(x.shape, ctx=x.context, dtype="float16"), mx.nd.ones((1,), ctx=x.context)
-    y, finite = mx.nd.gs_cast_fp16(_flat(x), f16c="1" if f16c else "0")
-    return y.reshape(x.shape), finite
+    y, finite = reusable(x.shape, "float16", x.context), mx.nd.empty((1,), ctx=x.context)
+    mx.nd.gs_cast_fp16(_flat(x), f16c="1" if f16c else "0", out=[_flat(y), finite])
+    return y, finite
 
 
 def scatter_add(target, values, indices, alpha=1.0, segments=1):
@@ -260,6 +308,16 @@ def bf16_add(target, data, alpha=1.0):
     return target
 
 
+def fp16_add(target, half, alpha=1.0, f16c=True):
+    """target += alpha * the float16 values of each row of ``half`` (rows of target.size values, one
+    per worker, added one after another), in place; ``f16c=False`` forces the portable code (tests)."""
+    if target.size == 0 or half.size == 0:
+        return target
+    t = _flat(target)
+    mx.nd.gs_fp16_add(t, _flat(half), alpha=repr(float(alpha)), f16c="1" if f16c else "0", out=t)
+    return target
+
+
 def ef_sign(g, r):
     """Error feedback with sign in one call: v = g + r (or r itself when ``g`` is None), its (bits,
     scale) as ``sign_pack`` gives them, and r <- v - scale * (+1 where v >= 0, else -1), in place.
@@ -268,7 +326,7 @@ def ef_sign(g, r):
     if r.size == 0:
         return _empty(r.context, "uint8"), mx.nd.zeros((1,), ctx=r.context)
     rf = _flat(r)
-    bits = mx.nd.empty(((r.size + 7) // 8,), ctx=r.context, dtype="uint8")
+    bits = reusable(((r.size + 7) // 8,), "uint8", r.context)
     scale = mx.nd.empty((1,), ctx=r.context)
     gf = _flat(g) if g is not None else _placeholder(r.context)
     mx.nd.gs_ef_sign(gf, rf, gradient="1" if g is not None else "0", out=[bits, scale, rf])

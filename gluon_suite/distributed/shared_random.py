@@ -208,7 +208,7 @@ class GRBSCompressor(Compressor):
         stride) in ``v``'s flat order) gathered by one ``gs_block_gather`` into the payload (of
         ``shape``, or flat), and added back by one ``gs_block_add``: the same elements in the
         same order as MXNet's path, the same float32 additions."""
-        blocks = mx.nd.array(np.asarray(rows, dtype=np.int64), ctx=v.context, dtype="int64")
+        blocks = native.host_array(np.asarray(rows, dtype=np.int64), v.context)   # no wait on the engine
         if total is None:
             total = sum(r[1] * r[2] for r in rows)
         payload = native.block_gather(v, blocks, total)

@@ -289,6 +289,18 @@ MXReturnValue SignPackForward(const Attrs& attrs, std::vector<MXTensor>* in, std
   return MX_SUCCESS;
 }
 
+// The eight signs of each byte as +-1.0 (most significant bit first): a table lookup and a
+// multiply per eight values instead of a branch per bit.
+const float (*SignTable())[8] {
+  static const auto* table = [] {
+    auto* t = new float[256][8];
+    for (int b = 0; b < 256; ++b)
+      for (int j = 0; j < 8; ++j) t[b][j] = ((b >> (7 - j)) & 1) ? 1.f : -1.f;
+    return t;
+  }();
+  return table;
+}
+
 MXReturnValue SignUnpackAddForward(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out,
                                    const OpResource& res) {
   const int64_t n = Numel(in->at(0)), rows = Numel(in->at(2));
@@ -301,16 +313,28 @@ MXReturnValue SignUnpackAddForward(const Attrs& attrs, std::vector<MXTensor>* in
   std::vector<float> scale(rows);
   for (int64_t w = 0; w < rows; ++w) scale[w] = alpha * Data<float>(in->at(2))[w];
   const int64_t per = kChunk / 8, C = (bytes + per - 1) / per;
+  const float(*pm)[8] = SignTable();
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < C; ++c) {
-    for (int64_t b = c * per, end = std::min(bytes, (c + 1) * per); b < end; ++b) {
+    const int64_t first = c * per, end = std::min(bytes, (c + 1) * per);
+    const int64_t whole = rows == 1 ? std::min(end, n / 8) : first;   // one row, eight signs a byte
+    for (int64_t b = first; b < whole; ++b) {
+      const float* pm0 = pm[bits[b]];
+      float* tb = t + b * 8;
+      for (int j = 0; j < 8; ++j) tb[j] += scale[0] * pm0[j];
+    }
+    for (int64_t b = whole; b < end; ++b) {
       const int m = static_cast<int>(std::min<int64_t>(8, n - b * 8));
       float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-      for (int64_t w = 0; w < rows; ++w) {
-        const unsigned byte = bits[w * bytes + b];
-        for (int j = 0; j < 8; ++j) acc[j] += ((byte >> (7 - j)) & 1u) ? scale[w] : -scale[w];
+      for (int64_t w = 0; w < rows; ++w) {   // +-s_w exactly: the same sums as bit by bit
+        const float* pmw = pm[bits[w * bytes + b]];
+        for (int j = 0; j < 8; ++j) acc[j] += scale[w] * pmw[j];
       }
-      for (int j = 0; j < m; ++j) t[b * 8 + j] += acc[j];
+      if (m == 8) {
+        for (int j = 0; j < 8; ++j) t[b * 8 + j] += acc[j];
+      } else {
+        for (int j = 0; j < m; ++j) t[b * 8 + j] += acc[j];
+      }
     }
   }
   return MX_SUCCESS;
