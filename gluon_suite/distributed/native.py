@@ -4,7 +4,9 @@
 Operators (CPU, float32 data, OpenMP across elements, results independent of the thread count),
 each on one flat buffer, a bucket's vector:
 
-- ``topk(x, k)``: the k largest magnitudes by selection (two radix-histogram passes, not a sort),
+- ``topk(x, k)``: the k largest magnitudes by selection, not a sort (on a large buffer a strided
+  sample bounds the threshold and one pass collects the candidates; where the sample misleads, two
+  radix-histogram passes),
   values and int32 or int64 indices in ascending index order. Ties: every element above the k-th
   largest magnitude is taken, and of those equal to it the lowest indices (-0 equals +0, NaN ranks
   above inf).
@@ -172,12 +174,13 @@ def host_array(a, ctx):
     return nd if nd.context == ctx else nd.as_in_context(ctx)
 
 
-def topk(x, k, index_dtype="int32"):
-    """(values, indices) of the ``k`` largest magnitudes of ``x`` (flattened), ascending indices."""
+def topk(x, k, index_dtype="int32", sampled=True):
+    """(values, indices) of the ``k`` largest magnitudes of ``x`` (flattened), ascending indices;
+    ``sampled=False`` forces the histogram passes (tests: the result is the same)."""
     check_size(x.size, 4, "tensor")
     if int(k) == 0 or x.size == 0:
         return _empty(x.context), _empty(x.context, index_dtype)
-    return mx.nd.gs_topk(_flat(x), k=str(int(k)), index=index_dtype)
+    return mx.nd.gs_topk(_flat(x), k=str(int(k)), index=index_dtype, sampled="1" if sampled else "0")
 
 
 _PLACEHOLDERS = {}
@@ -191,7 +194,7 @@ def _placeholder(ctx):
     return _PLACEHOLDERS[key]
 
 
-def ef_topk(g, r, k, index_dtype="int32"):
+def ef_topk(g, r, k, index_dtype="int32", sampled=True):
     """Error feedback with top-k in one call: v = g + r (or r itself when ``g`` is None), (values,
     indices) of its top-k, and r <- v with those entries zeroed, in place. Returns (values,
     indices)."""
@@ -206,7 +209,7 @@ def ef_topk(g, r, k, index_dtype="int32"):
     idx = mx.nd.empty((k,), ctx=r.context, dtype=index_dtype)
     gf = _flat(g) if g is not None else _placeholder(r.context)
     mx.nd.gs_ef_topk(gf, rf, k=str(k), index=index_dtype, gradient="1" if g is not None else "0",
-                     out=[vals, idx, rf])
+                     sampled="1" if sampled else "0", out=[vals, idx, rf])
     return vals, idx
 
 

@@ -3,7 +3,8 @@
 // fixed chunks whose boundaries depend only on the buffer's length, and partial results are
 // combined in chunk order, so every result is the same whatever the number of threads.
 //
-//   gs_topk(x; k, index)              -> values (k), indices (k): the k largest |x|, by selection
+//   gs_topk(x; k, index, sampled)     -> values (k), indices (k): the k largest |x|, by selection
+//                                        (sampled=0: never the sampled bound, for tests)
 //   gs_ef_topk(g, r; k, index, gradient) -> values, indices, r' (out=r: in place): v = g + r
 //                                        (v = r with gradient=0, g then a placeholder), top-k of
 //                                        v, r' = v with the selected entries zeroed
@@ -102,7 +103,8 @@ inline uint32_t Key(float x) {
 
 // ---------------------------------------------------------------------------------------------
 // Top-k selection: the k-th largest key T, and how many of the keys equal to T are taken (the
-// first ones in index order). Large buffers: two radix passes (the high 15 bits of the key, then
+// first ones in index order). Large buffers: SampledSelect (below) when its sample holds, else two
+// radix passes (the high 15 bits of the key, then
 // the low 16 bits within the bin holding the k-th largest), each a parallel histogram.
 
 struct Threshold {
@@ -208,6 +210,63 @@ void Gather(float* x, int64_t n, const Threshold& t, int64_t k, bool zero, float
   }
 }
 
+// Large buffers, first try: a strided sample of 2^16 keys gives a bound lo that a little more
+// than k keys reach (the sample's rank k S / n plus four standard deviations); one parallel pass
+// collects the index of every key >= lo, in index order, and the k-th largest key is selected
+// among those candidates, which hold every key at or above it. False (the histogram passes and
+// Gather run instead) when fewer than k keys reach lo or more than twice the expected number do
+// (many ties, a sample unlike the buffer): the result never depends on the sample, only the time.
+bool SampledSelect(const float* x, int64_t n, int64_t k, Threshold* t, std::vector<int64_t>* cand) {
+  const int64_t S = std::min<int64_t>(n, int64_t(1) << 16), stride = n / S;
+  const double expect = static_cast<double>(S) * static_cast<double>(k) / static_cast<double>(n);
+  const int64_t q = static_cast<int64_t>(std::ceil(expect + 4.0 * std::sqrt(expect) + 8.0));
+  if (k <= 0 || q >= S) return false;
+  std::vector<uint32_t> s(S);
+  for (int64_t j = 0; j < S; ++j) s[j] = Key(x[j * stride]);
+  std::nth_element(s.begin(), s.begin() + (q - 1), s.end(), std::greater<uint32_t>());
+  const uint32_t lo = s[q - 1];
+  const int64_t cap = 2 * (q * (n / S + 1)) + 4096;
+  const int64_t C = Chunks(n);
+  std::vector<std::vector<int64_t>> part(C);
+  int64_t total = 0;
+#pragma omp parallel for schedule(static) reduction(+ : total)
+  for (int64_t c = 0; c < C; ++c) {
+    std::vector<int64_t>& mine = part[c];
+    mine.reserve(static_cast<size_t>(2 * q * kChunk / S + 64));
+    for (int64_t i = c * kChunk, end = std::min(n, (c + 1) * kChunk); i < end; ++i)
+      if (Key(x[i]) >= lo) mine.push_back(i);
+    total += static_cast<int64_t>(mine.size());
+  }
+  if (total < k || total > cap) return false;
+  cand->clear();
+  cand->reserve(total);
+  for (const auto& p : part) cand->insert(cand->end(), p.begin(), p.end());
+  std::vector<uint32_t> keys(total);
+  for (int64_t j = 0; j < total; ++j) keys[j] = Key(x[(*cand)[j]]);
+  std::nth_element(keys.begin(), keys.begin() + (k - 1), keys.end(), std::greater<uint32_t>());
+  t->key = keys[k - 1];
+  int64_t above = 0;
+  for (int64_t j = 0; j < total; ++j) above += Key(x[(*cand)[j]]) > t->key;
+  t->ties = k - above;
+  return true;
+}
+
+// Gather's output from the candidates of SampledSelect (ascending indices), the same rule.
+template <typename I>
+void GatherCandidates(float* x, const std::vector<int64_t>& cand, const Threshold& t, bool zero, float* vals,
+                      I* idx) {
+  int64_t p = 0, tie = t.ties;
+  for (const int64_t i : cand) {
+    const uint32_t key = Key(x[i]);
+    if (key > t.key || (key == t.key && tie > 0)) {
+      tie -= key == t.key;
+      vals[p] = x[i];
+      idx[p++] = static_cast<I>(i);
+      if (zero) x[i] = 0.f;
+    }
+  }
+}
+
 int64_t TopkK(const Attrs& attrs) { return GetInt(attrs, "k", 0); }
 
 bool IndexType(const Attrs& attrs, int* type) {
@@ -246,8 +305,17 @@ MXReturnValue TopkForward(const Attrs& attrs, std::vector<MXTensor>* in, std::ve
   } else {
     v = Data<float>(x);   // read only: zero is false below
   }
-  const Threshold t = Select(v, n, k);
   float* vals = Data<float>(out->at(0));
+  Threshold t;
+  std::vector<int64_t> cand;
+  if (n >= kSmall && Get(attrs, "sampled", "1") == "1" && SampledSelect(v, n, k, &t, &cand)) {
+    if (out->at(1).dtype == mxnet::ext::kInt32)
+      GatherCandidates<int32_t>(v, cand, t, ef, vals, Data<int32_t>(out->at(1)));
+    else
+      GatherCandidates<int64_t>(v, cand, t, ef, vals, Data<int64_t>(out->at(1)));
+    return MX_SUCCESS;
+  }
+  t = Select(v, n, k);
   if (out->at(1).dtype == mxnet::ext::kInt32)
     Gather<int32_t>(v, n, t, k, ef, vals, Data<int32_t>(out->at(1)));
   else
