@@ -72,7 +72,8 @@ KERNELS_FLAGS := -std=c++17 -O3 -fno-math-errno -fPIC -shared -fopenmp -Wl,-Bsym
 # their MXNet operators.
 COMM_KERNELS_DIR ?= build/comm_kernels
 COMM_KERNELS_SO := $(COMM_KERNELS_DIR)/libgs_comm_kernels.so
-COMM_KERNELS_SRC := $(wildcard gluon_suite/distributed/csrc/*.cc gluon_suite/distributed/csrc/*.h)
+COMM_KERNELS_SRC := $(wildcard gluon_suite/distributed/csrc/*.cc)
+COMM_KERNELS_DEPS := $(COMM_KERNELS_SRC) $(wildcard gluon_suite/distributed/csrc/*.h)
 
 kernels: $(KERNELS_SO) $(COMM_KERNELS_SO)
 
@@ -87,7 +88,7 @@ $(KERNELS_SO): $(KERNELS_SRC) Makefile
 		echo "graph kernels not built: $(CXX) failed (see above); the graph package uses its Python kernels"; fi
 
 # The distributed layer's compiled compression kernels (COMM_KERNELS_*, above): built the same way.
-$(COMM_KERNELS_SO): $(COMM_KERNELS_SRC) Makefile
+$(COMM_KERNELS_SO): $(COMM_KERNELS_DEPS) Makefile
 	@mkdir -p $(@D)
 	@echo "compiling the compression kernels ($(notdir $@))"
 	@if [ -z "$(MXNET_PKG)" ]; then \

@@ -9,7 +9,7 @@
 //                                        (v = r with gradient=0, g then a placeholder), top-k of
 //                                        v, r' = v with the selected entries zeroed
 //   gs_sign_pack(x)                   -> bits (ceil(n/8) uint8), scale (1): bit = x >= 0, most
-//                                        significant first; scale = mean |x|
+//                                        significant first; scale = mean |x| (sign_bits.h)
 //   gs_sign_unpack_add(t, bits, s; n, alpha) -> t + alpha * sum_w s_w * (+-1 of row w's bits)
 //   gs_cast_fp16(x; f16c)             -> y (float16), finite (1): 1 when every y is finite
 //                                        (f16c=0: never the F16C instructions, for tests)
@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "mxnet/lib_api.h"
+#include "sign_bits.h"
 
 using mxnet::ext::MXReturnValue;
 using mxnet::ext::MXTensor;
@@ -216,7 +217,25 @@ void Gather(float* x, int64_t n, const Threshold& t, int64_t k, bool zero, float
 // among those candidates, which hold every key at or above it. False (the histogram passes and
 // Gather run instead) when fewer than k keys reach lo or more than twice the expected number do
 // (many ties, a sample unlike the buffer): the result never depends on the sample, only the time.
-bool SampledSelect(const float* x, int64_t n, int64_t k, Threshold* t, std::vector<int64_t>* cand) {
+// The k-th largest (1-based) of keys, by two radix passes (high 16 bits, then the low 16 within
+// that bin), and how many keys lie above it.
+Threshold RadixSelect(const std::vector<uint32_t>& keys, int64_t k) {
+  std::vector<int64_t> hist(int64_t(1) << 16, 0);
+  for (const uint32_t key : keys) ++hist[key >> 16];
+  int64_t high, above_high, low, above_low;
+  FindBin(hist, k, &high, &above_high);
+  std::fill(hist.begin(), hist.end(), 0);
+  for (const uint32_t key : keys)
+    if (static_cast<int64_t>(key >> 16) == high) ++hist[key & 0xffffu];
+  FindBin(hist, k - above_high, &low, &above_low);
+  Threshold t;
+  t.key = static_cast<uint32_t>((high << 16) | low);
+  t.ties = k - above_high - above_low;
+  return t;
+}
+
+bool SampledSelect(const float* x, int64_t n, int64_t k, Threshold* t, std::vector<int64_t>* cand,
+                   std::vector<uint32_t>* keys) {
   const int64_t S = std::min<int64_t>(n, int64_t(1) << 16), stride = n / S;
   const double expect = static_cast<double>(S) * static_cast<double>(k) / static_cast<double>(n);
   const int64_t q = static_cast<int64_t>(std::ceil(expect + 4.0 * std::sqrt(expect) + 8.0));
@@ -229,36 +248,42 @@ bool SampledSelect(const float* x, int64_t n, int64_t k, Threshold* t, std::vect
   const int64_t C = Chunks(n);
   std::vector<std::vector<int64_t>> part(C);
   int64_t total = 0;
-#pragma omp parallel for schedule(static) reduction(+ : total)
-  for (int64_t c = 0; c < C; ++c) {
-    std::vector<int64_t>& mine = part[c];
-    mine.reserve(static_cast<size_t>(2 * q * kChunk / S + 64));
-    for (int64_t i = c * kChunk, end = std::min(n, (c + 1) * kChunk); i < end; ++i)
-      if (Key(x[i]) >= lo) mine.push_back(i);
-    total += static_cast<int64_t>(mine.size());
+#pragma omp parallel reduction(+ : total)
+  {
+    std::vector<uint32_t> at(kChunk);   // the chunk's candidates, written without a branch
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < C; ++c) {
+      const int64_t begin = c * kChunk, len = std::min(n, (c + 1) * kChunk) - begin;
+      int64_t m = 0;
+      for (int64_t i = 0; i < len; ++i) {
+        at[m] = static_cast<uint32_t>(i);
+        m += Key(x[begin + i]) >= lo;
+      }
+      part[c].resize(m);
+      for (int64_t j = 0; j < m; ++j) part[c][j] = begin + at[j];
+      total += m;
+    }
   }
   if (total < k || total > cap) return false;
   cand->clear();
   cand->reserve(total);
   for (const auto& p : part) cand->insert(cand->end(), p.begin(), p.end());
-  std::vector<uint32_t> keys(total);
-  for (int64_t j = 0; j < total; ++j) keys[j] = Key(x[(*cand)[j]]);
-  std::nth_element(keys.begin(), keys.begin() + (k - 1), keys.end(), std::greater<uint32_t>());
-  t->key = keys[k - 1];
-  int64_t above = 0;
-  for (int64_t j = 0; j < total; ++j) above += Key(x[(*cand)[j]]) > t->key;
-  t->ties = k - above;
+  keys->resize(total);
+  for (int64_t j = 0; j < total; ++j) (*keys)[j] = Key(x[(*cand)[j]]);
+  *t = RadixSelect(*keys, k);
   return true;
 }
 
-// Gather's output from the candidates of SampledSelect (ascending indices), the same rule.
+// Gather's output from the candidates of SampledSelect (ascending indices) and their keys, the
+// same rule.
 template <typename I>
-void GatherCandidates(float* x, const std::vector<int64_t>& cand, const Threshold& t, bool zero, float* vals,
-                      I* idx) {
+void GatherCandidates(float* x, const std::vector<int64_t>& cand, const std::vector<uint32_t>& keys,
+                      const Threshold& t, bool zero, float* vals, I* idx) {
   int64_t p = 0, tie = t.ties;
-  for (const int64_t i : cand) {
-    const uint32_t key = Key(x[i]);
+  for (size_t j = 0; j < cand.size(); ++j) {
+    const uint32_t key = keys[j];
     if (key > t.key || (key == t.key && tie > 0)) {
+      const int64_t i = cand[j];
       tie -= key == t.key;
       vals[p] = x[i];
       idx[p++] = static_cast<I>(i);
@@ -308,11 +333,12 @@ MXReturnValue TopkForward(const Attrs& attrs, std::vector<MXTensor>* in, std::ve
   float* vals = Data<float>(out->at(0));
   Threshold t;
   std::vector<int64_t> cand;
-  if (n >= kSmall && Get(attrs, "sampled", "1") == "1" && SampledSelect(v, n, k, &t, &cand)) {
+  std::vector<uint32_t> keys;
+  if (n >= kSmall && Get(attrs, "sampled", "1") == "1" && SampledSelect(v, n, k, &t, &cand, &keys)) {
     if (out->at(1).dtype == mxnet::ext::kInt32)
-      GatherCandidates<int32_t>(v, cand, t, ef, vals, Data<int32_t>(out->at(1)));
+      GatherCandidates<int32_t>(v, cand, keys, t, ef, vals, Data<int32_t>(out->at(1)));
     else
-      GatherCandidates<int64_t>(v, cand, t, ef, vals, Data<int64_t>(out->at(1)));
+      GatherCandidates<int64_t>(v, cand, keys, t, ef, vals, Data<int64_t>(out->at(1)));
     return MX_SUCCESS;
   }
   t = Select(v, n, k);
@@ -335,22 +361,7 @@ MXReturnValue SignPackForward(const Attrs& attrs, std::vector<MXTensor>* in, std
   const int64_t bytes = (n + 7) / 8, per = kChunk / 8, C = (bytes + per - 1) / per;
   std::vector<double> part(C, 0.0);
 #pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < C; ++c) {
-    double acc = 0.0;
-    for (int64_t b = c * per, end = std::min(bytes, (c + 1) * per); b < end; ++b) {
-      const float* p = x + b * 8;
-      const int m = static_cast<int>(std::min<int64_t>(8, n - b * 8));
-      unsigned byte = 0;
-      float s = 0.f;
-      for (int j = 0; j < m; ++j) {
-        byte |= static_cast<unsigned>(p[j] >= 0.f) << (7 - j);
-        s += std::fabs(p[j]);
-      }
-      bits[b] = static_cast<uint8_t>(byte);
-      acc += s;
-    }
-    part[c] = acc;
-  }
+  for (int64_t c = 0; c < C; ++c) part[c] = gs_sign::PackRange(x, n, c * per, std::min(bytes, (c + 1) * per), bits);
   double total = 0.0;
   for (int64_t c = 0; c < C; ++c) total += part[c];
   Data<float>(out->at(1))[0] = n ? static_cast<float>(total / static_cast<double>(n)) : 0.f;

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "mxnet/lib_api.h"
+#include "sign_bits.h"
 
 using mxnet::ext::MXReturnValue;
 using mxnet::ext::MXTensor;
@@ -219,8 +220,8 @@ MXReturnValue Bf16AddForward(const Attrs& attrs, std::vector<MXTensor>* in, std:
 
 // ---------------------------------------------------------------------------------------------
 // Error feedback with sign: the sum, the bits and the scale in one pass (the scale's additions in
-// gs_sign_pack's order: per byte in float, per chunk in double, chunks in order), the new residual
-// in a second (the scale is known only after the first).
+// gs_sign_pack's order: sign_bits.h per chunk, chunks in order), the new residual in a second (the
+// scale is known only after the first).
 
 MXReturnValue EfSignForward(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out,
                             const OpResource& res) {
@@ -236,22 +237,12 @@ MXReturnValue EfSignForward(const Attrs& attrs, std::vector<MXTensor>* in, std::
   std::vector<double> part(C, 0.0);
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < C; ++c) {
-    double acc = 0.0;
-    for (int64_t b = c * per, end = std::min(bytes, (c + 1) * per); b < end; ++b) {
-      const int m = static_cast<int>(std::min<int64_t>(8, n - b * 8));
-      unsigned byte = 0;
-      float s = 0.f;
-      for (int j = 0; j < m; ++j) {
-        const int64_t i = b * 8 + j;
-        const float x = gradient ? g[i] + r[i] : r[i];
-        v[i] = x;
-        byte |= static_cast<unsigned>(x >= 0.f) << (7 - j);
-        s += std::fabs(x);
-      }
-      bits[b] = static_cast<uint8_t>(byte);
-      acc += s;
+    const int64_t first = c * per, end = std::min(bytes, (c + 1) * per);
+    const int64_t i0 = first * 8, i1 = std::min(n, end * 8);
+    if (gradient) {
+      for (int64_t i = i0; i < i1; ++i) v[i] = g[i] + r[i];
     }
-    part[c] = acc;
+    part[c] = gs_sign::PackRange(v, n, first, end, bits);   // the chunk, still in cache
   }
   double total = 0.0;
   for (int64_t c = 0; c < C; ++c) total += part[c];
