@@ -10,6 +10,8 @@ and events below; docs/distributed.md, "Your own algorithm or compressor").
 """
 import inspect
 
+import numpy as np
+
 from .buckets import DEFAULT_BUCKET_MB, layout_buckets
 from .registry import ALGORITHMS, AlgorithmOptions
 
@@ -39,8 +41,9 @@ def sync_payload(comm, payload, name):
     gathered one (one call per payload tensor), and return the ``Exchange``."""
     if not payload.tensors:
         return Exchange(payload, [], comm.size)
-    if payload.summable:
-        arrays = [comm.allreduce(t, average=True, name=f"{name}.{j}") for j, t in enumerate(payload.tensors)]
+    if payload.summable:   # float16 payloads are summed in float32 (Communicator.allreduce_half)
+        arrays = [comm.allreduce_half(t, name=f"{name}.{j}") if t.dtype == np.float16 else
+                  comm.allreduce(t, average=True, name=f"{name}.{j}") for j, t in enumerate(payload.tensors)]
     else:
         arrays = [comm.allgather(t, name=f"{name}.{j}") for j, t in enumerate(payload.tensors)]
     return Exchange(payload, arrays, comm.size)

@@ -128,6 +128,13 @@ def usable(*arrays):
     return True
 
 
+def usable_half(x):
+    """Whether a float16 array can be summed with the compiled kernels (``fp16_add`` into a float32
+    buffer of its size, ``cast_fp16`` back): loaded, CPU context, the float32 buffer at most 2^31
+    bytes."""
+    return LOADED and x.context.device_type == "cpu" and x.dtype == np.float16 and x.size * 4 <= MAX_BYTES
+
+
 def _flat(x):
     return x.reshape((-1,))
 

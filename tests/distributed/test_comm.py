@@ -158,3 +158,50 @@ def test_no_code_calls_horovods_own_broadcasts():
                             if pattern.search(line.split("#")[0]):
                                 hits.append(f"{os.path.relpath(path, root)}:{n}: {line.strip()}")
     assert not hits, "\n".join(hits)
+
+
+HALF = """
+import json, os
+import numpy as np, mxnet as mx
+from gluon_suite.distributed import get_communicator, native
+
+comm = get_communicator()
+r, n = comm.rank, comm.size
+res = {"loaded": native.LOADED, "out": {}}
+for size in (1, 2, 7, 1001, 65_537):
+    x = (np.random.RandomState(100 * r + size).normal(size=size) * 30).astype(np.float16)
+    x[:1] = [60000.0, 3e-6, -0.0][r % 3]   # large values, a subnormal, -0
+    y = comm.allreduce_half(mx.nd.array(x, dtype="float16").reshape((size, 1)), name=f"h{size}")
+    res["out"][size] = [y.shape, y.asnumpy().reshape(-1).view(np.uint16).tolist()]
+res["stats"] = comm.stats.as_dict()
+json.dump(res, open(os.path.join(os.environ["OUT"], f"rank{r}.json"), "w"))
+"""
+
+
+@pytest.mark.horovod
+@pytest.mark.parametrize("workers", [2, 3])
+def test_float16_allreduce_averages_in_float32_and_rounds_once(horovod, workers):
+    """allreduce_half: every worker gets float16(sum over workers of float32(1/N) * x_w, added in
+    float32 in rank order), where the compiled kernels are loaded (slices of a reduce-scatter);
+    below N values, Horovod's own float16 mean. Either way every worker holds the same values, and
+    the bytes counted are a ring allreduce's."""
+    res = horovod(HALF, np_=workers)
+    for size in (1, 2, 7, 1001, 65_537):
+        xs = [(np.random.RandomState(100 * r + size).normal(size=size) * 30).astype(np.float16)
+              for r in range(workers)]
+        for r, x in enumerate(xs):
+            x[:1] = [60000.0, 3e-6, -0.0][r % 3]
+        got = [np.array(q["out"][str(size)][1], np.uint16).view(np.float16) for q in res]
+        assert all(q["out"][str(size)][0] == [size, 1] for q in res)
+        assert all((g.view(np.uint16) == got[0].view(np.uint16)).all() for g in got)
+        mean64 = np.mean([x.astype(np.float64) for x in xs], axis=0)
+        if res[0]["loaded"] and size >= workers:
+            acc = np.zeros(size, np.float32)
+            for x in xs:
+                acc += np.float32(1.0 / workers) * x.astype(np.float32)
+            np.testing.assert_array_equal(got[0].view(np.uint16), acc.astype(np.float16).view(np.uint16))
+        # within float16's rounding of the float64 mean (relative 2^-10, or its smallest step)
+        assert (np.abs(got[0].astype(np.float64) - mean64) <= np.maximum(np.abs(mean64) * 2.0 ** -10, 2.0 ** -24)).all()
+    b = sum(2 * s for s in (1, 2, 7, 1001, 65_537))
+    assert res[0]["stats"]["payload_bytes"]["allreduce"] == b
+    assert res[0]["stats"]["wire_bytes"]["allreduce"] == pytest.approx(2.0 * (workers - 1) / workers * b)

@@ -5,6 +5,8 @@ workers) are checked with ``multi_all_finite``. Either way an overflow (a float3
 float16's range, an inf, a NaN) skips the step, changes no weight and halves the scale, and a
 finite step is SGD on the unscaled float16 gradient (a hand reference in float64). On two Horovod
 workers a float16 sum that overflows where neither worker's payload did also skips, on both."""
+import os
+
 import mxnet as mx
 import numpy as np
 import pytest
@@ -148,15 +150,29 @@ for step in range(4):
     if step == 2:                      # both payloads finite, their float16 sum is not
         net.weight.grad()[0, 0] = 4e4
     taken.append(scaler.step(tr, 5))
+from gluon_suite.distributed import native
 json.dump({"taken": taken, "scale": scaler.scale, "w": net.weight.data().asnumpy().tolist(),
-           "steps": tr.step_count}, open(os.path.join(os.environ["OUT"], f"rank{comm.rank}.json"), "w"))
+           "steps": tr.step_count, "loaded": native.LOADED},
+          open(os.path.join(os.environ["OUT"], f"rank{comm.rank}.json"), "w"))
 """
 
 
 @pytest.mark.horovod
-def test_two_workers_skip_together_on_a_payload_or_a_sum_that_overflows_float16(horovod):
+@pytest.mark.parametrize("kernels", ["built", "off"])
+def test_two_workers_skip_together_on_a_payload_or_a_sum_that_overflows_float16(horovod, kernels, monkeypatch):
+    """Worker 1's payload overflows at step 1: both skip. At step 2 both payloads are finite and
+    their float16 sum is not: Horovod's float16 allreduce (MXNet's operators) overflows and both
+    skip; with the compiled kernels the payloads are averaged in float32 (their mean, 4e4 times the
+    scale, is finite) and both take the step."""
+    if kernels == "off":
+        monkeypatch.setenv("GLUON_SUITE_COMM_KERNELS", "off")
     r0, r1 = horovod(JOB)
-    assert r0["taken"] == r1["taken"] == [True, False, False, True]
-    assert r0["scale"] == r1["scale"] == 4.0 and r0["steps"] == r1["steps"] == 2
+    if r0["loaded"]:
+        assert r0["taken"] == r1["taken"] == [True, False, True, True]
+        assert r0["scale"] == r1["scale"] == 8.0 and r0["steps"] == r1["steps"] == 3
+    else:
+        assert kernels == "off" or not os.path.exists(native.DEFAULT_PATH)
+        assert r0["taken"] == r1["taken"] == [True, False, False, True]
+        assert r0["scale"] == r1["scale"] == 4.0 and r0["steps"] == r1["steps"] == 2
     assert np.isfinite(r0["w"]).all()
     np.testing.assert_array_equal(r0["w"], r1["w"])
