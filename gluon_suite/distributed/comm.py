@@ -137,11 +137,14 @@ class Communicator(abc.ABC):
         slices; each worker averages the slices it receives in float32 and rounds once) then an
         ``allgather`` of the averaged slices, the bytes of a ring allreduce. Horovod's own float16
         allreduce sums in float16 in software: on two workers on loopback it took about twice its
-        float32 allreduce of twice the bytes (docs/methods.md, "fp16"). Elsewhere (one worker,
-        another device, no kernels, fewer values than workers) it is ``allreduce``."""
+        float32 allreduce of twice the bytes (docs/methods.md, "fp16"). Elsewhere (another device,
+        no kernels, fewer values than workers) it is ``allreduce``. The result is only read (a
+        payload's decode): on one worker it is ``tensor`` itself, not a copy."""
         b = _nbytes(tensor)
         self.stats.add("allreduce", b, self._ring(b))
-        if self.size == 1 or tensor.size < self.size or not native.usable_half(tensor):
+        if self.size == 1:
+            return tensor
+        if tensor.size < self.size or not native.usable_half(tensor):
             return self._allreduce(tensor, True, name, inplace=False)
         return self._allreduce_half(tensor, name)
 

@@ -205,3 +205,10 @@ def test_float16_allreduce_averages_in_float32_and_rounds_once(horovod, workers)
     b = sum(2 * s for s in (1, 2, 7, 1001, 65_537))
     assert res[0]["stats"]["payload_bytes"]["allreduce"] == b
     assert res[0]["stats"]["wire_bytes"]["allreduce"] == pytest.approx(2.0 * (workers - 1) / workers * b)
+
+
+def test_float16_allreduce_on_one_worker_is_the_tensor_itself_counted_as_sent():
+    comm = LocalCommunicator()
+    x = mx.nd.array(np.arange(6), dtype="float16")
+    assert comm.allreduce_half(x, name="h") is x
+    assert comm.stats.as_dict()["payload_bytes"]["allreduce"] == 12
