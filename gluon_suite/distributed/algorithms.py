@@ -25,12 +25,11 @@ and its momentum stays local (never reduced).
 import dataclasses
 import math
 
-import mxnet as mx
-
 from ..utils.runconfig import option
 from ..utils.validate import choice_of, ratio as ratio_value
 from .base import Algorithm, AlgorithmOptions, check_period, sync_payload  # noqa: F401 (sync_payload: older imports)
 from .comm import write_plain
+from .compression import write_dense
 from .costmodel import cser_cycle, pl_cycle, pl_delay, pl_periods_for
 from .registry import algo_option, compressor_class, compressor_value, make_compressor, register_algorithm
 
@@ -118,7 +117,7 @@ class SyncSGD(Algorithm):
             work.append((g, sync_payload(comm, pl, f"sync.b{b.key}")))
         for g, ex in work:
             if ex.payload.dense and ex.arrays:  # every coordinate: write, no zero + add
-                mx.nd.cast(ex.arrays[0], dtype=g.dtype, out=g)
+                write_dense(g, ex.arrays[0])
                 continue
             g[:] = 0
             ex.add_to(g)
@@ -300,47 +299,52 @@ class CSER(Algorithm):
     def after_update(self, before, step):
         comm, reset = self.comm, (step + 1) % self.period == 0
         use_c1 = not (reset and self.reset_step == "c2_only")
+        # update: x_i = x_before - mean(C1(u)) - (u - C1(u)) = w_after + C1(u) - mean(C1(u)),
+        #         e_i = e_i - u + C1(u)
+        # model:  x_i = w_after - C1(e_i) + mean(C1(e_i)),  e_i = e_i - C1(e_i)  (e_i = e_i - u)
+        sign = 1.0 if self.c1_operand == "update" else -1.0
         work = []
         for b, u, e in zip(self.buckets, before, self.err):
-            ws = b.weights()
-            x = b.gather_weights("after")
-            u -= x                                   # u_i = w_before - w_after (in the snapshot)
-            if self.c1_operand == "model":
-                e -= u                               # the local model took the whole update
-                v = e
-            else:
-                v = u
+            # u_i = w_before - w_after, e_i -= u_i in one pass; w_after gathered into x only where
+            # the weights cannot take C1's blocks in place (Bucket.writable_in_place)
+            x = None if b.writable_in_place else b.buffer("after")
+            if not b.subtract_weights(u, e, x):
+                x = b.gather_weights("after")
+                u -= x
+                e -= u
+            v = e if self.c1_operand == "model" else u
             pl = self.c1.compress(b.shaped(v), b.key, step, dense=b.small, layout=b) if use_c1 else None
             ex = sync_payload(comm, pl, f"cser.c1.b{b.key}") if pl is not None else None
-            work.append((b, ws, x, u, e, pl, ex))
-        for b, ws, x, u, e, pl, ex in work:
-            xs, es = b.shaped(x), b.shaped(e)
-            if self.c1_operand == "update":
-                e -= u                               # e_i -= r_i, r_i = u - C1(u)
-            if pl is not None:
-                # update: x_i = x_before - mean(C1(u)) - (u - C1(u)) = w_after + C1(u) - mean(C1(u)),
-                #         e_i = e_i - u + C1(u)
-                # model:  x_i = w_after - C1(e_i) + mean(C1(e_i)),  e_i = e_i - C1(e_i)  (e_i = e_i - u)
-                sign = 1.0 if self.c1_operand == "update" else -1.0
-                pl.add_to(xs, pl.tensors, sign)
-                ex.add_to(xs, -sign)
-                pl.add_to(es, pl.tensors, sign)
-            if not reset and pl is not None and pl.tensors:   # C1 = zero leaves the model as it is
-                b.scatter(x, ws)
+            work.append([b, x, e, pl, ex])
+        for w in work:
+            b, x, e, pl, ex = w
+            if pl is None or not pl.tensors:          # C1 = zero leaves the model as it is
+                continue
+            if x is None and pl.blocks is not None and pl.summable:
+                b.add_blocks(pl.tensors[0], pl.blocks, sign)     # into the weights themselves
+                b.add_blocks(ex.arrays[0], pl.blocks, -sign)
+            else:
+                x = w[1] = b.gather_weights("after") if x is None else x
+                pl.add_to(b.shaped(x), pl.tensors, sign)
+                ex.add_to(b.shaped(x), -sign)
+                if not reset:
+                    b.scatter(x, b.weights())
+            pl.add_to(b.shaped(e), pl.tensors, sign)
         if not reset:
             return
         work2 = []
-        for b, ws, x, _, e, _, _ in work:
+        for b, x, e, _, _ in work:
             es = b.shaped(e)
             pl = self.c2.compress(es, b.key, step, dense=b.small, layout=b)
-            work2.append((b, ws, x, es, pl, sync_payload(comm, pl, f"cser.c2.b{b.key}")))
-        for b, ws, x, es, pl, ex in work2:
+            x = b.gather_weights("after") if x is None else x
+            work2.append((b, x, es, pl, sync_payload(comm, pl, f"cser.c2.b{b.key}")))
+        for b, x, es, pl, ex in work2:
             # x_i = x_i - e_i + mean(C2(e)) + (e_i - C2(e_i)) = x_i - C2(e_i) + mean(C2(e))
             xs = b.shaped(x)
             ex.add_to(xs, 1.0)
             pl.add_to(xs, pl.tensors, -1.0)
             pl.add_to(es, pl.tensors, -1.0)          # e_i = e_i - C2(e_i)
-            b.scatter(x, ws)
+            b.scatter(x, b.weights())
 
     def reset_for_resize(self):
         """Fold the residual into the model: x_i - e_i is the same on every worker (the CSER

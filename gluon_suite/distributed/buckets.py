@@ -139,6 +139,30 @@ class Bucket:
             write_plain(w, piece)
         return out
 
+    def subtract_weights(self, u, e, x=None):
+        """CSER's bookkeeping after the optimizer: u <- u - w (w: the members' weights in the flat
+        order), then e <- e - u, in one pass that reads the members where they are (``x``: a flat
+        vector that also receives w, in the same pass); True when done, False where the compiled
+        path does not apply (the caller gathers)."""
+        if not (self._one_call and native.usable(u, e, x)):
+            return False
+        native.cser_delta(u, e, self._nonempty(self.weights()), x)
+        return True
+
+    @property
+    def writable_in_place(self):
+        """Whether the members' weights can be added to in place (``add_blocks``): none has three
+        or more axes. A convolution's weight may be held by oneDNN in a blocked layout after an
+        inference forward (1-D and 2-D convolutions do so every time; dense, embedding, batch-norm
+        and recurrent weights never), and an operator can only overwrite such an array whole."""
+        return self._one_call and all(len(s) < 3 for s in self.shapes)
+
+    def add_blocks(self, values, blocks, alpha=1.0):
+        """The members' weights += alpha * ``values`` along GRBS's slab rows ``blocks`` (in the
+        flat order), in the weights' own arrays: no gather or scatter of the whole bucket (only
+        where ``writable_in_place``)."""
+        native.members_block_add(self._nonempty(self.weights()), values, blocks, alpha)
+
     def _nonempty(self, arrays):
         """``arrays`` (one per member) without the empty members'."""
         return [a for j, a in enumerate(arrays) if j not in self._empty] if self._empty else arrays

@@ -144,7 +144,7 @@ class Communicator(abc.ABC):
         self.stats.add("allreduce", b, self._ring(b))
         if self.size == 1:
             return tensor
-        if tensor.size < self.size or not native.usable_half(tensor):
+        if tensor.size < self.size or not native.usable(tensor, dtype=np.float16):
             return self._allreduce(tensor, True, name, inplace=False)
         return self._allreduce_half(tensor, name)
 

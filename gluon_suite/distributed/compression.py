@@ -66,6 +66,7 @@ class Payload:
     """
 
     finite = None   # fp16 on the compiled path: (1,) float32, 1.0 when every sent value is finite
+    blocks = None   # GRBS on the compiled path: the (m, 4) slab rows ``add_to`` adds along
 
     def __init__(self, tensors, add_to, summable=True, dense=False):
         self.tensors = tensors
@@ -108,6 +109,14 @@ def _dense_add(target, tensors, alpha):
         target += t
     else:
         target += alpha * t
+
+
+def write_dense(target, t):
+    """``target`` <- a dense payload's tensor ``t`` (float16 widened in one pass, no zero + add)."""
+    if t.dtype == np.float16 and t.context == target.context and native.usable(target):
+        native.fp16_add(target, t, assign=True)
+    else:
+        mx.nd.cast(t, dtype=target.dtype, out=target)
 
 
 def dense_payload(v):

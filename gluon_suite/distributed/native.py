@@ -37,6 +37,8 @@ each on one flat buffer, a bucket's vector:
   a bucket's members copied into its flat vector and back, one call per bucket instead of one copy
   per tensor (the members' own arrays, read and written by the operator: an input oneDNN holds in a
   blocked layout reaches it in the plain one, an output is written in the plain one).
+- ``cser_delta(u, e, arrays)``: u <- u - w, e <- e - u in one pass over the members themselves;
+  ``members_block_add(arrays, values, blocks)``: GRBS's slabs added into the members' own arrays.
 - ``grbs_rows(seed, words, plans, geometry)``: GRBS's draws and slabs for a whole bucket in one
   host call (not an operator: the slabs' sizes shape the payload, so they are needed on the host
   before its operators are pushed), the same Philox numbers as NumPy's generator.
@@ -77,7 +79,8 @@ REASON = ""             # why not, when they are not
 # setting) counts as not loaded
 OPERATORS = ("gs_topk", "gs_ef_topk", "gs_sign_pack", "gs_sign_unpack_add", "gs_cast_fp16", "gs_scatter_add",
              "gs_block_gather", "gs_block_add", "gs_randomk_gather", "gs_randomk_add", "gs_cast_bf16", "gs_bf16_add",
-             "gs_ef_sign", "gs_members_gather", "gs_members_scatter", "gs_fp16_add")
+             "gs_ef_sign", "gs_members_gather", "gs_members_scatter", "gs_fp16_add",
+             "gs_cser_delta", "gs_members_block_add")
 _HOST = None            # the library's host functions (ctypes), when it is loaded
 
 
@@ -115,24 +118,18 @@ def check_size(n, itemsize=4, what="buffer"):
     return nbytes
 
 
-def usable(*arrays):
-    """Whether the compiled kernels can run on these arrays: loaded, CPU context, float32, at most
-    2^31 bytes each."""
+def usable(*arrays, dtype=np.float32):
+    """Whether the compiled kernels can run on these arrays: loaded, CPU context, of ``dtype``
+    (float16 payloads: ``fp16_add`` sums them into a float32 buffer of their size, ``cast_fp16``
+    goes back), at most 2^31 bytes each as float32."""
     if not LOADED:
         return False
     for a in arrays:
         if a is None:
             continue
-        if a.context.device_type != "cpu" or a.dtype != np.float32 or a.size * 4 > MAX_BYTES:
+        if a.context.device_type != "cpu" or a.dtype != dtype or a.size * 4 > MAX_BYTES:
             return False
     return True
-
-
-def usable_half(x):
-    """Whether a float16 array can be summed with the compiled kernels (``fp16_add`` into a float32
-    buffer of its size, ``cast_fp16`` back): loaded, CPU context, the float32 buffer at most 2^31
-    bytes."""
-    return LOADED and x.context.device_type == "cpu" and x.dtype == np.float16 and x.size * 4 <= MAX_BYTES
 
 
 def _flat(x):
@@ -318,13 +315,15 @@ def bf16_add(target, data, alpha=1.0):
     return target
 
 
-def fp16_add(target, half, alpha=1.0, f16c=True):
+def fp16_add(target, half, alpha=1.0, f16c=True, assign=False):
     """target += alpha * the float16 values of each row of ``half`` (rows of target.size values, one
-    per worker, added one after another), in place; ``f16c=False`` forces the portable code (tests)."""
+    per worker, added one after another), in place; ``assign``: the first row is written, not added
+    (target's values unread); ``f16c=False`` forces the portable code (tests)."""
     if target.size == 0 or half.size == 0:
         return target
     t = _flat(target)
-    mx.nd.gs_fp16_add(t, _flat(half), alpha=repr(float(alpha)), f16c="1" if f16c else "0", out=t)
+    mx.nd.gs_fp16_add(t, _flat(half), alpha=repr(float(alpha)), f16c="1" if f16c else "0",
+                      assign="1" if assign else "0", out=t)
     return target
 
 
@@ -366,6 +365,22 @@ def members_scatter(flat, arrays, shapes):
     if arrays:
         mx.nd.gs_members_scatter(flat, shapes=shapes, out=list(arrays))
     return arrays
+
+
+def cser_delta(u, e, arrays, x=None):
+    """u <- u - (the ``arrays`` one after another), then e <- e - u, in place, one call (``arrays``
+    as for ``members_gather``); ``x``: also gathers the arrays into it, in the same pass."""
+    check_size(u.size, 4, "bucket")
+    mx.nd.gs_cser_delta(u, e, *arrays, members=str(len(arrays)), gather="0" if x is None else "1",
+                        out=[u, e] + ([] if x is None else [x]))
+
+
+def members_block_add(arrays, values, blocks, alpha=1.0):
+    """Each block ((m, 4) rows in the flat order of ``arrays``, as for ``block_add``) += alpha * its
+    part of ``values``, in the members' own arrays (one call)."""
+    if arrays and values.size:
+        mx.nd.gs_members_block_add(_flat(values), blocks, *arrays, members=str(len(arrays)),
+                                   alpha=repr(float(alpha)), out=list(arrays))
 
 
 def grbs_rows(seed, words, plans, geometry):

@@ -230,7 +230,9 @@ class GRBSCompressor(Compressor):
             mx.nd._internal._scatter_set_nd(lhs=flat, rhs=mx.nd.gather_nd(flat, where[0]) + t, indices=where[0],
                                             shape=flat.shape, out=flat)
 
-        return Payload([payload], add_to)
+        out = Payload([payload], add_to)
+        out.blocks = blocks
+        return out
 
 
 def _block_row(shape, begin, end, offset):

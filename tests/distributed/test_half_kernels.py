@@ -48,6 +48,27 @@ def test_fp16_add_against_float64(n, rows, f16c, ctx):
         np.testing.assert_array_equal(T.asnumpy().view(np.uint32), want.view(np.uint32))
 
 
+@pytest.mark.parametrize("ctx", CTXS, ids=str)
+@pytest.mark.parametrize("f16c", [True, False], ids=["f16c", "portable"])
+@pytest.mark.parametrize("rows", [1, 3])
+@pytest.mark.parametrize("n", SIZES)
+def test_fp16_add_assign_writes_the_first_row(n, rows, f16c, ctx):
+    h = halves(n, rows, 1)
+    for alpha in (1.0, -0.5):
+        T = mx.nd.array(np.full(n, np.nan, np.float32), ctx=ctx)   # never read
+        native.fp16_add(T, mx.nd.array(h.reshape(-1), ctx=ctx, dtype="float16"), alpha, f16c=f16c, assign=True)
+        want = np.float32(alpha) * h[0].astype(np.float64)      # float16 values widen exactly
+        want = want.astype(np.float32)
+        for w in range(1, rows):
+            want += np.float32(alpha) * h[w].astype(np.float32)
+        np.testing.assert_array_equal(T.asnumpy().view(np.uint32), want.view(np.uint32))
+    # a dense payload's decode: exactly MXNet's cast
+    one = mx.nd.array(h[0], ctx=ctx, dtype="float16")
+    T = mx.nd.zeros((n,), ctx=ctx)
+    native.fp16_add(T, one, f16c=f16c, assign=True)
+    np.testing.assert_array_equal(T.asnumpy(), one.astype("float32").asnumpy())
+
+
 @pytest.mark.parametrize("f16c", [True, False], ids=["f16c", "portable"])
 def test_fp16_add_carries_inf_and_nan(f16c):
     h = np.array([np.inf, -np.inf, np.nan, 1.0] * 5, np.float16)

@@ -9,6 +9,14 @@
 //   gs_members_scatter(flat; shapes)           -> w_1, ..., w_m: each member its slice of flat
 //                                                  (out=the members' own arrays)
 //     shapes: the members' shapes, "d0xd1x...;d0x..." (';' between members)
+//   gs_cser_delta(u, e, w_1, ..., w_m; members, gather) -> u, e[, x]: the CSER step's dense
+//                                                  bookkeeping in one pass, w the members one after
+//                                                  another: u <- u - w, then e <- e - u (out=u, e);
+//                                                  gather=1 also copies w into x (a third output)
+//   gs_members_block_add(vals, blocks, w_1, ..., w_m; members, alpha) -> w_1, ..., w_m: each block
+//     (rows of (origin, rows, row length, row stride) in the members' flat order, as gs_block_add
+//     takes them; a row may run on from one member into the next) += alpha * its part of vals,
+//     in the members' own arrays (out=the members; nothing else of them is written)
 //
 // and one host function, called through ctypes (no MXNet array involved: it runs on the host
 // before the payload's operators are pushed):
@@ -212,6 +220,173 @@ MXReturnValue ScatterShape(const Attrs& attrs, Shapes* in, Shapes* out) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The CSER step's dense bookkeeping and its block additions, on the members' own arrays.
+
+void Alias(const MXTensor& in, MXTensor* out, int64_t bytes) {
+  if (out->data_ptr != in.data_ptr && bytes) std::memcpy(out->data_ptr, in.data_ptr, bytes);
+}
+
+MXReturnValue CserDeltaForward(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out,
+                               const OpResource& res) {
+  const int64_t n = Numel(in->at(0));
+  std::vector<int64_t> sizes;
+  for (size_t j = 2; j < in->size(); ++j) sizes.push_back(Numel(in->at(j)));
+  std::vector<Run> runs;
+  std::vector<int64_t> at;
+  Runs(sizes, &runs, &at);
+  Alias(in->at(0), &out->at(0), n * 4);
+  Alias(in->at(1), &out->at(1), n * 4);
+  float* u = static_cast<float*>(out->at(0).data_ptr);
+  float* e = static_cast<float*>(out->at(1).data_ptr);
+  float* x = out->size() > 2 ? static_cast<float*>(out->at(2).data_ptr) : nullptr;
+  const int64_t R = static_cast<int64_t>(runs.size());
+#pragma omp parallel for schedule(dynamic, 4) if (R > 1)
+  for (int64_t r = 0; r < R; ++r) {
+    const float* w = static_cast<const float*>(in->at(2 + runs[r].member).data_ptr) + runs[r].at;
+    float* ur = u + at[r];
+    float* er = e + at[r];
+    if (x) std::memcpy(x + at[r], w, runs[r].len * 4);
+    for (int64_t i = 0; i < runs[r].len; ++i) {
+      const float d = ur[i] - w[i];
+      ur[i] = d;
+      er[i] -= d;
+    }
+  }
+  return MX_SUCCESS;
+}
+
+struct Piece {
+  int64_t member, at, src, len;   // len elements of a member from its element `at`; vals from `src`
+};
+
+// Each block row's elements as runs of at most kChunk inside one member; false (with the error
+// set) for a row past the members' end.
+template <typename I>
+bool BlockPieces(const MXTensor& blocks, const std::vector<int64_t>& start, int64_t* total,
+                 std::vector<Piece>* pieces) {
+  const int64_t m = blocks.shape.empty() ? 0 : blocks.shape[0], n = start.back();
+  const I* b = static_cast<const I*>(blocks.data_ptr);
+  int64_t src = 0;
+  for (int64_t j = 0; j < m; ++j) {
+    const int64_t origin = b[4 * j], rows = b[4 * j + 1], len = b[4 * j + 2], stride = b[4 * j + 3];
+    if (rows < 0 || len < 0 || origin < 0 || stride < 0 || (rows > 0 && len > 0 && origin + (rows - 1) * stride + len > n)) {
+      MX_ERROR_MSG << "gs_members_block_add: block " << j << " (origin " << origin << ", " << rows << " x " << len
+                   << ", stride " << stride << ") reaches past the members' " << n << " elements";
+      return false;
+    }
+    if (len == 0) continue;
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t o = origin + r * stride, left = len;
+      int64_t k = std::upper_bound(start.begin(), start.end(), o) - start.begin() - 1;
+      while (left > 0) {   // a row over the end of a member goes on in the next (empty ones skipped)
+        while (start[k + 1] <= o) ++k;
+        const int64_t c = std::min({kChunk, left, start[k + 1] - o});
+        pieces->push_back({k, o - start[k], src, c});
+        src += c, o += c, left -= c;
+      }
+    }
+  }
+  *total = src;
+  return true;
+}
+
+template <typename I>
+MXReturnValue MembersBlockAddT(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out) {
+  const size_t m = out->size();
+  std::vector<int64_t> start(m + 1, 0);
+  for (size_t j = 0; j < m; ++j) start[j + 1] = start[j] + Numel(out->at(j));
+  std::vector<Piece> pieces;
+  int64_t total = 0;
+  if (!BlockPieces<I>(in->at(1), start, &total, &pieces)) return MX_FAIL;
+  if (total != Numel(in->at(0))) {
+    MX_ERROR_MSG << "gs_members_block_add: the blocks hold " << total << " elements, the values " << Numel(in->at(0));
+    return MX_FAIL;
+  }
+  for (size_t j = 0; j < m; ++j) Alias(in->at(2 + j), &out->at(j), Numel(out->at(j)) * 4);
+  auto it = attrs.find("alpha");
+  const float alpha = it == attrs.end() ? 1.f : std::stof(it->second);
+  const float* v = static_cast<const float*>(in->at(0).data_ptr);
+  const int64_t P = static_cast<int64_t>(pieces.size());
+  // the blocks of a bucket do not overlap (each member's own slab): every element is written once
+#pragma omp parallel for schedule(dynamic, 16) if (total > kChunk)
+  for (int64_t p = 0; p < P; ++p) {
+    float* d = static_cast<float*>(out->at(pieces[p].member).data_ptr) + pieces[p].at;
+    const float* s = v + pieces[p].src;
+    for (int64_t e = 0; e < pieces[p].len; ++e) d[e] += alpha * s[e];
+  }
+  return MX_SUCCESS;
+}
+
+MXReturnValue MembersBlockAddForward(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out,
+                                     const OpResource& res) {
+  if (in->at(1).dtype == mxnet::ext::kInt32) return MembersBlockAddT<int32_t>(attrs, in, out);
+  return MembersBlockAddT<int64_t>(attrs, in, out);
+}
+
+MXReturnValue MembersAttrs(const char* op, int extra, int outs, const Attrs& attrs, int* num_in, int* num_out) {
+  const int64_t m = Members(attrs);
+  if (m < 1) {
+    MX_ERROR_MSG << op << ": members must be >= 1";
+    return MX_FAIL;
+  }
+  *num_in = static_cast<int>(m) + extra;
+  *num_out = outs ? outs : static_cast<int>(m);
+  return MX_SUCCESS;
+}
+
+MXReturnValue CserDeltaAttrs(const Attrs& attrs, int* num_in, int* num_out) {
+  auto g = attrs.find("gather");
+  return MembersAttrs("gs_cser_delta", 2, g != attrs.end() && g->second == "1" ? 3 : 2, attrs, num_in, num_out);
+}
+
+MXReturnValue BlockAddAttrs(const Attrs& attrs, int* num_in, int* num_out) {
+  return MembersAttrs("gs_members_block_add", 2, 0, attrs, num_in, num_out);
+}
+
+MXReturnValue CserDeltaType(const Attrs& attrs, std::vector<int>* in, std::vector<int>* out) {
+  return Float32("gs_cser_delta", in, out);
+}
+
+MXReturnValue BlockAddType(const Attrs& attrs, std::vector<int>* in, std::vector<int>* out) {
+  for (size_t i = 0; i < in->size(); ++i) {
+    const int t = in->at(i);
+    const bool ok = i == 1 ? (t == mxnet::ext::kInt32 || t == mxnet::ext::kInt64) : t == mxnet::ext::kFloat32;
+    if (!ok) {
+      MX_ERROR_MSG << "gs_members_block_add: input " << i << " must be " << (i == 1 ? "int32 or int64" : "float32");
+      return MX_FAIL;
+    }
+  }
+  for (int& t : *out) t = mxnet::ext::kFloat32;
+  return MX_SUCCESS;
+}
+
+MXReturnValue CserDeltaShape(const Attrs& attrs, Shapes* in, Shapes* out) {
+  const int64_t n = Numel(in->at(0));
+  int64_t members = 0;
+  for (size_t j = 2; j < in->size(); ++j) members += Numel(in->at(j));
+  if (TooLarge(std::max(n, members), "gs_cser_delta")) return MX_FAIL;
+  if (Numel(in->at(1)) != n || members != n) {
+    MX_ERROR_MSG << "gs_cser_delta: u has " << n << " elements, e " << Numel(in->at(1)) << ", the members " << members;
+    return MX_FAIL;
+  }
+  for (size_t o = 0; o < out->size(); ++o) out->at(o) = in->at(o ? 1 : 0);
+  return MX_SUCCESS;
+}
+
+MXReturnValue BlockAddShape(const Attrs& attrs, Shapes* in, Shapes* out) {
+  int64_t members = 0;
+  for (size_t j = 2; j < in->size(); ++j) members += Numel(in->at(j));
+  if (TooLarge(members, "gs_members_block_add")) return MX_FAIL;
+  const auto& b = in->at(1);
+  if (b.size() != 2 || b[1] != 4) {
+    MX_ERROR_MSG << "gs_members_block_add: blocks must be (m, 4): origin, rows, row length, row stride";
+    return MX_FAIL;
+  }
+  for (size_t j = 2; j < in->size(); ++j) out->at(j - 2) = in->at(j);
+  return MX_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Philox4x64-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11), as NumPy's
 // Philox bit generator runs it: the first block is computed from the counter (1, 0, 0, 0).
 
@@ -277,3 +452,15 @@ REGISTER_OP(gs_members_scatter)
     .setParseAttrs(ScatterAttrs)
     .setInferType(ScatterType)
     .setInferShape(ScatterShape);
+
+REGISTER_OP(gs_cser_delta)
+    .setForward(CserDeltaForward, "cpu")
+    .setParseAttrs(CserDeltaAttrs)
+    .setInferType(CserDeltaType)
+    .setInferShape(CserDeltaShape);
+
+REGISTER_OP(gs_members_block_add)
+    .setForward(MembersBlockAddForward, "cpu")
+    .setParseAttrs(BlockAddAttrs)
+    .setInferType(BlockAddType)
+    .setInferShape(BlockAddShape);

@@ -3,8 +3,11 @@
 // temporary. CPU, OpenMP across elements in fixed chunks, so every result is the same whatever
 // the number of threads.
 //
-//   gs_fp16_add(t, h; alpha)  -> t + alpha * each row of h widened to float32, rows (of n values:
-//                                one per worker) added one after another; h is float16 (rows * n)
+//   gs_fp16_add(t, h; alpha, assign)  -> t + alpha * each row of h widened to float32, rows (of n
+//                                values: one per worker) added one after another; h is float16
+//                                (rows * n); assign=1 writes the first row (t = alpha * row 0, t's
+//                                values unread) and adds the others: a dense payload decoded in
+//                                one pass
 //
 // alpha * x is rounded to float32 before the addition (no fused multiply-add), as MXNet's
 // `t += alpha * h.astype("float32")` does, so the compiled and the generic path agree bit for bit.
@@ -68,8 +71,10 @@ inline float FromHalf(uint16_t h) {
   return f;
 }
 
-void AddRow(float* t, const uint16_t* h, int64_t n, float alpha) {
-  if (alpha == 1.f) {
+void AddRow(float* t, const uint16_t* h, int64_t n, float alpha, bool write) {
+  if (write) {
+    for (int64_t i = 0; i < n; ++i) t[i] = alpha == 1.f ? FromHalf(h[i]) : alpha * FromHalf(h[i]);
+  } else if (alpha == 1.f) {
     for (int64_t i = 0; i < n; ++i) t[i] += FromHalf(h[i]);
   } else {
     for (int64_t i = 0; i < n; ++i) t[i] += alpha * FromHalf(h[i]);
@@ -77,23 +82,26 @@ void AddRow(float* t, const uint16_t* h, int64_t n, float alpha) {
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx,f16c"))) void AddRowF16C(float* t, const uint16_t* h, int64_t n, float alpha) {
+__attribute__((target("avx,f16c"))) void AddRowF16C(float* t, const uint16_t* h, int64_t n, float alpha,
+                                                    bool write) {
   const __m256 a = _mm256_set1_ps(alpha);
   const bool one = alpha == 1.f;
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i)));
     if (!one) x = _mm256_mul_ps(a, x);
-    _mm256_storeu_ps(t + i, _mm256_add_ps(_mm256_loadu_ps(t + i), x));
+    _mm256_storeu_ps(t + i, write ? x : _mm256_add_ps(_mm256_loadu_ps(t + i), x));
   }
-  AddRow(t + i, h + i, n - i, alpha);
+  AddRow(t + i, h + i, n - i, alpha, write);
 }
 bool HasF16C() {
   static const bool has = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
   return has;
 }
 #else
-void AddRowF16C(float* t, const uint16_t* h, int64_t n, float alpha) { AddRow(t, h, n, alpha); }
+void AddRowF16C(float* t, const uint16_t* h, int64_t n, float alpha, bool write) {
+  AddRow(t, h, n, alpha, write);
+}
 bool HasF16C() { return false; }
 #endif
 
@@ -105,8 +113,10 @@ MXReturnValue Fp16AddForward(const Attrs& attrs, std::vector<MXTensor>* in, std:
   const float alpha = it == attrs.end() ? 1.f : std::stof(it->second);
   auto f = attrs.find("f16c");
   const bool f16c = HasF16C() && (f == attrs.end() || f->second == "1");   // f16c=0: the portable code
+  auto w = attrs.find("assign");
+  const bool assign = w != attrs.end() && w->second == "1";
   float* t = static_cast<float*>(out->at(0).data_ptr);
-  if (in->at(0).data_ptr != out->at(0).data_ptr) std::memcpy(t, in->at(0).data_ptr, n * 4);
+  if (!assign && in->at(0).data_ptr != out->at(0).data_ptr) std::memcpy(t, in->at(0).data_ptr, n * 4);
   const uint16_t* h = static_cast<const uint16_t*>(in->at(1).data_ptr);
   const int64_t C = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static)
@@ -114,9 +124,9 @@ MXReturnValue Fp16AddForward(const Attrs& attrs, std::vector<MXTensor>* in, std:
     const int64_t begin = c * kChunk, len = std::min(n, (c + 1) * kChunk) - begin;
     for (int64_t w = 0; w < rows; ++w) {   // row after row, as one add per worker would
       if (f16c) {
-        AddRowF16C(t + begin, h + w * n + begin, len, alpha);
+        AddRowF16C(t + begin, h + w * n + begin, len, alpha, assign && w == 0);
       } else {
-        AddRow(t + begin, h + w * n + begin, len, alpha);
+        AddRow(t + begin, h + w * n + begin, len, alpha, assign && w == 0);
       }
     }
   }
