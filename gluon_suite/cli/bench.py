@@ -24,6 +24,8 @@ def _cmd_list(args):
         p = protocols.load(root, name)
         path, res = store.latest(rdir, name)
         said = f"{res['verdict']} ({os.path.relpath(path, root)})" if res else "not run yet"
+        if p.retired:
+            said = f"retired ({said})"
         print(f"{name:<28} v{p.version}  {said}\n    {p.data['claim']}")
     return 0
 

@@ -14,7 +14,7 @@ __all__ = ["Protocol", "load", "names", "protocols_dir", "REQUIRED", "CRITERION_
 
 REQUIRED = ("name", "version", "claim", "bench", "compared", "data", "model", "schedule", "seeds",
             "evaluation", "testbed", "criteria")
-OPTIONAL = ("params", "quick", "history", "reuses", "notes")
+OPTIONAL = ("params", "quick", "history", "reuses", "notes", "retired")
 CRITERION_KEYS = ("id", "metric", "a", "b", "test", "margin", "value", "scale", "higher_is_better",
                   "interval", "level", "statement")
 
@@ -42,6 +42,7 @@ class Protocol:
     version = property(lambda self: self.data["version"])
     bench = property(lambda self: self.data["bench"])
     criteria = property(lambda self: self.data["criteria"])
+    retired = property(lambda self: self.data.get("retired"))   # why it is no longer run, or None
 
     def arms(self):
         return list(self.data["compared"])
@@ -123,6 +124,8 @@ def check(path, data):
         _fail(path, "criteria ids must be distinct")
     for i, c in enumerate(data["criteria"]):
         _check_criterion(path, i, c, data["compared"])
+    if "retired" in data and not (isinstance(data["retired"], str) and data["retired"].strip()):
+        _fail(path, "retired must say why the protocol is no longer run (a sentence)")
     r = data.get("reuses")
     if r is not None and (not isinstance(r, dict) or not all(isinstance(v, dict) and "protocol" in v for v in r.values())):
         _fail(path, "reuses must map an arm to {protocol: NAME, arm: ARM}")

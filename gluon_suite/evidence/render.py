@@ -88,15 +88,17 @@ def _claims_block(root, results_dir):
     for name in protocols.names(root):
         proto = protocols.load(root, name)
         path, result = store.latest(results_dir, name)
+        retired = f"retired: {' '.join(proto.retired.split())}" if proto.retired else ""
         if result is None:
-            rows.append([f"`{name}`", f"v{proto.version}", proto.data["claim"], "not run yet", "-"])
+            rows.append([f"`{name}`", f"v{proto.version}", proto.data["claim"],
+                         f"never run; {retired}" if retired else "not run yet", "-"])
             continue
         ran = f"v{result['protocol']['version']}"
         if result["protocol"]["sha256"] != proto.sha256:
             ran += f" (protocol now v{proto.version})"
         n, of = len(result.get("seeds") or []), len(result.get("protocol_seeds") or result.get("seeds") or [])
         tag = f" ({n} of {of} seeds)" if result.get("partial") else ""
-        rows.append([f"`{name}`", ran, proto.data["claim"], result["verdict"] + tag,
+        rows.append([f"`{name}`", ran, proto.data["claim"], result["verdict"] + tag + (f"; {retired}" if retired else ""),
                      f"`{os.path.relpath(path, root)}`"])
     return table_markdown({"columns": ["protocol", "version", "claim", "latest verdict", "result file"], "rows": rows})
 

@@ -249,6 +249,8 @@ def run(name, quick=False, root=None, results_dir=None, allow_dirty=False, show_
     the protocol's seeds, for a claim whose full run does not fit (the result is marked partial)."""
     root = root or find_root()
     proto = protocols.load(root, name)
+    if proto.retired:
+        raise UserError(f"protocol {name} is retired and is not run: {' '.join(proto.retired.split())}")
     git = git_state(root, proto.path)
     if not quick and not allow_dirty:
         if not git.get("protocol_committed"):

@@ -82,3 +82,18 @@ def test_markers_and_tables_inside_code_fences_are_examples_not_blocks(toy_root)
     doc.write_text("```text\n<!-- bench:table toy nothing -->\n| a | 0.5 |\n<!-- bench:end -->\n```\n")
     assert render.render_files(str(toy_root), results, check=True) == ([], 0)
     assert render.bare_figures(str(doc)) == []
+
+
+def test_the_claims_list_marks_a_retired_protocol_with_its_reason(toy_root):
+    results = _results(toy_root)
+    p = toy_root / "bench" / "protocols" / "toy.yaml"
+    p.write_text(p.read_text() + "retired: superseded by a longer job\n")
+    git(toy_root, "commit", "-qam", "retired")
+    render.render_files(str(toy_root), results)
+    row = [ln for ln in (toy_root / "docs" / "toy.md").read_text().splitlines() if ln.startswith("| `toy` |")][0]
+    assert row.endswith("; retired: superseded by a longer job | `" + row.rsplit("| `", 1)[1]) and "holds" in row
+    # never run: the reason stands in for a verdict
+    empty = toy_root / "no_results"
+    empty.mkdir()
+    text = "\n".join(render._claims_block(str(toy_root), str(empty)))
+    assert "| never run; retired: superseded by a longer job | - |" in text

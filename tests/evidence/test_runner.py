@@ -121,6 +121,7 @@ def test_a_reused_arm_names_its_file_and_hash(toy_root):
     (lambda t: t.replace("seeds: [0, 1, 2, 3]", "seeds: three"), "seeds must be a non-empty list"),
     (lambda t: t + "  - id: fast_better\n", "criteria ids must be distinct"),
     (lambda t: t + "  - {id: y, statement: s, metric: acc, a: fast, b: slow, test: within}\n", "needs a numeric margin"),
+    (lambda t: t + "retired: ''\n", "retired must say why the protocol is no longer run"),
 ])
 def test_a_malformed_protocol_is_one_line_naming_file_and_key(toy_root, edit, message):
     p = toy_root / "bench" / "protocols" / "toy.yaml"
@@ -157,3 +158,10 @@ def test_an_infinite_metric_is_stored_as_missing_and_named(toy_root):
     speed = next(c for c in on_disk["criteria"] if c["id"] == "speed")
     assert speed["outcome"] == "inconclusive" and speed["verdict"] == "no values"
     assert {c["id"]: c["outcome"] for c in on_disk["criteria"]}["fast_better"] == "holds"
+
+
+def test_a_retired_protocol_is_not_run_and_says_why(toy_root):
+    p = toy_root / "bench" / "protocols" / "toy.yaml"
+    p.write_text(p.read_text() + "retired: >-\n  superseded by a longer job\n  before any run\n")
+    with pytest.raises(UserError, match="protocol toy is retired and is not run: superseded by a longer job before any run"):
+        runner.run("toy", root=str(toy_root), show_progress=False, log=lambda m: None, quick=True)
