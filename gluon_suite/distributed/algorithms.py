@@ -336,15 +336,18 @@ class CSER(Algorithm):
         for b, x, e, _, _ in work:
             es = b.shaped(e)
             pl = self.c2.compress(es, b.key, step, dense=b.small, layout=b)
-            x = b.gather_weights("after") if x is None else x
             work2.append((b, x, es, pl, sync_payload(comm, pl, f"cser.c2.b{b.key}")))
         for b, x, es, pl, ex in work2:
             # x_i = x_i - e_i + mean(C2(e)) + (e_i - C2(e_i)) = x_i - C2(e_i) + mean(C2(e))
-            xs = b.shaped(x)
-            ex.add_to(xs, 1.0)
-            pl.add_to(xs, pl.tensors, -1.0)
+            if x is None and pl.blocks is not None and pl.summable:
+                b.add_blocks(ex.arrays[0], pl.blocks, 1.0)      # into the weights themselves
+                b.add_blocks(pl.tensors[0], pl.blocks, -1.0)
+            elif x is not None or pl.tensors:            # x may hold C1's additions: written back
+                x = b.gather_weights("after") if x is None else x
+                ex.add_to(b.shaped(x), 1.0)
+                pl.add_to(b.shaped(x), pl.tensors, -1.0)
+                b.scatter(x, b.weights())
             pl.add_to(es, pl.tensors, -1.0)          # e_i = e_i - C2(e_i)
-            b.scatter(x, b.weights())
 
     def reset_for_resize(self):
         """Fold the residual into the model: x_i - e_i is the same on every worker (the CSER
