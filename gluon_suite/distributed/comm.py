@@ -286,8 +286,8 @@ class HorovodCommunicator(Communicator):
         n, size = tensor.size, self.size
         splits = [(n * (r + 1)) // size - (n * r) // size for r in range(size)]
         got, _ = self._hvd.alltoall(tensor.reshape((-1,)), splits=splits, name=f"{name}.scatter")
-        mean = mx.nd.zeros((splits[self.rank],), ctx=tensor.context)
-        native.fp16_add(mean, got, 1.0 / size)            # rows: the slices of every worker
+        mean = mx.nd.empty((splits[self.rank],), ctx=tensor.context)
+        native.fp16_add(mean, got, 1.0 / size, assign=True)   # rows: every worker's slice; no zero fill
         half, _ = native.cast_fp16(mean)
         return self._hvd.allgather(half, name=f"{name}.gather").reshape(tensor.shape)
 
