@@ -33,38 +33,13 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstdint>
-#include <cstring>
-#include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "mxnet/lib_api.h"
+#include "kernel_common.h"
 
-using mxnet::ext::MXReturnValue;
-using mxnet::ext::MXTensor;
-using mxnet::ext::OpResource;
-using mxnet::ext::MX_SUCCESS;
-using mxnet::ext::MX_FAIL;
-typedef std::unordered_map<std::string, std::string> Attrs;
-typedef std::vector<std::vector<unsigned int>> Shapes;
 
 namespace {
 
-const int64_t kMaxBytes = int64_t(1) << 31;   // the largest buffer an operator takes
-const int64_t kChunk = 1 << 16;               // elements per run of the parallel copies
-
-int64_t Numel(const std::vector<unsigned int>& s) {
-  int64_t n = 1;
-  for (unsigned int d : s) n *= d;
-  return n;
-}
-
-int64_t Numel(const MXTensor& t) {
-  int64_t n = 1;
-  for (int64_t d : t.shape) n *= d;
-  return n;
-}
 
 int64_t Members(const Attrs& attrs) {
   auto it = attrs.find("members");
@@ -95,14 +70,6 @@ bool ParseShapes(const Attrs& attrs, Shapes* out) {
   if (!digits) return false;
   out->back().push_back(static_cast<unsigned int>(d));
   return true;
-}
-
-bool TooLarge(int64_t n, const char* op) {
-  if (n * 4 > kMaxBytes) {
-    MX_ERROR_MSG << op << ": a bucket of " << n * 4 << " bytes is larger than 2^31 bytes";
-    return true;
-  }
-  return false;
 }
 
 struct Run {
@@ -199,7 +166,7 @@ MXReturnValue ScatterType(const Attrs& attrs, std::vector<int>* in, std::vector<
 MXReturnValue GatherShape(const Attrs& attrs, Shapes* in, Shapes* out) {
   int64_t n = 0;
   for (const auto& s : *in) n += Numel(s);
-  if (TooLarge(n, "gs_members_gather")) return MX_FAIL;
+  if (TooLarge(n, 4, "gs_members_gather", "bucket")) return MX_FAIL;
   out->at(0) = {static_cast<unsigned int>(n)};
   return MX_SUCCESS;
 }
@@ -209,7 +176,7 @@ MXReturnValue ScatterShape(const Attrs& attrs, Shapes* in, Shapes* out) {
   ParseShapes(attrs, &shapes);
   int64_t n = 0;
   for (const auto& s : shapes) n += Numel(s);
-  if (TooLarge(n, "gs_members_scatter")) return MX_FAIL;
+  if (TooLarge(n, 4, "gs_members_scatter", "bucket")) return MX_FAIL;
   if (Numel(in->at(0)) != n) {
     MX_ERROR_MSG << "gs_members_scatter: the flat vector has " << Numel(in->at(0)) << " elements, the members "
                  << n;
@@ -221,10 +188,6 @@ MXReturnValue ScatterShape(const Attrs& attrs, Shapes* in, Shapes* out) {
 
 // ---------------------------------------------------------------------------------------------
 // The CSER step's dense bookkeeping and its block additions, on the members' own arrays.
-
-void Alias(const MXTensor& in, MXTensor* out, int64_t bytes) {
-  if (out->data_ptr != in.data_ptr && bytes) std::memcpy(out->data_ptr, in.data_ptr, bytes);
-}
 
 MXReturnValue CserDeltaForward(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out,
                                const OpResource& res) {
@@ -364,7 +327,7 @@ MXReturnValue CserDeltaShape(const Attrs& attrs, Shapes* in, Shapes* out) {
   const int64_t n = Numel(in->at(0));
   int64_t members = 0;
   for (size_t j = 2; j < in->size(); ++j) members += Numel(in->at(j));
-  if (TooLarge(std::max(n, members), "gs_cser_delta")) return MX_FAIL;
+  if (TooLarge(std::max(n, members), 4, "gs_cser_delta", "bucket")) return MX_FAIL;
   if (Numel(in->at(1)) != n || members != n) {
     MX_ERROR_MSG << "gs_cser_delta: u has " << n << " elements, e " << Numel(in->at(1)) << ", the members " << members;
     return MX_FAIL;
@@ -376,7 +339,7 @@ MXReturnValue CserDeltaShape(const Attrs& attrs, Shapes* in, Shapes* out) {
 MXReturnValue BlockAddShape(const Attrs& attrs, Shapes* in, Shapes* out) {
   int64_t members = 0;
   for (size_t j = 2; j < in->size(); ++j) members += Numel(in->at(j));
-  if (TooLarge(members, "gs_members_block_add")) return MX_FAIL;
+  if (TooLarge(members, 4, "gs_members_block_add", "bucket")) return MX_FAIL;
   const auto& b = in->at(1);
   if (b.size() != 2 || b[1] != 4) {
     MX_ERROR_MSG << "gs_members_block_add: blocks must be (m, 4): origin, rows, row length, row stride";

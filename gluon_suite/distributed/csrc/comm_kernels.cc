@@ -32,68 +32,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "mxnet/lib_api.h"
+#include "kernel_common.h"
 #include "sign_bits.h"
 
-using mxnet::ext::MXReturnValue;
-using mxnet::ext::MXTensor;
-using mxnet::ext::OpResource;
-using mxnet::ext::MX_SUCCESS;
-using mxnet::ext::MX_FAIL;
-typedef std::unordered_map<std::string, std::string> Attrs;
-typedef std::vector<std::vector<unsigned int>> Shapes;
 
 namespace {
 
-const int64_t kMaxBytes = int64_t(1) << 31;   // the largest buffer an operator takes
-const int64_t kChunk = 1 << 16;               // elements per chunk of the parallel loops
 const int64_t kSmall = 1 << 15;               // top-k below this size: one thread, nth_element
-
-std::string Get(const Attrs& a, const char* key, const char* fallback) {
-  auto it = a.find(key);
-  return it == a.end() ? std::string(fallback) : it->second;
-}
-
-int64_t GetInt(const Attrs& a, const char* key, int64_t fallback) {
-  auto it = a.find(key);
-  return it == a.end() ? fallback : std::stoll(it->second);
-}
-
-float GetFloat(const Attrs& a, const char* key, float fallback) {
-  auto it = a.find(key);
-  return it == a.end() ? fallback : std::stof(it->second);
-}
-
-int64_t Numel(const std::vector<unsigned int>& s) {
-  int64_t n = 1;
-  for (unsigned int d : s) n *= d;
-  return n;
-}
-
-int64_t Numel(const MXTensor& t) {
-  int64_t n = 1;
-  for (int64_t d : t.shape) n *= d;
-  return n;
-}
-
-template <typename T>
-T* Data(const MXTensor& t) { return static_cast<T*>(t.data_ptr); }
-
-bool TooLarge(int64_t n, int64_t itemsize, const char* op) {
-  if (n * itemsize > kMaxBytes) {
-    MX_ERROR_MSG << op << ": a buffer of " << n * itemsize << " bytes is larger than 2^31 bytes";
-    return true;
-  }
-  return false;
-}
-
-int64_t Chunks(int64_t n) { return (n + kChunk - 1) / kChunk; }
 
 // |x| as an ordered integer: for non-negative floats the bit patterns order as the values do
 inline uint32_t Key(float x) {
@@ -304,10 +251,6 @@ bool IndexType(const Attrs& attrs, int* type) {
 }
 
 // out[0] <- in[i] unless they are one buffer (called with out=input)
-void Alias(const MXTensor& in, MXTensor* out, int64_t bytes) {
-  if (out->data_ptr != in.data_ptr && bytes) std::memcpy(out->data_ptr, in.data_ptr, bytes);
-}
-
 MXReturnValue TopkForward(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out,
                           const OpResource& res) {
   const bool ef = in->size() == 2;

@@ -27,67 +27,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "mxnet/lib_api.h"
+#include "kernel_common.h"
 #include "sign_bits.h"
 
-using mxnet::ext::MXReturnValue;
-using mxnet::ext::MXTensor;
-using mxnet::ext::OpResource;
-using mxnet::ext::MX_SUCCESS;
-using mxnet::ext::MX_FAIL;
-typedef std::unordered_map<std::string, std::string> Attrs;
-typedef std::vector<std::vector<unsigned int>> Shapes;
 
 namespace {
 
-const int64_t kMaxBytes = int64_t(1) << 31;   // the largest buffer an operator takes
-const int64_t kChunk = 1 << 16;               // elements per chunk of the parallel loops
 const double kUnder = 1.0 - 0x1p-40;          // random-k's widths are taken just under the true one
-
-int64_t GetInt(const Attrs& a, const char* key, int64_t fallback) {
-  auto it = a.find(key);
-  return it == a.end() ? fallback : std::stoll(it->second);
-}
-
-double GetDouble(const Attrs& a, const char* key, double fallback) {
-  auto it = a.find(key);
-  return it == a.end() ? fallback : std::stod(it->second);   // Python's repr: read back exactly
-}
-
-int64_t Numel(const std::vector<unsigned int>& s) {
-  int64_t n = 1;
-  for (unsigned int d : s) n *= d;
-  return n;
-}
-
-int64_t Numel(const MXTensor& t) {
-  int64_t n = 1;
-  for (int64_t d : t.shape) n *= d;
-  return n;
-}
-
-template <typename T>
-T* Data(const MXTensor& t) { return static_cast<T*>(t.data_ptr); }
-
-bool TooLarge(int64_t n, int64_t itemsize, const char* op) {
-  if (n * itemsize > kMaxBytes) {
-    MX_ERROR_MSG << op << ": a buffer of " << n * itemsize << " bytes is larger than 2^31 bytes";
-    return true;
-  }
-  return false;
-}
-
-int64_t Chunks(int64_t n) { return (n + kChunk - 1) / kChunk; }
-
-void Alias(const MXTensor& in, MXTensor* out, int64_t bytes) {
-  if (out->data_ptr != in.data_ptr && bytes) std::memcpy(out->data_ptr, in.data_ptr, bytes);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Random-k: the k stratified indices of a buffer of n elements, from the shared table.

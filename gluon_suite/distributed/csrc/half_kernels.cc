@@ -18,38 +18,13 @@
 #endif
 
 #include <algorithm>
-#include <cstdint>
-#include <cstring>
-#include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "mxnet/lib_api.h"
+#include "kernel_common.h"
 
-using mxnet::ext::MXReturnValue;
-using mxnet::ext::MXTensor;
-using mxnet::ext::OpResource;
-using mxnet::ext::MX_SUCCESS;
-using mxnet::ext::MX_FAIL;
-typedef std::unordered_map<std::string, std::string> Attrs;
-typedef std::vector<std::vector<unsigned int>> Shapes;
 
 namespace {
 
-const int64_t kMaxBytes = int64_t(1) << 31;   // the largest buffer an operator takes
-const int64_t kChunk = 1 << 16;               // elements per chunk of the parallel loop
-
-int64_t Numel(const std::vector<unsigned int>& s) {
-  int64_t n = 1;
-  for (unsigned int d : s) n *= d;
-  return n;
-}
-
-int64_t Numel(const MXTensor& t) {
-  int64_t n = 1;
-  for (int64_t d : t.shape) n *= d;
-  return n;
-}
 
 // float16 bits -> float32, exactly (every float16 is a float32): normal numbers rebias the
 // exponent, subnormals are scaled from their integer mantissa, inf and NaN keep their payload.
