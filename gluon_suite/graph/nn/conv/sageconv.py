@@ -49,7 +49,9 @@ class SAGEConv(nn.Block):
                 if graph.is_block:
                     feat_dst = feat_src[:graph.num_dst_nodes()]
             check_rows(graph, feat_src, "SAGEConv")
-            lin_first = self._aggre_type == "mean" and self._in_src_feats > self._out_feats
+            # the product first where it does not widen what is aggregated: at equal widths the
+            # single [W_self; W_neigh] product below still saves a product and a sum
+            lin_first = self._aggre_type == "mean" and self._in_src_feats >= self._out_feats
             if lin_first and native.usable(feat_src) and graph.num_edges() > 0:
                 # fewer columns to aggregate: W_neigh before the mean, its bias after it, the mean's
                 # 1/in-degree and the bias inside one scaled sum (a node without edges gets the bias,
