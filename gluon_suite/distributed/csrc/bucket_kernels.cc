@@ -266,8 +266,7 @@ MXReturnValue MembersBlockAddT(const Attrs& attrs, std::vector<MXTensor>* in, st
     return MX_FAIL;
   }
   for (size_t j = 0; j < m; ++j) Alias(in->at(2 + j), &out->at(j), Numel(out->at(j)) * 4);
-  auto it = attrs.find("alpha");
-  const float alpha = it == attrs.end() ? 1.f : std::stof(it->second);
+  const float alpha = GetFloat(attrs, "alpha", 1.f);
   const float* v = static_cast<const float*>(in->at(0).data_ptr);
   const int64_t P = static_cast<int64_t>(pieces.size());
   // the blocks of a bucket do not overlap (each member's own slab): every element is written once
@@ -298,8 +297,7 @@ MXReturnValue MembersAttrs(const char* op, int extra, int outs, const Attrs& att
 }
 
 MXReturnValue CserDeltaAttrs(const Attrs& attrs, int* num_in, int* num_out) {
-  auto g = attrs.find("gather");
-  return MembersAttrs("gs_cser_delta", 2, g != attrs.end() && g->second == "1" ? 3 : 2, attrs, num_in, num_out);
+  return MembersAttrs("gs_cser_delta", 2, Get(attrs, "gather", "0") == "1" ? 3 : 2, attrs, num_in, num_out);
 }
 
 MXReturnValue BlockAddAttrs(const Attrs& attrs, int* num_in, int* num_out) {

@@ -84,12 +84,9 @@ MXReturnValue Fp16AddForward(const Attrs& attrs, std::vector<MXTensor>* in, std:
                              const OpResource& res) {
   const int64_t n = Numel(in->at(0));
   const int64_t rows = n ? Numel(in->at(1)) / n : 0;
-  auto it = attrs.find("alpha");
-  const float alpha = it == attrs.end() ? 1.f : std::stof(it->second);
-  auto f = attrs.find("f16c");
-  const bool f16c = HasF16C() && (f == attrs.end() || f->second == "1");   // f16c=0: the portable code
-  auto w = attrs.find("assign");
-  const bool assign = w != attrs.end() && w->second == "1";
+  const float alpha = GetFloat(attrs, "alpha", 1.f);
+  const bool f16c = HasF16C() && Get(attrs, "f16c", "1") == "1";   // f16c=0: the portable code
+  const bool assign = Get(attrs, "assign", "0") == "1";
   float* t = static_cast<float*>(out->at(0).data_ptr);
   if (!assign && in->at(0).data_ptr != out->at(0).data_ptr) std::memcpy(t, in->at(0).data_ptr, n * 4);
   const uint16_t* h = static_cast<const uint16_t*>(in->at(1).data_ptr);
