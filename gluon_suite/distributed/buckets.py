@@ -59,6 +59,7 @@ class Bucket:
         # the members' copies to and from a flat vector as one compiled call (float32, no 0-d member)
         self._one_call = self.dtype == np.float32 and all(len(sh) for sh in self.shapes)
         self._shapes_text = native.shapes_text(self.shapes) if self._one_call else ""
+        self._in_place = self._one_call and all(len(sh) < 3 for sh in self.shapes)
         self._empty = [j for j, n in enumerate(self.sizes) if not n]   # members with no elements
 
     @property
@@ -155,7 +156,7 @@ class Bucket:
         or more axes. A convolution's weight may be held by oneDNN in a blocked layout after an
         inference forward (1-D and 2-D convolutions do so every time; dense, embedding, batch-norm
         and recurrent weights never), and an operator can only overwrite such an array whole."""
-        return self._one_call and all(len(s) < 3 for s in self.shapes)
+        return self._in_place
 
     def add_blocks(self, values, blocks, alpha=1.0):
         """The members' weights += alpha * ``values`` along GRBS's slab rows ``blocks`` (in the
