@@ -155,12 +155,18 @@ def train(ctx, fused, monkeypatch, conv=False, steps=7, **cser):
                                 communicator=LocalCommunicator(), algorithm=algo, bucket_mb=0.0005)
         loss_fn, out = gluon.loss.SoftmaxCrossEntropyLoss(), []
         for t in range(steps):
-            if conv and t % 3 == 0:
-                net(x).wait_to_read()        # an inference forward: oneDNN re-lays the conv weights
             with autograd.record():
                 loss = loss_fn(net(x), y)
             loss.backward()
+            if conv and t % 3 == 0:
+                net(x)                       # an inference forward: oneDNN re-lays the conv weights
+            # MXNet pushes those re-layouts (and the training forward's way back) from inside the
+            # running operators, so they may still be queued after this step's operators and a host
+            # read of a weight can race them (a crash or stale values in MXNet itself, with
+            # gluon.Trainer too): drained here, so the step starts from blocked conv weights every time
+            mx.nd.waitall()
             tr.step(6)
+            mx.nd.waitall()
             out.append([p.data().asnumpy() for p in net.collect_params().values()] +
                        [e.asnumpy() for e in algo.err])
     return out, calls, algo.buckets
