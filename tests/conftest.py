@@ -59,6 +59,18 @@ def _workers_only_under_the_horovod_marker(request, monkeypatch):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _block_names_as_when_run_alone():
+    """Every test names its Gluon blocks from ``dense0``/``conv0`` on, as it does when run alone:
+    the trainer orders parameters by name and keys shared randomness (GRBS, random-k) by that
+    order, so with counters left by earlier tests two runs in one test could name their layers
+    dense9/dense10 and dense11/dense12, sort them differently and draw different blocks."""
+    mx = sys.modules.get("mxnet")
+    if mx is not None:
+        mx.name.NameManager._current.value = mx.name.NameManager()
+    yield
+
+
 def run_horovod(script_text, np_=2, tmp_path=None, timeout=300, extra_args=()):
     """Run ``script_text`` as a Python file under ``horovodrun -np N --gloo`` on localhost.
 

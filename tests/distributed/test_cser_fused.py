@@ -125,11 +125,14 @@ def test_members_block_add_refusals_are_one_line():
 
 # ---- the trainer: the fused path against the gather-and-scatter path ------------------------------
 def _net(ctx, conv):
-    net = gluon.nn.HybridSequential()
-    if conv:
-        net.add(gluon.nn.Conv2D(8, 3, padding=1), gluon.nn.BatchNorm(), gluon.nn.Activation("relu"),
-                gluon.nn.Conv2D(4, 3), gluon.nn.Flatten())
-    net.add(gluon.nn.Dense(33), gluon.nn.Activation("tanh"), gluon.nn.Dense(5))
+    # the same parameter names in every run, whatever blocks were made before (a name-sorted
+    # trainer index keys GRBS's choice of blocks: dense9/dense10 sort unlike dense11/dense12)
+    net = gluon.nn.HybridSequential(prefix="cserfused_")
+    with net.name_scope():
+        if conv:
+            net.add(gluon.nn.Conv2D(8, 3, padding=1), gluon.nn.BatchNorm(), gluon.nn.Activation("relu"),
+                    gluon.nn.Conv2D(4, 3), gluon.nn.Flatten())
+        net.add(gluon.nn.Dense(33), gluon.nn.Activation("tanh"), gluon.nn.Dense(5))
     mx.random.seed(11)
     net.initialize(mx.init.Xavier(), ctx=ctx)
     return net
