@@ -222,7 +222,8 @@ def compare_auto(runs, metric):
     where either misses) and ``best_fixed``. Returns {"arm", "geometric_mean_s"} or None."""
     by = {}
     for r in runs:
-        by.setdefault(r["arm"], {})[r["seed"]] = r["metrics"].get(metric)
+        if not r.get("reused_from"):
+            by.setdefault(r["arm"], {})[r["seed"]] = r["metrics"].get(metric)
     means = {a: math.exp(sum(math.log(v) for v in vs.values()) / len(vs)) for a, vs in by.items()
              if not a.startswith("auto") and vs and all(v for v in vs.values())}
     if not means or not any(a.startswith("auto") for a in by):
@@ -234,6 +235,39 @@ def compare_auto(runs, metric):
             r["metrics"]["best_fixed"] = best
             r["metrics"]["time_over_best_fixed"] = mine / theirs if mine and theirs else None
     return {"arm": best, "geometric_mean_s": means[best]}
+
+
+def combined_metrics(runs, params):
+    """For ``gluon-suite bench combine``: auto against the best fixed choice over all the slices'
+    seeds (each slice chose it from its own seeds)."""
+    compare_auto(runs, f"time_to_{float(params['targets'][0]):g}_s")
+
+
+def combined_tables(runs, params, notes):
+    """For ``gluon-suite bench combine``: the summary and auto tables over the union of the slices'
+    runs (arms in the order the runs first name them; reused arms are the ones with ``reused_from``)."""
+    got, reuses = {}, {r["arm"]: {} for r in runs if r.get("reused_from")}
+    decisions = {k: v for n in notes for k, v in (n.get("auto_decisions") or {}).items()}
+    arms = list(dict.fromkeys(r["arm"] for r in runs))
+
+    class Shim:   # what ``tables`` reads of a runner context
+        class protocol:
+            data = {"reuses": reuses}
+
+            @staticmethod
+            def arms():
+                return arms
+        notes = {"auto_decisions": decisions}
+
+        @staticmethod
+        def table(name, columns, rows, caption=None):
+            got[name] = {"columns": list(columns), "rows": rows, "caption": caption}
+
+        @staticmethod
+        def note(key, value):
+            pass
+    tables(Shim, runs, [float(t) for t in params["targets"]])
+    return got
 
 
 def _reused(ctx):

@@ -11,7 +11,9 @@ slices' commits are listed in the result, so a reader sees what else moved betwe
 
 The bench may define ``combined_tables(runs, params, notes)`` (``notes``: the slices' notes, in
 order) to rebuild its tables from the union of runs; otherwise the combined result has only the
-criteria table, and the slices keep their own tables and figures."""
+criteria table, and the slices keep their own tables and figures. A bench whose metrics compare
+runs across seeds (e.g. auto against the fixed configuration that is best over all seeds) may define
+``combined_metrics(runs, params)``, which recomputes them over the union before the criteria."""
 import os
 import subprocess
 import time
@@ -74,12 +76,14 @@ def combine(name, files, root=None, results_dir=None, log=print):
     for path, res in slices:
         runs += [dict(r, part=os.path.relpath(path, root)) for r in res["runs"]]
     runs = _finite(runs, "runs", nonfinite)
+    mod = _load_bench(root, proto.bench)
+    params = slices[0][1]["params"]
+    if hasattr(mod, "combined_metrics"):   # metrics that compare runs across seeds, over the union
+        mod.combined_metrics(runs, params)
     criteria = [evaluate(c, runs) for c in proto.criteria]
     outcomes = [c["outcome"] for c in criteria]
     overall = ("holds" if all(o == "holds" for o in outcomes) else
                "fails" if any(o == "fails" for o in outcomes) else "inconclusive")
-    mod = _load_bench(root, proto.bench)
-    params = slices[0][1]["params"]
     tables = {}
     if hasattr(mod, "combined_tables"):
         tables = _finite(mod.combined_tables(runs, params, [res["notes"] for _, res in slices]), "tables", nonfinite)

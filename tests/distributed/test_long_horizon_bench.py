@@ -85,3 +85,18 @@ def test_summary_puts_each_arm_beside_sync_and_the_floor():
     assert sync[-1] == f"{math.sqrt(40 / 8 * 90 / 12):.2f}x" and floor[-1] == "-"
     # sync's step at this link against the floor's (medians: upper of two): 1 - 0.1 / 0.7
     assert Ctx.notes["sync_step_decomposition"]["communication_fraction"] == pytest.approx(1 - 0.1 / 0.7)
+
+
+def test_reused_runs_are_not_a_fixed_choice_and_combined_tables_cover_every_slice():
+    runs = [_run("sync", 0, 10.0), _run("sync", 1, 12.0), _run("auto", 0, 11.0), _run("auto", 1, 12.0),
+            dict(_run("sync at the floor", 0, 2.0), reused_from="sync"),
+            dict(_run("sync at the floor", 1, 3.0), reused_from="sync")]
+    for r in runs:
+        r["metrics"].update({"final_acc": 0.98, "step_to_0.98": 300, "step_s": 0.1, "wire_bytes": 1e6})
+    lh.combined_metrics(runs, {"targets": [0.98]})
+    assert runs[2]["metrics"]["best_fixed"] == "sync"            # not the reused floor, which is faster
+    assert runs[3]["metrics"]["time_over_best_fixed"] == pytest.approx(1.0)
+    tabs = lh.combined_tables(runs, {"targets": [0.98]}, [{"auto_decisions": {}}, {}])
+    rows = tabs["summary"]["rows"]
+    assert [r[0] for r in rows] == ["sync", "auto", "sync at the floor"] and rows[0][1] == "2"
+    assert rows[1][-1] == f"{math.sqrt(11 / 2 * 12 / 3):.2f}x"   # auto against the floor, paired by seed
