@@ -78,7 +78,7 @@ def worker(name, p, seed, out):
                             communicator=comm, algorithm=_algorithm(name, seed))
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     per_epoch = len(ytr) // (B * comm.size)
-    xte_nd = mx.nd.array(xte)
+    xte_nd, yte_mine = mx.nd.array(xte[comm.rank::comm.size]), yte[comm.rank::comm.size]
 
     def batch(t, train=True):
         epoch, k = divmod(t, per_epoch)
@@ -93,9 +93,12 @@ def worker(name, p, seed, out):
         return mx.nd.array(x), mx.nd.array(ytr[idx])
 
     def evaluate(t):
+        """The averaged model's accuracy on the whole test set, each worker scoring its share."""
         bn = [batch(max(t - 1 - j, 0), train=False)[0] for j in range(int(p["bn_batches"]))]   # the latest batches
         with tr.averaged(net, bn, bn="recompute", bn_num_batches=len(bn)):
-            return float((net(xte_nd).argmax(axis=1).asnumpy() == yte).mean())
+            right = float((net(xte_nd).argmax(axis=1).asnumpy() == yte_mine).sum())
+        rows = comm.allgather(mx.nd.array([[right, len(yte_mine)]], dtype="float64"), name=f"lh.eval.{t}").asnumpy()
+        return float(rows[:, 0].sum() / rows[:, 1].sum())
 
     curve, train_s, losses, eval_wire = [], 0.0, [], 0.0
     mx.nd.waitall()
