@@ -76,3 +76,24 @@ def test_a_changed_protocol_or_bench_between_slices_is_refused(toy_root):
     git(toy_root, "commit", "-qam", "protocol v2")
     with pytest.raises(UserError, match="protocol versions do not combine"):
         _combine(toy_root, b, a)
+
+
+def test_a_bench_s_combined_metrics_run_over_the_union_before_the_criteria(toy_root, monkeypatch):
+    a, _ = _slice(toy_root, [0, 1])
+    b, _ = _slice(toy_root, [2, 3])
+    real = combine._load_bench
+    seen = []
+
+    def with_hook(root, bench):
+        mod = real(root, bench)
+
+        def combined_metrics(runs, params):   # turns the comparison round: slow scores above fast
+            seen.append(sorted({r["seed"] for r in runs}))
+            for r in runs:
+                r["metrics"]["acc"] = 1.0 - r["metrics"]["acc"]
+        monkeypatch.setattr(mod, "combined_metrics", combined_metrics, raising=False)
+        return mod
+    monkeypatch.setattr(combine, "_load_bench", with_hook)
+    _, res = _combine(toy_root, a, b)
+    assert seen == [[0, 1, 2, 3]]                       # once, with every slice's runs
+    assert res["criteria"][0]["outcome"] == "fails"     # judged on the recomputed values
