@@ -178,13 +178,13 @@ def host_array(a, ctx):
     return nd if nd.context == ctx else nd.as_in_context(ctx)
 
 
-def topk(x, k, index_dtype="int32", sampled=True):
+def topk(x, k, index_dtype="int32", sampled=True, simd=True):
     """(values, indices) of the ``k`` largest magnitudes of ``x`` (flattened), ascending indices;
-    ``sampled=False`` forces the histogram passes (tests: the result is the same)."""
+    ``sampled=False`` forces the histogram passes, ``simd=False`` the portable code (tests: same result)."""
     check_size(x.size, 4, "tensor")
     if int(k) == 0 or x.size == 0:
         return _empty(x.context), _empty(x.context, index_dtype)
-    return mx.nd.gs_topk(_flat(x), k=str(int(k)), index=index_dtype, sampled="1" if sampled else "0")
+    return mx.nd.gs_topk(_flat(x), k=str(int(k)), index=index_dtype, sampled=str(int(sampled)), simd=str(int(simd)))
 
 
 _PLACEHOLDERS = {}
@@ -198,10 +198,10 @@ def _placeholder(ctx):
     return _PLACEHOLDERS[key]
 
 
-def ef_topk(g, r, k, index_dtype="int32", sampled=True):
+def ef_topk(g, r, k, index_dtype="int32", sampled=True, simd=True):
     """Error feedback with top-k in one call: v = g + r (or r itself when ``g`` is None), (values,
     indices) of its top-k, and r <- v with those entries zeroed, in place. Returns (values,
-    indices)."""
+    indices). ``sampled`` and ``simd`` as for ``topk``."""
     check_size(r.size, 4, "residual")
     k = int(k)
     if k == 0 or r.size == 0:
@@ -213,27 +213,27 @@ def ef_topk(g, r, k, index_dtype="int32", sampled=True):
     idx = mx.nd.empty((k,), ctx=r.context, dtype=index_dtype)
     gf = _flat(g) if g is not None else _placeholder(r.context)
     mx.nd.gs_ef_topk(gf, rf, k=str(k), index=index_dtype, gradient="1" if g is not None else "0",
-                     sampled="1" if sampled else "0", out=[vals, idx, rf])
+                     sampled="1" if sampled else "0", simd="1" if simd else "0", out=[vals, idx, rf])
     return vals, idx
 
 
-def sign_pack(x):
-    """(bits uint8 of x >= 0, most significant first; scale (1,) = mean |x|)."""
+def sign_pack(x, simd=True):
+    """(bits uint8 of x >= 0, most significant first; scale (1,) = mean |x|); ``simd`` as for ``topk``."""
     check_size(x.size, 4, "tensor")
     if x.size == 0:
         return _empty(x.context, "uint8"), mx.nd.zeros((1,), ctx=x.context)
     bits, scale = reusable(((x.size + 7) // 8,), "uint8", x.context), mx.nd.empty((1,), ctx=x.context)
-    mx.nd.gs_sign_pack(_flat(x), out=[bits, scale])
+    mx.nd.gs_sign_pack(_flat(x), simd="1" if simd else "0", out=[bits, scale])
     return bits, scale
 
 
-def sign_unpack_add(target, bits, scales, alpha=1.0):
+def sign_unpack_add(target, bits, scales, alpha=1.0, simd=True):
     """target += alpha * sum over rows w of scales[w] * (+-1 of row w's bits), in place; ``bits``
-    holds the rows' bytes one after another (ceil(n/8) each)."""
+    holds the rows' bytes one after another (ceil(n/8) each). ``simd`` as for ``topk``."""
     if target.size == 0 or scales.size == 0:
         return target
     t = _flat(target)
-    mx.nd.gs_sign_unpack_add(t, _flat(bits), _flat(scales), alpha=repr(float(alpha)), out=t)
+    mx.nd.gs_sign_unpack_add(t, _flat(bits), _flat(scales), alpha=repr(float(alpha)), simd=str(int(simd)), out=t)
     return target
 
 
@@ -327,10 +327,10 @@ def fp16_add(target, half, alpha=1.0, f16c=True, assign=False):
     return target
 
 
-def ef_sign(g, r):
+def ef_sign(g, r, simd=True):
     """Error feedback with sign in one call: v = g + r (or r itself when ``g`` is None), its (bits,
     scale) as ``sign_pack`` gives them, and r <- v - scale * (+1 where v >= 0, else -1), in place.
-    Returns (bits, scale)."""
+    Returns (bits, scale). ``simd`` as for ``topk``."""
     check_size(r.size, 4, "residual")
     if r.size == 0:
         return _empty(r.context, "uint8"), mx.nd.zeros((1,), ctx=r.context)
@@ -338,7 +338,7 @@ def ef_sign(g, r):
     bits = reusable(((r.size + 7) // 8,), "uint8", r.context)
     scale = mx.nd.empty((1,), ctx=r.context)
     gf = _flat(g) if g is not None else _placeholder(r.context)
-    mx.nd.gs_ef_sign(gf, rf, gradient="1" if g is not None else "0", out=[bits, scale, rf])
+    mx.nd.gs_ef_sign(gf, rf, gradient="1" if g is not None else "0", simd="1" if simd else "0", out=[bits, scale, rf])
     return bits, scale
 
 

@@ -116,12 +116,13 @@ def test_fused_error_feedback_against_float64(n, kind, index, ctx):
 
 @needs_library
 @pytest.mark.parametrize("ctx", CTXS, ids=str)
+@pytest.mark.parametrize("simd", [True, False], ids=["simd", "portable"])
 @pytest.mark.parametrize("n", SIZES)
-def test_sign_pack_and_unpack_against_float64(n, ctx):
+def test_sign_pack_and_unpack_against_float64(n, simd, ctx):
     x = data(n, "normal")
     if n:
         x[0] = -0.0                                     # -0 >= 0: bit 1, as numpy.packbits(x >= 0)
-    bits, scale = native.sign_pack(mx.nd.array(x, ctx=ctx))
+    bits, scale = native.sign_pack(mx.nd.array(x, ctx=ctx), simd=simd)
     np.testing.assert_array_equal(bits.asnumpy(), np.packbits(x >= 0))
     want = np.abs(x.astype(np.float64)).mean() if n else 0.0
     np.testing.assert_allclose(scale.asnumpy()[0], want, rtol=1e-6)
@@ -131,9 +132,34 @@ def test_sign_pack_and_unpack_against_float64(n, ctx):
     s = rs.uniform(0.5, 2.0, size=3).astype(np.float32)
     t = rs.normal(size=n).astype(np.float32)
     T = mx.nd.array(t, ctx=ctx)
-    native.sign_unpack_add(T, mx.nd.array(b, ctx=ctx, dtype="uint8"), mx.nd.array(s, ctx=ctx), -0.5)
+    native.sign_unpack_add(T, mx.nd.array(b, ctx=ctx, dtype="uint8"), mx.nd.array(s, ctx=ctx), -0.5, simd=simd)
     ref = t + sum(-0.5 * float(sw) * np.where(w >= 0, 1.0, -1.0) for sw, w in zip(s, rows))
     np.testing.assert_allclose(T.asnumpy(), ref, rtol=1e-6, atol=1e-6)
+
+
+@needs_library
+@pytest.mark.parametrize("rows", [1, 2, 3])
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 15, 16, 17, 31, 33, 4099, 300_007])
+def test_sign_vector_path_equals_the_portable_path_bit_for_bit(n, rows):
+    """The AVX-512 pack and unpack (where the processor has them) give the portable code's bits,
+    scale and sums exactly: the scale's additions keep their lanes and order."""
+    rs = np.random.RandomState(n + rows)
+    x = rs.normal(size=n).astype(np.float32)
+    x[rs.rand(n) < 0.1] = -0.0
+    x[rs.rand(n) < 0.01] = np.nan
+    got = [native.sign_pack(mx.nd.array(x), simd=simd) for simd in (True, False)]
+    np.testing.assert_array_equal(got[0][0].asnumpy(), got[1][0].asnumpy())
+    assert got[0][1].asnumpy().view(np.uint32)[0] == got[1][1].asnumpy().view(np.uint32)[0]
+    b = rs.randint(0, 256, size=rows * ((n + 7) // 8)).astype(np.uint8)
+    s = np.concatenate([[0.0], rs.uniform(0.5, 2.0, size=rows - 1)]).astype(np.float32)   # a zero scale too
+    t = rs.normal(size=n).astype(np.float32)
+    t[: n // 4] = -0.0
+    out = []
+    for simd in (True, False):
+        T = mx.nd.array(t)
+        native.sign_unpack_add(T, mx.nd.array(b, dtype="uint8"), mx.nd.array(s), 0.75, simd=simd)
+        out.append(T.asnumpy().view(np.uint32))
+    np.testing.assert_array_equal(out[0], out[1])
 
 
 @needs_library

@@ -312,15 +312,16 @@ def test_bf16_and_randomk_operators_refuse_buffers_over_2_31_bytes():
 # ---- error feedback with sign, fused ----------------------------------------------------------------
 @needs_library
 @pytest.mark.parametrize("ctx", CTXS, ids=str)
+@pytest.mark.parametrize("simd", [True, False], ids=["simd", "portable"])
 @pytest.mark.parametrize("n", LENGTHS)
-def test_fused_sign_error_feedback_against_float64(n, ctx):
+def test_fused_sign_error_feedback_against_float64(n, simd, ctx):
     rs = np.random.RandomState(n)
     g, r = rs.normal(size=n).astype(np.float32), rs.normal(size=n).astype(np.float32)
     r[: n // 5] = -g[: n // 5]                                    # v = +0 there: sign +1
     for gradient in (True, False):
         v = (g.astype(np.float64) + r).astype(np.float32) if gradient else r
         R = mx.nd.array(r, ctx=ctx)
-        bits, scale = native.ef_sign(mx.nd.array(g, ctx=ctx) if gradient else None, R)
+        bits, scale = native.ef_sign(mx.nd.array(g, ctx=ctx) if gradient else None, R, simd=simd)
         np.testing.assert_array_equal(bits.asnumpy(), np.packbits(v >= 0))
         s = np.abs(v.astype(np.float64)).mean()
         np.testing.assert_allclose(scale.asnumpy()[0], s, rtol=1e-6)

@@ -181,58 +181,132 @@ Threshold RadixSelect(const std::vector<uint32_t>& keys, int64_t k) {
   return t;
 }
 
-bool SampledSelect(const float* x, int64_t n, int64_t k, Threshold* t, std::vector<int64_t>* cand,
-                   std::vector<uint32_t>* keys) {
+// One chunk's candidates: the positions (from the chunk's start) and values of the keys >= lo, in
+// index order, written without a branch (at and av hold len + 16 entries). With g, the values are
+// v = g + x, written into v as they are made (error feedback's sum and its selection in one pass).
+int64_t CollectPortable(const float* g, const float* x, float* v, int64_t len, uint32_t lo, uint32_t* at,
+                        float* av) {
+  int64_t m = 0;
+  for (int64_t i = 0; i < len; ++i) {
+    const float y = g ? g[i] + x[i] : x[i];
+    if (g) v[i] = y;
+    at[m] = static_cast<uint32_t>(i);
+    av[m] = y;
+    m += Key(y) >= lo;
+  }
+  return m;
+}
+
+#if defined(__x86_64__)
+// The same sixteen at a time with AVX-512: the selected positions and values are compressed into
+// registers and stored whole (compressing straight to memory is slow on some processors), so the
+// next store overwrites what lies past the m-th entry.
+__attribute__((target("avx512f,popcnt"))) int64_t CollectAVX512(const float* g, const float* x, float* v,
+                                                               int64_t len, uint32_t lo, uint32_t* at,
+                                                               float* av) {
+  const __m512i mag = _mm512_set1_epi32(0x7fffffff), bound = _mm512_set1_epi32(static_cast<int>(lo));
+  const __m512i sixteen = _mm512_set1_epi32(16);
+  __m512i pos = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  int64_t m = 0, i = 0;
+  for (; i + 16 <= len; i += 16) {
+    __m512 y = _mm512_loadu_ps(x + i);
+    if (g) {
+      y = _mm512_add_ps(_mm512_loadu_ps(g + i), y);
+      _mm512_storeu_ps(v + i, y);
+    }
+    const __m512i key = _mm512_and_si512(_mm512_castps_si512(y), mag);
+    const __mmask16 sel = _mm512_cmp_epu32_mask(key, bound, _MM_CMPINT_NLT);
+    _mm512_storeu_si512(at + m, _mm512_maskz_compress_epi32(sel, pos));
+    _mm512_storeu_ps(av + m, _mm512_maskz_compress_ps(sel, y));
+    m += _mm_popcnt_u32(static_cast<unsigned>(sel));
+    pos = _mm512_add_epi32(pos, sixteen);
+  }
+  const int64_t tail = CollectPortable(g ? g + i : nullptr, x + i, v + i, len - i, lo, at + m, av + m);
+  for (int64_t j = m; j < m + tail; ++j) at[j] += static_cast<uint32_t>(i);
+  return m + tail;
+}
+bool HasAVX512() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("popcnt");
+  return has;
+}
+#else
+int64_t CollectAVX512(const float* g, const float* x, float* v, int64_t len, uint32_t lo, uint32_t* at,
+                      float* av) {
+  return CollectPortable(g, x, v, len, lo, at, av);
+}
+bool HasAVX512() { return false; }
+#endif
+
+// The candidates SampledSelect keeps: ascending indices and their values (so that the selection
+// and the output never read the buffer again at scattered places).
+struct Candidates {
+  std::vector<int64_t> index;
+  std::vector<float> value;
+};
+
+// x: the buffer; with g (error feedback), the buffer is v = g + x, computed in the candidates'
+// pass and written to v (which may be x itself), and *written says whether that pass ran (else
+// the caller computes v). The sample reads g + x at its positions, the same floats as the pass.
+bool SampledSelect(const float* g, const float* x, float* v, int64_t n, int64_t k, bool simd, Threshold* t,
+                   Candidates* cand, bool* written) {
+  *written = false;
   const int64_t S = std::min<int64_t>(n, int64_t(1) << 16), stride = n / S;
   const double expect = static_cast<double>(S) * static_cast<double>(k) / static_cast<double>(n);
   const int64_t q = static_cast<int64_t>(std::ceil(expect + 4.0 * std::sqrt(expect) + 8.0));
   if (k <= 0 || q >= S) return false;
   std::vector<uint32_t> s(S);
-  for (int64_t j = 0; j < S; ++j) s[j] = Key(x[j * stride]);
+  for (int64_t j = 0; j < S; ++j) s[j] = Key(g ? g[j * stride] + x[j * stride] : x[j * stride]);
   std::nth_element(s.begin(), s.begin() + (q - 1), s.end(), std::greater<uint32_t>());
   const uint32_t lo = s[q - 1];
   const int64_t cap = 2 * (q * (n / S + 1)) + 4096;
   const int64_t C = Chunks(n);
   std::vector<std::vector<int64_t>> part(C);
+  std::vector<std::vector<float>> pval(C);
   int64_t total = 0;
 #pragma omp parallel reduction(+ : total)
   {
-    std::vector<uint32_t> at(kChunk);   // the chunk's candidates, written without a branch
+    std::vector<uint32_t> at(kChunk + 16);
+    std::vector<float> av(kChunk + 16);
 #pragma omp for schedule(static)
     for (int64_t c = 0; c < C; ++c) {
       const int64_t begin = c * kChunk, len = std::min(n, (c + 1) * kChunk) - begin;
-      int64_t m = 0;
-      for (int64_t i = 0; i < len; ++i) {
-        at[m] = static_cast<uint32_t>(i);
-        m += Key(x[begin + i]) >= lo;
-      }
+      const float* gc = g ? g + begin : nullptr;
+      const int64_t m = simd ? CollectAVX512(gc, x + begin, v + begin, len, lo, at.data(), av.data())
+                             : CollectPortable(gc, x + begin, v + begin, len, lo, at.data(), av.data());
       part[c].resize(m);
       for (int64_t j = 0; j < m; ++j) part[c][j] = begin + at[j];
+      pval[c].assign(av.begin(), av.begin() + m);
       total += m;
     }
   }
+  *written = g != nullptr;
   if (total < k || total > cap) return false;
-  cand->clear();
-  cand->reserve(total);
-  for (const auto& p : part) cand->insert(cand->end(), p.begin(), p.end());
-  keys->resize(total);
-  for (int64_t j = 0; j < total; ++j) (*keys)[j] = Key(x[(*cand)[j]]);
-  *t = RadixSelect(*keys, k);
+  cand->index.clear();
+  cand->index.reserve(total);
+  cand->value.clear();
+  cand->value.reserve(total);
+  for (int64_t c = 0; c < C; ++c) {
+    cand->index.insert(cand->index.end(), part[c].begin(), part[c].end());
+    cand->value.insert(cand->value.end(), pval[c].begin(), pval[c].end());
+  }
+  std::vector<uint32_t> keys(total);
+  for (int64_t j = 0; j < total; ++j) keys[j] = Key(cand->value[j]);
+  *t = RadixSelect(keys, k);
   return true;
 }
 
-// Gather's output from the candidates of SampledSelect (ascending indices) and their keys, the
-// same rule.
+// Gather's output from the candidates of SampledSelect, by the same rule; with `zero`, the
+// selected entries of x are set to 0.
 template <typename I>
-void GatherCandidates(float* x, const std::vector<int64_t>& cand, const std::vector<uint32_t>& keys,
-                      const Threshold& t, bool zero, float* vals, I* idx) {
+void GatherCandidates(float* x, const Candidates& cand, const Threshold& t, bool zero, float* vals, I* idx) {
   int64_t p = 0, tie = t.ties;
-  for (size_t j = 0; j < cand.size(); ++j) {
-    const uint32_t key = keys[j];
+  for (size_t j = 0; j < cand.index.size(); ++j) {
+    const float y = cand.value[j];
+    const uint32_t key = Key(y);
     if (key > t.key || (key == t.key && tie > 0)) {
-      const int64_t i = cand[j];
+      const int64_t i = cand.index[j];
       tie -= key == t.key;
-      vals[p] = x[i];
+      vals[p] = y;
       idx[p++] = static_cast<I>(i);
       if (zero) x[i] = 0.f;
     }
@@ -250,23 +324,23 @@ bool IndexType(const Attrs& attrs, int* type) {
   return true;
 }
 
-// out[0] <- in[i] unless they are one buffer (called with out=input)
+// out[0] <- in[i] unless they are one buffer (called with out=input). Attribute simd=0 keeps to
+// the portable candidate pass where the processor has AVX-512 (for tests: the same result).
 MXReturnValue TopkForward(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out,
                           const OpResource& res) {
   const bool ef = in->size() == 2;
   const MXTensor& x = in->at(ef ? 1 : 0);
   const int64_t n = Numel(x), k = TopkK(attrs);
   if (TooLarge(n, 4, ef ? "gs_ef_topk" : "gs_topk")) return MX_FAIL;
+  const bool simd = HasAVX512() && Get(attrs, "simd", "1") == "1";
+  // error feedback: v = g + r (or r itself without a gradient), written into r's output (r itself
+  // with out=r); with a gradient the sum is made in the candidates' pass when that pass runs
+  const float* g = nullptr;
   float* v;
-  std::vector<float> copy;
   if (ef) {
-    // v = g + r (or r without a gradient), written into r's output (r itself with out=r)
-    const float* g = Data<float>(in->at(0));
-    const float* r = Data<float>(x);
     v = Data<float>(out->at(2));
     if (Get(attrs, "gradient", "1") == "1") {
-#pragma omp parallel for schedule(static)
-      for (int64_t i = 0; i < n; ++i) v[i] = g[i] + r[i];
+      g = Data<float>(in->at(0));
     } else {
       Alias(x, &out->at(2), n * 4);
     }
@@ -275,14 +349,20 @@ MXReturnValue TopkForward(const Attrs& attrs, std::vector<MXTensor>* in, std::ve
   }
   float* vals = Data<float>(out->at(0));
   Threshold t;
-  std::vector<int64_t> cand;
-  std::vector<uint32_t> keys;
-  if (n >= kSmall && Get(attrs, "sampled", "1") == "1" && SampledSelect(v, n, k, &t, &cand, &keys)) {
+  Candidates cand;
+  bool written = false;
+  const bool sampled = n >= kSmall && Get(attrs, "sampled", "1") == "1";
+  if (sampled && SampledSelect(g, g ? Data<float>(x) : v, v, n, k, simd, &t, &cand, &written)) {
     if (out->at(1).dtype == mxnet::ext::kInt32)
-      GatherCandidates<int32_t>(v, cand, keys, t, ef, vals, Data<int32_t>(out->at(1)));
+      GatherCandidates<int32_t>(v, cand, t, ef, vals, Data<int32_t>(out->at(1)));
     else
-      GatherCandidates<int64_t>(v, cand, keys, t, ef, vals, Data<int64_t>(out->at(1)));
+      GatherCandidates<int64_t>(v, cand, t, ef, vals, Data<int64_t>(out->at(1)));
     return MX_SUCCESS;
+  }
+  if (g && !written) {
+    const float* r = Data<float>(x);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) v[i] = g[i] + r[i];
   }
   t = Select(v, n, k);
   if (out->at(1).dtype == mxnet::ext::kInt32)
@@ -302,9 +382,11 @@ MXReturnValue SignPackForward(const Attrs& attrs, std::vector<MXTensor>* in, std
   if (TooLarge(n, 4, "gs_sign_pack")) return MX_FAIL;
   uint8_t* bits = Data<uint8_t>(out->at(0));
   const int64_t bytes = (n + 7) / 8, per = kChunk / 8, C = (bytes + per - 1) / per;
+  const bool simd = gs_sign::HasAVX512() && Get(attrs, "simd", "1") == "1";   // simd=0: portable (tests)
   std::vector<double> part(C, 0.0);
 #pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < C; ++c) part[c] = gs_sign::PackRange(x, n, c * per, std::min(bytes, (c + 1) * per), bits);
+  for (int64_t c = 0; c < C; ++c)
+    part[c] = gs_sign::PackRange(x, n, c * per, std::min(bytes, (c + 1) * per), bits, simd);
   double total = 0.0;
   for (int64_t c = 0; c < C; ++c) total += part[c];
   Data<float>(out->at(1))[0] = n ? static_cast<float>(total / static_cast<double>(n)) : 0.f;
@@ -323,6 +405,41 @@ const float (*SignTable())[8] {
   return table;
 }
 
+#if defined(__x86_64__)
+// The whole bytes [first, end) two at a time with AVX-512 (sixteen values; each row's two bytes
+// make the blend mask of +-s_w), the same sums as the portable loops below: one row adds +-s_0
+// straight into t, several are summed from 0 in row order first. Returns the first byte not done.
+__attribute__((target("avx512f"))) int64_t UnpackAddAVX512(float* t, const uint8_t* bits, const float* scale,
+                                                          int64_t rows, int64_t bytes, int64_t first,
+                                                          int64_t end) {
+  const uint8_t* rev = gs_sign::Reversed();
+  int64_t b = first;
+  if (rows == 1) {
+    const __m512 pos = _mm512_set1_ps(scale[0]), neg = _mm512_set1_ps(-scale[0]);
+    for (; b + 2 <= end; b += 2) {
+      const __mmask16 m = static_cast<__mmask16>(rev[bits[b]] | (rev[bits[b + 1]] << 8));
+      _mm512_storeu_ps(t + 8 * b, _mm512_add_ps(_mm512_loadu_ps(t + 8 * b), _mm512_mask_blend_ps(m, neg, pos)));
+    }
+    return b;
+  }
+  for (; b + 2 <= end; b += 2) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t w = 0; w < rows; ++w) {
+      const uint8_t* bw = bits + w * bytes + b;
+      const __mmask16 m = static_cast<__mmask16>(rev[bw[0]] | (rev[bw[1]] << 8));
+      acc = _mm512_add_ps(acc, _mm512_mask_blend_ps(m, _mm512_set1_ps(-scale[w]), _mm512_set1_ps(scale[w])));
+    }
+    _mm512_storeu_ps(t + 8 * b, _mm512_add_ps(_mm512_loadu_ps(t + 8 * b), acc));
+  }
+  return b;
+}
+#else
+int64_t UnpackAddAVX512(float* t, const uint8_t* bits, const float* scale, int64_t rows, int64_t bytes,
+                        int64_t first, int64_t end) {
+  return first;
+}
+#endif
+
 MXReturnValue SignUnpackAddForward(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out,
                                    const OpResource& res) {
   const int64_t n = Numel(in->at(0)), rows = Numel(in->at(2));
@@ -336,11 +453,14 @@ MXReturnValue SignUnpackAddForward(const Attrs& attrs, std::vector<MXTensor>* in
   for (int64_t w = 0; w < rows; ++w) scale[w] = alpha * Data<float>(in->at(2))[w];
   const int64_t per = kChunk / 8, C = (bytes + per - 1) / per;
   const float(*pm)[8] = SignTable();
+  const bool simd = gs_sign::HasAVX512() && Get(attrs, "simd", "1") == "1";   // simd=0: portable (tests)
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < C; ++c) {
     const int64_t first = c * per, end = std::min(bytes, (c + 1) * per);
-    const int64_t whole = rows == 1 ? std::min(end, n / 8) : first;   // one row, eight signs a byte
-    for (int64_t b = first; b < whole; ++b) {
+    const int64_t start = simd ? UnpackAddAVX512(t, bits, scale.data(), rows, bytes, first, std::min(end, n / 8))
+                               : first;
+    const int64_t whole = rows == 1 ? std::max(start, std::min(end, n / 8)) : start;   // one row, eight signs a byte
+    for (int64_t b = start; b < whole; ++b) {
       const float* pm0 = pm[bits[b]];
       float* tb = t + b * 8;
       for (int j = 0; j < 8; ++j) tb[j] += scale[0] * pm0[j];

@@ -45,12 +45,29 @@ struct Strata {
   double shift;
   const double* table;
 
-  // j n fits in 64 bits: n < 2^29 (2^31 bytes of float32)
-  int64_t Index(int64_t j) const {
-    const int64_t start = j * n / k, end = (j + 1) * n / k;
+  // stratum j's index from its bounds; u * width >= 0, so truncation is the floor
+  int64_t Pick(int64_t j, int64_t start, int64_t end) const {
     double u = table[rotation + j] + shift;   // in [0, 2): frac is one exact subtraction
     if (u >= 1.0) u -= 1.0;
-    return start + static_cast<int64_t>(std::floor(u * (static_cast<double>(end - start) * kUnder)));
+    return start + static_cast<int64_t>(u * (static_cast<double>(end - start) * kUnder));
+  }
+
+  // f(j, index) for the strata j0 .. j1 - 1 in order, with one division in all: start_j =
+  // floor(j n / k) = j q + floor(j r / k) for n = q k + r, the remainder j r mod k carried from one
+  // stratum to the next (j n fits in 64 bits: n < 2^29, 2^31 bytes of float32)
+  template <typename F>
+  void ForEach(int64_t j0, int64_t j1, F f) const {
+    if (j0 >= j1) return;
+    const int64_t q = n / k, r = n % k;
+    int64_t start = j0 * n / k, rem = (j0 * r) % k;
+    for (int64_t j = j0; j < j1; ++j) {
+      rem += r;
+      const int64_t carry = rem >= k;
+      rem -= carry * k;
+      const int64_t end = start + q + carry;
+      f(j, Pick(j, start, end));
+      start = end;
+    }
   }
 };
 
@@ -76,8 +93,10 @@ MXReturnValue RandomkGatherForward(const Attrs& attrs, std::vector<MXTensor>* in
     return MX_FAIL;
   const float* x = Data<float>(in->at(0));
   float* y = Data<float>(out->at(0));
-#pragma omp parallel for schedule(static) if (s.k > kChunk)
-  for (int64_t j = 0; j < s.k; ++j) y[j] = x[s.Index(j)];
+  const int64_t C = Chunks(s.k);
+#pragma omp parallel for schedule(static) if (C > 1)
+  for (int64_t c = 0; c < C; ++c)
+    s.ForEach(c * kChunk, std::min(s.k, (c + 1) * kChunk), [&](int64_t j, int64_t i) { y[j] = x[i]; });
   return MX_SUCCESS;
 }
 
@@ -91,11 +110,10 @@ MXReturnValue RandomkAddForward(const Attrs& attrs, std::vector<MXTensor>* in, s
   float* t = Data<float>(out->at(0));
   const float* v = Data<float>(in->at(1));
   // the strata are disjoint: each index is written by one j
-#pragma omp parallel for schedule(static) if (s.k > kChunk)
-  for (int64_t j = 0; j < s.k; ++j) {
-    const int64_t i = s.Index(j);
-    t[i] += alpha * v[j];
-  }
+  const int64_t C = Chunks(s.k);
+#pragma omp parallel for schedule(static) if (C > 1)
+  for (int64_t c = 0; c < C; ++c)
+    s.ForEach(c * kChunk, std::min(s.k, (c + 1) * kChunk), [&](int64_t j, int64_t i) { t[i] += alpha * v[j]; });
   return MX_SUCCESS;
 }
 
@@ -182,6 +200,7 @@ MXReturnValue EfSignForward(const Attrs& attrs, std::vector<MXTensor>* in, std::
   float* v = Data<float>(out->at(2));   // r itself with out=r
   uint8_t* bits = Data<uint8_t>(out->at(0));
   const int64_t bytes = (n + 7) / 8, per = kChunk / 8, C = (bytes + per - 1) / per;
+  const bool simd = gs_sign::HasAVX512() && Get(attrs, "simd", "1") == "1";   // simd=0: portable (tests)
   std::vector<double> part(C, 0.0);
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < C; ++c) {
@@ -190,7 +209,7 @@ MXReturnValue EfSignForward(const Attrs& attrs, std::vector<MXTensor>* in, std::
     if (gradient) {
       for (int64_t i = i0; i < i1; ++i) v[i] = g[i] + r[i];
     }
-    part[c] = gs_sign::PackRange(v, n, first, end, bits);   // the chunk, still in cache
+    part[c] = gs_sign::PackRange(v, n, first, end, bits, simd);   // the chunk, still in cache
   }
   double total = 0.0;
   for (int64_t c = 0; c < C; ++c) total += part[c];

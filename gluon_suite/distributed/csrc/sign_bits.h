@@ -13,6 +13,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace gs_sign {
 
@@ -73,10 +76,56 @@ inline double PackTail(const float* p, int r, uint8_t* bits) {
   return (lane[0] + lane[1]) + (lane[2] + lane[3]);
 }
 
-// bits of v[begin*8 ..) for the bytes [begin, end) of a buffer of n values, and their magnitudes
-inline double PackRange(const float* v, int64_t n, int64_t begin, int64_t end, uint8_t* bits) {
+#if defined(__x86_64__)
+// (GCC 12 warns that the intrinsics' own undefined registers "may be used uninitialized")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// PackBytes two bytes (sixteen values) at a time with AVX-512, the same bits and the same sums:
+// the four lanes sit in one register of doubles and take each byte's four sums in byte order.
+__attribute__((target("avx512f"))) inline double PackBytesAVX512(const float* p, int64_t m, uint8_t* bits) {
+  const uint8_t* rev = Reversed();
+  __m256d acc = _mm256_setzero_pd();
+  int64_t b = 0;
+  for (; b + 2 <= m; b += 2) {
+    const __m512 x = _mm512_loadu_ps(p + 8 * b);
+    const __mmask16 ge = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ);   // NaN: 0
+    bits[b] = rev[ge & 0xff];
+    bits[b + 1] = rev[(ge >> 8) & 0xff];
+    const __m512 a = _mm512_abs_ps(x);
+    // 128-bit lane 0: |v_j| + |v_j+4| of byte b; lane 2: the same of byte b + 1
+    const __m512 s = _mm512_add_ps(a, _mm512_shuffle_f32x4(a, a, _MM_SHUFFLE(3, 3, 1, 1)));
+    acc = _mm256_add_pd(acc, _mm256_cvtps_pd(_mm512_castps512_ps128(s)));
+    acc = _mm256_add_pd(acc, _mm256_cvtps_pd(_mm512_extractf32x4_ps(s, 2)));
+  }
+  double lane[4];
+  _mm256_storeu_pd(lane, acc);
+  for (; b < m; ++b) {   // an odd last byte
+    const float* q = p + 8 * b;
+    unsigned byte = 0;
+    for (int j = 0; j < 8; ++j) byte |= static_cast<unsigned>(q[j] >= 0.f) << (7 - j);
+    bits[b] = static_cast<uint8_t>(byte);
+    for (int j = 0; j < 4; ++j) lane[j] += static_cast<double>(std::fabs(q[j]) + std::fabs(q[j + 4]));
+  }
+  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
+}
+#pragma GCC diagnostic pop
+
+inline bool HasAVX512() {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+}
+#else
+inline double PackBytesAVX512(const float* p, int64_t m, uint8_t* bits) { return PackBytes(p, m, bits); }
+inline bool HasAVX512() { return false; }
+#endif
+
+// bits of v[begin*8 ..) for the bytes [begin, end) of a buffer of n values, and their magnitudes;
+// simd: with AVX-512 (the same result)
+inline double PackRange(const float* v, int64_t n, int64_t begin, int64_t end, uint8_t* bits, bool simd = false) {
   const int64_t whole = std::min<int64_t>(end, n / 8);
-  double s = whole > begin ? PackBytes(v + begin * 8, whole - begin, bits + begin) : 0.0;
+  double s = 0.0;
+  if (whole > begin)
+    s = simd ? PackBytesAVX512(v + begin * 8, whole - begin, bits + begin) : PackBytes(v + begin * 8, whole - begin, bits + begin);
   if (whole < end) s += PackTail(v + whole * 8, static_cast<int>(n - whole * 8), bits + whole);
   return s;
 }
