@@ -63,6 +63,7 @@ import mxnet as mx
 import numpy as np
 
 from ..utils.env import env
+from ..utils.host_arrays import host_array  # noqa: F401 (the compressors call native.host_array)
 from ..utils.native_lib import load_library
 
 _PKG = os.path.dirname(os.path.abspath(__file__))
@@ -165,17 +166,6 @@ def reusable(shape, dtype, ctx):
         arrays.append(a)
         _pooled_bytes[0] += nbytes
     return a
-
-
-def host_array(a, ctx):
-    """NumPy array ``a`` as an NDArray on CPU context ``ctx`` without waiting on MXNet's engine.
-    ``mx.nd.array`` copies synchronously, and that copy waits behind every operator already queued
-    on the engine, so a step that builds an index array per bucket blocks the host for the queued
-    kernels' time (which grows with the tensors). Here the NDArray takes ``a``'s memory (DLPack, no
-    copy; ``a`` becomes read-only and lives as long as the NDArray), and another CPU context gets
-    an engine copy, queued like any operator."""
-    nd = mx.nd.from_numpy(np.ascontiguousarray(a), zero_copy=True)
-    return nd if nd.context == ctx else nd.as_in_context(ctx)
 
 
 def topk(x, k, index_dtype="int32", sampled=True, simd=True):

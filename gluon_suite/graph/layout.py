@@ -20,6 +20,8 @@ import mxnet as mx
 import numpy as np
 import scipy.sparse as sp
 
+from ..utils.host_arrays import host_array
+
 _TOPOLOGIES = weakref.WeakValueDictionary()   # a graph holds its topology; the key dies with it
 _KEYS = itertools.count()
 _CHUNK = 1 << 16
@@ -78,7 +80,9 @@ class _Topology:
             np.cumsum(np.bincount(self.src, minlength=self.num_src), out=indptr_s[1:])
             arrays = (self.indptr, self.src[self.order], self.order, indptr_s, self.dst[by_src], by_src,
                       self.src, self.dst)
-            self._structures[key] = tuple(mx.nd.array(a, ctx=ctx, dtype=idtype.name) for a in arrays)
+            # handed over, not copied: mx.nd.array would wait for every queued operator (a graph
+            # built during a step, as a link predictor's pair graphs are, would stall the host)
+            self._structures[key] = tuple(host_array(np.array(a, dtype=idtype), ctx) for a in arrays)
         return self._structures[key]
 
     def heads(self, H):
