@@ -7,7 +7,8 @@ Operators (forward and backward, OpenMP over rows, float32 features, int32 or in
   copy_lhs, copy_rhs, reduce one of sum, mean, max, min (0 for a node without incoming edges);
   the gradient of max/min goes to the first edge reaching the extreme.
 - ``gsddmm``: out[e] = op(lhs[t_l(e)], rhs[t_r(e)]) for targets u (source), v (destination),
-  e (edge), op one of add, sub, mul, div, dot (summed over the last axis), copy_lhs, copy_rhs.
+  e (edge), op one of add, sub, mul, div, dot (summed over the last axis), copy_lhs, copy_rhs;
+  with ``same=1`` one array is both operands (targets u and v) and gets one gradient.
 - ``edge_softmax``: a[e] = exp(s[e]) / sum over the edges w->v of exp(s[w->v]).
 - ``scaled_sum``: out[v] = r[v] * sum over edges u->v of l[u] x[u] + b + c x[v], each of l, r,
   b, c optional: GraphConv's aggregation with its degree normalisation and bias inside the
@@ -90,6 +91,11 @@ def gsddmm(structure, op, lhs, rhs, lhs_target="u", rhs_target="v"):
     """``op(lhs[t_l(e)], rhs[t_r(e)])`` for every edge e -> (E, broadcast feature shape), the
     last axis kept as 1 for ``dot``."""
     ctx = (lhs if lhs is not None else rhs).context
+    if lhs is rhs and {lhs_target, rhs_target} == {"u", "v"}:
+        # one array on both sides (a homogeneous graph's u_dot_v('h', 'h')): the operator reads it
+        # once and gives it one gradient, the two sides' sum, instead of two for autograd to add
+        return mx.nd.gs_gsddmm(lhs, _placeholder(ctx), *structure, op=op, lhs_target=lhs_target,
+                               rhs_target=rhs_target, same="1")
     lhs = lhs if lhs is not None else _placeholder(ctx)
     rhs = rhs if rhs is not None else _placeholder(ctx)
     return mx.nd.gs_gsddmm(lhs, rhs, *structure, op=op, lhs_target=lhs_target, rhs_target=rhs_target)

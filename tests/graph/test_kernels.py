@@ -163,6 +163,30 @@ def test_gsddmm_forward_and_gradients(lt, rt, op, idtype, ctx):
 
 @pytest.mark.parametrize("ctx", CTXS, ids=str)
 @pytest.mark.parametrize("idtype", IDTYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "dot"])
+@pytest.mark.parametrize("lt, rt", [("u", "v"), ("v", "u")])
+def test_gsddmm_with_one_array_on_both_sides_gives_it_one_summed_gradient(lt, rt, op, idtype, ctx, monkeypatch):
+    """u_dot_v('h', 'h') on a homogeneous graph passes one array as both operands: the operator
+    runs in its one-operand mode (called once, with a placeholder second input) and the array's
+    gradient is the sum over both sides, against central differences of the float64 formula."""
+    src, dst, n = small_graph()
+    rs = np.random.RandomState(zlib.crc32(repr(("same", lt, rt, op)).encode()))
+    x = rs.normal(size=(n, H, F))
+    S = topology(src, dst, n, n).structure(ctx, idtype)
+    calls = []
+    real = mx.nd.gs_gsddmm
+    monkeypatch.setattr(mx.nd, "gs_gsddmm", lambda *a, **k: calls.append((a[1].shape, k.get("same"))) or real(*a, **k))
+    expect = ref_sddmm(src, dst, op, lt, rt, x, x)
+    w = rs.normal(size=expect.shape)
+    out, (gx,) = run(lambda p: native.gsddmm(S, op, p, p, lt, rt), [x], ctx, w)
+    assert calls == [((1,), "1")]
+    np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-5)
+    (want,) = numeric_grads(lambda p: ref_sddmm(src, dst, op, lt, rt, p, p), [x], w)
+    np.testing.assert_allclose(gx, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("ctx", CTXS, ids=str)
+@pytest.mark.parametrize("idtype", IDTYPES, ids=lambda t: np.dtype(t).name)
 @pytest.mark.parametrize("shape", [(), (H,), (H, 1)])
 def test_edge_softmax_forward_and_gradient(shape, idtype, ctx):
     src, dst, n = small_graph()

@@ -353,6 +353,57 @@ def test_ginconv_on_the_fused_operator_matches_the_formula(agg, learn_eps, ctx, 
         np.testing.assert_allclose(conv.eps.grad(ctx).asnumpy(), geps, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("ctx", CTXS, ids=str)
+@pytest.mark.parametrize("agg", ["sum", "mean"])
+@pytest.mark.parametrize("act", [None, "relu"])
+def test_ginconv_with_a_narrowing_dense_sums_after_the_product_and_matches_the_formula(agg, act, ctx, monkeypatch):
+    """apply_func = Dense(3, in_units=5): the layer multiplies first and sums 3 columns, not 5
+    (the sum's input is seen 3 wide); output and the gradients of x, W, b and eps against float64
+    NumPy (central differences of the formula f((1 + eps) x_v + agg x_u))."""
+    from mxnet import gluon
+    from gluon_suite.graph.nn import GINConv
+    widths = []
+    real = native.scaled_sum
+    monkeypatch.setattr(native, "scaled_sum", lambda S, x, *a, **k: widths.append(x.shape[1]) or real(S, x, *a, **k))
+    rs = np.random.RandomState(33)
+    x, W, b, w = rs.normal(size=(N, 5)), rs.normal(size=(3, 5)), rs.normal(size=(3,)), rs.normal(size=(N, 3))
+    conv = GINConv(gluon.nn.Dense(3, in_units=5, activation=act), agg, init_eps=0.25, learn_eps=True)
+    conv.initialize(ctx=ctx)
+    conv.apply_func.weight.set_data(mx.nd.array(W, ctx=ctx))
+    conv.apply_func.bias.set_data(mx.nd.array(b, ctx=ctx))
+    X = mx.nd.array(x, ctx=ctx)
+    X.attach_grad()
+    with autograd.record():
+        out = conv(dgl.graph((SRC, DST), num_nodes=N, device=ctx), X)
+        (out * mx.nd.array(w, ctx=ctx)).sum().backward()
+    assert widths == [3]
+
+    def ref(x, W, b, eps):
+        z = ref_gin(x, eps, agg) @ W.T + b
+        return np.maximum(z, 0) if act == "relu" else z
+    eps = np.array([0.25])
+    np.testing.assert_allclose(out.asnumpy(), ref(x, W, b, eps), rtol=1e-5, atol=1e-5)
+    gx, gW, gb, geps = numeric_grads(ref, [x, W, b, eps], w, h=1e-4)
+    np.testing.assert_allclose(X.grad.asnumpy(), gx, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(conv.apply_func.weight.grad(ctx).asnumpy(), gW, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(conv.apply_func.bias.grad(ctx).asnumpy(), gb, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(conv.eps.grad(ctx).asnumpy(), geps, rtol=1e-4, atol=1e-4)
+
+
+def test_ginconv_with_a_widening_dense_sums_first():
+    """Dense(6, in_units=4) widens: the sum runs on the 4 input columns, then the layer."""
+    from mxnet import gluon
+    from gluon_suite.graph.nn import GINConv
+    rs = np.random.RandomState(34)
+    x = rs.normal(size=(N, 4))
+    conv = GINConv(gluon.nn.Dense(6, in_units=4), "sum", init_eps=0.1)
+    conv.initialize()
+    out = conv(dgl.graph((SRC, DST), num_nodes=N), mx.nd.array(x)).asnumpy()
+    W, b = conv.apply_func.weight.data().asnumpy(), conv.apply_func.bias.data().asnumpy()
+    np.testing.assert_allclose(out, ref_gin(x, np.array([0.1]), "sum") @ W.T.astype(np.float64) + b,
+                               rtol=1e-5, atol=1e-5)
+
+
 def test_ginconv_on_a_block(kernels):
     from gluon_suite.graph.nn import GINConv
     src, dst = np.array([0, 2, 2, 1, 3, 3]), np.array([1, 1, 0, 1, 0, 1])

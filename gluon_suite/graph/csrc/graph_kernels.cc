@@ -507,7 +507,8 @@ void SddmmForward(const Bcast& b, char lt, char rt, const float* A, const float*
 // that every row is summed by one thread.
 template <typename I, int O, int SIDE>
 void SddmmBackwardSide(const Bcast& b, char lt, char rt, const float* dY, const float* A,
-                       const float* B, const I* const* s, int64_t E, int64_t n_rows, float* dT) {
+                       const float* B, const I* const* s, int64_t E, int64_t n_rows, float* dT,
+                       bool accumulate = false) {
   constexpr Op op = static_cast<Op>(O);
   constexpr int side = SIDE;
   const char target = side == 0 ? lt : rt;
@@ -521,7 +522,7 @@ void SddmmBackwardSide(const Bcast& b, char lt, char rt, const float* dY, const 
 #pragma omp parallel for schedule(dynamic, 64)
   for (int64_t r = 0; r < rows; ++r) {
     float* d = dT + r * len;
-    std::fill(d, d + len, 0.f);
+    if (!accumulate) std::fill(d, d + len, 0.f);
     const int64_t k0 = target == 'e' ? r : static_cast<int64_t>(ptr[r]);
     const int64_t k1 = target == 'e' ? r + 1 : static_cast<int64_t>(ptr[r + 1]);
     for (int64_t k = k0; k < k1; ++k) {
@@ -1015,9 +1016,10 @@ MXReturnValue InferShape(const Attrs& attrs, Shapes* in, Shapes* out) {
   }
   Op op = kAdd;
   ParseOp(Get(attrs, "op", ""), &op);
+  const bool same = K->which == Kind::kSddmm && Flag(attrs, "same");
   Bcast b;
   std::string err;
-  if (!b.Init(RowShape(ToI64(st[0])), RowShape(ToI64(st[1])), op, &err)) {
+  if (!b.Init(RowShape(ToI64(st[0])), RowShape(ToI64(st[same ? 0 : 1])), op, &err)) {
     MX_ERROR_MSG << err;
     return MX_FAIL;
   }
@@ -1083,17 +1085,18 @@ template <typename I>
 MXReturnValue SddmmFwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out) {
   Op op = kAdd;
   ParseOp(Get(attrs, "op", ""), &op);
+  const bool same = Flag(attrs, "same");   // one operand on both sides; the second input unused
   Bcast b;
   std::string err;
-  if (!b.Init(RowShape(in->at(0).shape), RowShape(in->at(1).shape), op, &err)) {
+  if (!b.Init(RowShape(in->at(0).shape), RowShape(in->at(same ? 0 : 1).shape), op, &err)) {
     MX_ERROR_MSG << err;
     return MX_FAIL;
   }
   const I* s[kStructure];
   Structure<I>(in, 2, s);
   const char lt = Get(attrs, "lhs_target", "u")[0], rt = Get(attrs, "rhs_target", "v")[0];
-  GS_WITH_OP(op, (SddmmForward<I, O>(b, lt, rt, in->at(0).data<float>(), in->at(1).data<float>(), s[6], s[7],
-                                     Rows(in->at(8)), out->at(0).data<float>())));
+  GS_WITH_OP(op, (SddmmForward<I, O>(b, lt, rt, in->at(0).data<float>(), in->at(same ? 0 : 1).data<float>(), s[6],
+                                     s[7], Rows(in->at(8)), out->at(0).data<float>())));
   return MX_SUCCESS;
 }
 
@@ -1101,9 +1104,10 @@ template <typename I>
 MXReturnValue SddmmBwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vector<MXTensor>* out) {
   Op op = kAdd;
   ParseOp(Get(attrs, "op", ""), &op);
+  const bool same = Flag(attrs, "same");
   Bcast b;
   std::string err;
-  if (!b.Init(RowShape(in->at(1).shape), RowShape(in->at(2).shape), op, &err)) {
+  if (!b.Init(RowShape(in->at(1).shape), RowShape(in->at(same ? 1 : 2).shape), op, &err)) {
     MX_ERROR_MSG << err;
     return MX_FAIL;
   }
@@ -1111,6 +1115,18 @@ MXReturnValue SddmmBwdT(const Attrs& attrs, std::vector<MXTensor>* in, std::vect
   Structure<I>(in, 3, s);
   const char lt = Get(attrs, "lhs_target", "u")[0], rt = Get(attrs, "rhs_target", "v")[0];
   const int64_t E = Rows(in->at(9));
+  if (same) {
+    // one operand x on both sides (node targets u and v): its gradient is the sum of the two
+    // sides' gradients, the second side added into the first's rows; the unused input gets 0
+    const float* x = in->at(1).data<float>();
+    if (!Bad(out->at(1))) std::memset(out->at(1).data<float>(), 0, sizeof(float) * out->at(1).size());
+    if (Bad(out->at(0))) return MX_SUCCESS;
+    float* dx = out->at(0).data<float>();
+    const int64_t rows = Rows(out->at(0));
+    GS_WITH_OP(op, (SddmmBackwardSide<I, O, 0>(b, lt, rt, in->at(0).data<float>(), x, x, s, E, rows, dx)));
+    GS_WITH_OP(op, (SddmmBackwardSide<I, O, 1>(b, lt, rt, in->at(0).data<float>(), x, x, s, E, rows, dx, true)));
+    return MX_SUCCESS;
+  }
   for (int side = 0; side < 2; ++side) {
     if (Bad(out->at(side))) continue;
     if ((side == 0 && op == kCopyR) || (side == 1 && op == kCopyL)) {

@@ -25,6 +25,17 @@ class GINConv(gluon.Block):
             self.eps = self.params.get("eps", shape=(1,), grad_req="write" if learn_eps else "null",
                                        init=mx.init.Constant(init_eps))
 
+    def _narrowing_dense(self, feat):
+        """``apply_func`` when it is a gluon ``nn.Dense`` with a known weight that maps 2-D
+        features to fewer columns (so the product can run before the sum), else None."""
+        f = self.apply_func
+        if not isinstance(f, gluon.nn.Dense) or feat.ndim != 2:
+            return None
+        shape = f.weight.shape
+        if not shape or 0 in shape or shape[1] != feat.shape[1] or shape[0] >= shape[1]:
+            return None
+        return f
+
     def forward(self, graph, feat):
         """Output for node features (N_src, *) or a (source, destination) pair: (N_dst, *) before
         ``apply_func``."""
@@ -38,6 +49,17 @@ class GINConv(gluon.Block):
                 # the neighbours' sum, or their mean as the sum scaled by 1/in-degree
                 right = (graph._degree_power("in", -1.0, ctx).reshape((-1,))
                          if self._aggregator_type == "mean" else None)
+                dense = self._narrowing_dense(feat_src)
+                if dense is not None:
+                    # f is a narrowing linear layer: W((1 + eps) h_v + agg h_u) + b =
+                    # (1 + eps) W h_v + agg W h_u + b, so the product comes first and the sum runs
+                    # over the narrower rows, the bias added inside it
+                    h = mx.nd.FullyConnected(feat_src, dense.weight.data(ctx), no_bias=True,
+                                             num_hidden=dense.weight.shape[0])
+                    b = dense.bias.data(ctx) if dense.bias is not None else None
+                    rst = native.scaled_sum(graph._structure(ctx), h, None, right, b, scale_grad=False,
+                                            self_scale=1 + self.eps.data(ctx), self_grad=self._learn_eps)
+                    return dense.act(rst) if dense.act is not None else rst
                 rst = native.scaled_sum(graph._structure(ctx), feat_src, None, right, None, scale_grad=False,
                                         self_scale=1 + self.eps.data(ctx), self_grad=self._learn_eps)
                 return self.apply_func(rst) if self.apply_func is not None else rst
