@@ -225,16 +225,11 @@ __attribute__((target("avx512f,popcnt"))) int64_t CollectAVX512(const float* g, 
   for (int64_t j = m; j < m + tail; ++j) at[j] += static_cast<uint32_t>(i);
   return m + tail;
 }
-bool HasAVX512() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("popcnt");
-  return has;
-}
 #else
 int64_t CollectAVX512(const float* g, const float* x, float* v, int64_t len, uint32_t lo, uint32_t* at,
                       float* av) {
   return CollectPortable(g, x, v, len, lo, at, av);
 }
-bool HasAVX512() { return false; }
 #endif
 
 // The candidates SampledSelect keeps: ascending indices and their values (so that the selection
@@ -382,7 +377,7 @@ MXReturnValue SignPackForward(const Attrs& attrs, std::vector<MXTensor>* in, std
   if (TooLarge(n, 4, "gs_sign_pack")) return MX_FAIL;
   uint8_t* bits = Data<uint8_t>(out->at(0));
   const int64_t bytes = (n + 7) / 8, per = kChunk / 8, C = (bytes + per - 1) / per;
-  const bool simd = gs_sign::HasAVX512() && Get(attrs, "simd", "1") == "1";   // simd=0: portable (tests)
+  const bool simd = HasAVX512() && Get(attrs, "simd", "1") == "1";   // simd=0: portable (tests)
   std::vector<double> part(C, 0.0);
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < C; ++c)
@@ -453,7 +448,7 @@ MXReturnValue SignUnpackAddForward(const Attrs& attrs, std::vector<MXTensor>* in
   for (int64_t w = 0; w < rows; ++w) scale[w] = alpha * Data<float>(in->at(2))[w];
   const int64_t per = kChunk / 8, C = (bytes + per - 1) / per;
   const float(*pm)[8] = SignTable();
-  const bool simd = gs_sign::HasAVX512() && Get(attrs, "simd", "1") == "1";   // simd=0: portable (tests)
+  const bool simd = HasAVX512() && Get(attrs, "simd", "1") == "1";   // simd=0: portable (tests)
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < C; ++c) {
     const int64_t first = c * per, end = std::min(bytes, (c + 1) * per);

@@ -200,7 +200,7 @@ MXReturnValue EfSignForward(const Attrs& attrs, std::vector<MXTensor>* in, std::
   float* v = Data<float>(out->at(2));   // r itself with out=r
   uint8_t* bits = Data<uint8_t>(out->at(0));
   const int64_t bytes = (n + 7) / 8, per = kChunk / 8, C = (bytes + per - 1) / per;
-  const bool simd = gs_sign::HasAVX512() && Get(attrs, "simd", "1") == "1";   // simd=0: portable (tests)
+  const bool simd = HasAVX512() && Get(attrs, "simd", "1") == "1";   // simd=0: portable (tests)
   std::vector<double> part(C, 0.0);
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < C; ++c) {

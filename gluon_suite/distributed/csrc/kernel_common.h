@@ -72,6 +72,16 @@ bool TooLarge(int64_t n, int64_t itemsize, const char* op, const char* what = "b
 
 int64_t Chunks(int64_t n) { return (n + kChunk - 1) / kChunk; }
 
+// Whether the processor runs the AVX-512 paths (checked once; the build assumes no more than x86-64)
+#if defined(__x86_64__)
+bool HasAVX512() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("popcnt");
+  return has;
+}
+#else
+bool HasAVX512() { return false; }
+#endif
+
 // An operator called with its input as its output (MXNet's out=) works in place; given another
 // output array it first copies the input there.
 void Alias(const MXTensor& in, MXTensor* out, int64_t bytes) {

@@ -110,13 +110,8 @@ __attribute__((target("avx512f"))) inline double PackBytesAVX512(const float* p,
 }
 #pragma GCC diagnostic pop
 
-inline bool HasAVX512() {
-  static const bool has = __builtin_cpu_supports("avx512f");
-  return has;
-}
 #else
 inline double PackBytesAVX512(const float* p, int64_t m, uint8_t* bits) { return PackBytes(p, m, bits); }
-inline bool HasAVX512() { return false; }
 #endif
 
 // bits of v[begin*8 ..) for the bytes [begin, end) of a buffer of n values, and their magnitudes;
